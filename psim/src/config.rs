@@ -1,0 +1,768 @@
+//! Scenario files: TOML parsed into raw structs, then validated into a typed
+//! [`Scenario`].
+//!
+//! Every table rejects unknown keys, so a typo is an error rather than a
+//! silently ignored setting. Errors are one line and name the key or file.
+//! Units are in key names (`link_gbps`, `latency_ns`, `stop_us`).
+
+use crate::packet::Protocol;
+use crate::queue::Capacity;
+use crate::topo::{FatTree, LeafSpine, LinkSpec, Topology};
+use crate::transport::{CbrParams, ProtocolParams};
+use crate::units::{gbps_to_bps, ns_to_ps, us_to_ps};
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// A scenario that could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The scenario file could not be read.
+    #[error("cannot read scenario {path}: {source}")]
+    Read {
+        /// File.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file is not valid TOML or does not match the schema (unknown key, wrong type).
+    #[error("{path}:{line}:{col}: {message}")]
+    Parse {
+        /// File.
+        path: PathBuf,
+        /// 1-based line.
+        line: usize,
+        /// 1-based column.
+        col: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// A `--set key=value` override is malformed.
+    #[error("--set {arg}: {message}")]
+    Set {
+        /// The argument as given.
+        arg: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A FatTree needs an even k of at least 2.
+    #[error("topology.k = {k}: a FatTree needs an even k >= 2")]
+    OddK {
+        /// The value given.
+        k: u32,
+    },
+    /// A rate must be positive.
+    #[error("{key} = {value}: a link rate must be positive")]
+    NonPositiveRate {
+        /// Key.
+        key: String,
+        /// Value given.
+        value: f64,
+    },
+    /// A latency must be zero or positive.
+    #[error("{key} = {value}: a latency cannot be negative")]
+    NegativeLatency {
+        /// Key.
+        key: String,
+        /// Value given.
+        value: f64,
+    },
+    /// Any other out-of-range value.
+    #[error("{key} = {value}: {message}")]
+    BadValue {
+        /// Key.
+        key: String,
+        /// Value given.
+        value: String,
+        /// Allowed range.
+        message: String,
+    },
+    /// A traffic entry names no protocol.
+    #[error("traffic[{index}]: missing key `protocol`")]
+    MissingProtocol {
+        /// Entry index.
+        index: usize,
+    },
+    /// A traffic entry names a protocol psim does not have.
+    #[error("traffic[{index}].protocol = {name:?}: unknown protocol (known: cbr)")]
+    UnknownProtocol {
+        /// Entry index.
+        index: usize,
+        /// Name given.
+        name: String,
+    },
+    /// A traffic entry does not match its pattern's schema.
+    #[error("traffic[{index}]: {message}")]
+    Traffic {
+        /// Entry index.
+        index: usize,
+        /// What is wrong.
+        message: String,
+    },
+    /// The workload rejected the traffic section.
+    #[error("traffic: {0}")]
+    Workload(#[from] workloads::WorkloadError),
+}
+
+/// The scenario file as written.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScenarioFile {
+    /// Free-form name.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Global seed: every random stream derives from it.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Stop the simulation at this time. Without it, the run ends when no event is left.
+    #[serde(default)]
+    pub stop_us: Option<f64>,
+    /// Network.
+    pub topology: TopologyFile,
+    /// Switch ports.
+    #[serde(default)]
+    pub switch: SwitchFile,
+    /// Host NICs.
+    #[serde(default)]
+    pub host: HostFile,
+    /// Transport parameters.
+    #[serde(default)]
+    pub protocol: ProtocolFile,
+    /// Traffic entries: `protocol` plus a `workloads` pattern.
+    #[serde(default)]
+    pub traffic: Vec<toml::Table>,
+    /// Default shard and thread counts (the command line overrides them).
+    #[serde(default)]
+    pub run: RunFile,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+fn default_gbps() -> f64 {
+    10.0
+}
+fn default_latency_ns() -> f64 {
+    1000.0
+}
+fn default_one() -> u32 {
+    1
+}
+
+/// `[topology]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyFile {
+    /// 3-tier k-ary FatTree.
+    Fattree {
+        /// Switch radix, even.
+        k: u32,
+        /// Hosts per ToR = oversubscription x k/2.
+        #[serde(default = "default_one")]
+        oversubscription: u32,
+        /// Default rate of every link, Gb/s (10 in the NDP paper, [P] §6).
+        #[serde(default = "default_gbps")]
+        link_gbps: f64,
+        /// Default propagation delay of every link, ns.
+        #[serde(default = "default_latency_ns")]
+        latency_ns: f64,
+        /// Host-ToR links.
+        #[serde(default)]
+        host_link: TierFile,
+        /// ToR-aggregation links.
+        #[serde(default)]
+        tor_link: TierFile,
+        /// Aggregation-core links.
+        #[serde(default)]
+        core_link: TierFile,
+    },
+    /// 2-tier leaf-spine.
+    Leafspine {
+        /// Leaf (ToR) switches.
+        leaves: u32,
+        /// Spine switches.
+        spines: u32,
+        /// Hosts under each leaf.
+        hosts_per_leaf: u32,
+        /// Default link rate, Gb/s.
+        #[serde(default = "default_gbps")]
+        link_gbps: f64,
+        /// Default propagation delay, ns.
+        #[serde(default = "default_latency_ns")]
+        latency_ns: f64,
+        /// Host-leaf links.
+        #[serde(default)]
+        host_link: TierFile,
+        /// Leaf-spine links.
+        #[serde(default)]
+        uplink: TierFile,
+    },
+}
+
+/// Overrides for one tier of links.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierFile {
+    /// Rate, Gb/s.
+    pub gbps: Option<f64>,
+    /// Propagation delay, ns.
+    pub latency_ns: Option<f64>,
+}
+
+/// `[switch]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchFile {
+    /// Queue discipline of every switch output port.
+    #[serde(default = "default_discipline")]
+    pub queue: String,
+    /// Capacity in packets (default 100, ns-3's DropTailQueue default).
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes (instead of packets).
+    pub queue_bytes: Option<u64>,
+}
+
+impl Default for SwitchFile {
+    fn default() -> Self {
+        SwitchFile {
+            queue: default_discipline(),
+            queue_packets: None,
+            queue_bytes: None,
+        }
+    }
+}
+
+fn default_discipline() -> String {
+    "droptail".into()
+}
+
+/// `[host]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostFile {
+    /// NIC queue capacity in packets (default 1000: hosts should not be the bottleneck).
+    pub nic_queue_packets: Option<u32>,
+}
+
+/// `[protocol]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProtocolFile {
+    /// `[protocol.cbr]`.
+    #[serde(default)]
+    pub cbr: CbrFile,
+}
+
+/// `[protocol.cbr]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct CbrFile {
+    /// Sending rate, Gb/s (default: the NIC rate).
+    pub rate_gbps: Option<f64>,
+    /// Wire bytes per packet (default 1500).
+    pub packet_bytes: Option<u32>,
+}
+
+/// `[run]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunFile {
+    /// Number of shards.
+    pub shards: Option<u32>,
+    /// Number of worker threads.
+    pub threads: Option<u32>,
+}
+
+/// A validated scenario, ready to build a simulation from.
+#[derive(Clone)]
+pub struct Scenario {
+    /// Where it was read from.
+    pub path: PathBuf,
+    /// The file after `--set` overrides, defaults filled in.
+    pub file: ScenarioFile,
+    /// Global seed.
+    pub seed: u64,
+    /// Stop time, if any.
+    pub stop_ps: Option<u64>,
+    /// Network.
+    pub topology: Topology,
+    /// Discipline and capacity of switch ports.
+    pub switch_queue: Capacity,
+    /// Capacity of host NIC queues.
+    pub nic_queue: Capacity,
+    /// Transport parameters.
+    pub protocols: ProtocolParams,
+    /// Protocol of each traffic entry (indexed by `FlowSpec::class`).
+    pub traffic_protocols: Vec<Protocol>,
+    /// The traffic.
+    pub workload: std::sync::Arc<workloads::Workload>,
+}
+
+impl std::fmt::Debug for Scenario {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Scenario")
+            .field("path", &self.path)
+            .field("seed", &self.seed)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Scenario {
+    /// Reads, overrides and validates a scenario file.
+    pub fn load(path: &Path, sets: &[String]) -> Result<Scenario, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.into(),
+            source,
+        })?;
+        Self::from_str(&text, path, sets)
+    }
+
+    /// Parses scenario text; `path` is used in messages and to resolve relative file names.
+    pub fn from_str(text: &str, path: &Path, sets: &[String]) -> Result<Scenario, ConfigError> {
+        let parse_err = |e: toml::de::Error, text: &str| {
+            let (line, col) = e.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
+            ConfigError::Parse {
+                path: path.into(),
+                line,
+                col,
+                message: e.message().trim().replace('\n', " "),
+            }
+        };
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e, text))?;
+        for s in sets {
+            apply_set(&mut table, s)?;
+        }
+        // Re-serialise so that errors from overridden values still carry a position.
+        let text = toml::to_string(&table).map_err(|e| ConfigError::Set {
+            arg: sets.join(" "),
+            message: e.to_string(),
+        })?;
+        let file: ScenarioFile = toml::from_str(&text).map_err(|e| {
+            let mut err = parse_err(e, &text);
+            if !sets.is_empty() {
+                if let ConfigError::Parse { line, col, .. } = &mut err {
+                    // Positions refer to the overridden document: do not point into the user's file.
+                    (*line, *col) = (0, 0);
+                }
+            }
+            err
+        })?;
+        Self::validate(file, path)
+    }
+
+    fn validate(file: ScenarioFile, path: &Path) -> Result<Scenario, ConfigError> {
+        let stop_ps = match file.stop_us {
+            Some(us) if us.is_nan() || us <= 0.0 => {
+                return Err(bad("stop_us", us, "must be positive"));
+            }
+            Some(us) => Some(us_to_ps(us)),
+            None => None,
+        };
+        let topology = build_topology(&file.topology)?;
+        let switch_queue = match (
+            file.switch.queue.as_str(),
+            file.switch.queue_packets,
+            file.switch.queue_bytes,
+        ) {
+            (q, _, _) if q != "droptail" => {
+                return Err(ConfigError::BadValue {
+                    key: "switch.queue".into(),
+                    value: format!("{q:?}"),
+                    message: "unknown discipline (known: droptail)".into(),
+                })
+            }
+            (_, Some(_), Some(_)) => {
+                return Err(ConfigError::BadValue {
+                    key: "switch.queue_bytes".into(),
+                    value: "both".into(),
+                    message: "give queue_packets or queue_bytes, not both".into(),
+                })
+            }
+            (_, Some(0), _) => return Err(bad("switch.queue_packets", 0, "must be at least 1")),
+            (_, _, Some(0)) => return Err(bad("switch.queue_bytes", 0, "must be at least 1")),
+            (_, Some(p), None) => Capacity::Packets(p),
+            (_, None, Some(b)) => Capacity::Bytes(b),
+            (_, None, None) => Capacity::Packets(100),
+        };
+        let nic_queue = match file.host.nic_queue_packets {
+            Some(0) => return Err(bad("host.nic_queue_packets", 0, "must be at least 1")),
+            Some(p) => Capacity::Packets(p),
+            None => Capacity::Packets(1000),
+        };
+        let cbr = &file.protocol.cbr;
+        let mut protocols = ProtocolParams {
+            cbr: CbrParams::default(),
+        };
+        if let Some(g) = cbr.rate_gbps {
+            protocols.cbr.rate_bps = Some(rate("protocol.cbr.rate_gbps", g)?);
+        }
+        if let Some(b) = cbr.packet_bytes {
+            if b <= crate::packet::HEADER_BYTES {
+                return Err(bad(
+                    "protocol.cbr.packet_bytes",
+                    b,
+                    "must exceed the 64-byte header",
+                ));
+            }
+            protocols.cbr.packet_bytes = b;
+        }
+
+        let mut traffic_protocols = Vec::new();
+        let mut patterns = Vec::new();
+        for (index, entry) in file.traffic.iter().enumerate() {
+            let mut entry = entry.clone();
+            let proto = match entry.remove("protocol") {
+                None => return Err(ConfigError::MissingProtocol { index }),
+                Some(toml::Value::String(s)) if s == "cbr" => Protocol::Cbr,
+                Some(v) => {
+                    let name = v
+                        .as_str()
+                        .map(str::to_owned)
+                        .unwrap_or_else(|| v.to_string());
+                    return Err(ConfigError::UnknownProtocol { index, name });
+                }
+            };
+            traffic_protocols.push(proto);
+            let spec: workloads::PatternSpec =
+                toml::Value::Table(entry)
+                    .try_into()
+                    .map_err(|e: toml::de::Error| ConfigError::Traffic {
+                        index,
+                        message: e.message().trim().to_string(),
+                    })?;
+            patterns.push(spec);
+        }
+        let env = workloads::WorkloadEnv {
+            hosts: topology.hosts(),
+            host_link_bps: topology.host_link().rate_bps,
+            bisection_bps: topology.bisection_bps(),
+            hosts_per_rack: topology.hosts_per_tor(),
+            seed: file.seed,
+            stop_ps,
+            base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        };
+        let workload = workloads::Workload::new(patterns, env)?;
+        Ok(Scenario {
+            path: path.into(),
+            seed: file.seed,
+            stop_ps,
+            topology,
+            switch_queue,
+            nic_queue,
+            protocols,
+            traffic_protocols,
+            workload: std::sync::Arc::new(workload),
+            file,
+        })
+    }
+
+    /// The resolved scenario as JSON, for the manifest.
+    pub fn resolved_json(&self) -> serde_json::Value {
+        serde_json::to_value(&self.file).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+fn bad(key: &str, value: impl std::fmt::Display, message: &str) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.into(),
+        value: value.to_string(),
+        message: message.into(),
+    }
+}
+
+fn rate(key: &str, gbps: f64) -> Result<u64, ConfigError> {
+    if gbps.is_nan() || gbps <= 0.0 || gbps_to_bps(gbps) == 0 {
+        return Err(ConfigError::NonPositiveRate {
+            key: key.into(),
+            value: gbps,
+        });
+    }
+    Ok(gbps_to_bps(gbps))
+}
+
+fn latency(key: &str, ns: f64) -> Result<u64, ConfigError> {
+    if ns.is_nan() || ns < 0.0 {
+        return Err(ConfigError::NegativeLatency {
+            key: key.into(),
+            value: ns,
+        });
+    }
+    Ok(ns_to_ps(ns))
+}
+
+fn tier(name: &str, t: &TierFile, gbps: f64, ns: f64) -> Result<LinkSpec, ConfigError> {
+    Ok(LinkSpec {
+        rate_bps: rate(&format!("topology.{name}.gbps"), t.gbps.unwrap_or(gbps))?,
+        delay_ps: latency(
+            &format!("topology.{name}.latency_ns"),
+            t.latency_ns.unwrap_or(ns),
+        )?,
+    })
+}
+
+fn build_topology(t: &TopologyFile) -> Result<Topology, ConfigError> {
+    match t {
+        TopologyFile::Fattree {
+            k,
+            oversubscription,
+            link_gbps,
+            latency_ns,
+            host_link,
+            tor_link,
+            core_link,
+        } => {
+            rate("topology.link_gbps", *link_gbps)?;
+            latency("topology.latency_ns", *latency_ns)?;
+            if *k < 2 || k % 2 != 0 {
+                return Err(ConfigError::OddK { k: *k });
+            }
+            if *k > 128 {
+                return Err(bad(
+                    "topology.k",
+                    k,
+                    "at most 128 (psim's port ids are 16-bit)",
+                ));
+            }
+            if *oversubscription == 0 || *oversubscription > 64 {
+                return Err(bad(
+                    "topology.oversubscription",
+                    oversubscription,
+                    "must be 1 to 64",
+                ));
+            }
+            Ok(Topology::FatTree(FatTree::new(
+                *k,
+                *oversubscription,
+                tier("host_link", host_link, *link_gbps, *latency_ns)?,
+                tier("tor_link", tor_link, *link_gbps, *latency_ns)?,
+                tier("core_link", core_link, *link_gbps, *latency_ns)?,
+            )))
+        }
+        TopologyFile::Leafspine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            link_gbps,
+            latency_ns,
+            host_link,
+            uplink,
+        } => {
+            rate("topology.link_gbps", *link_gbps)?;
+            latency("topology.latency_ns", *latency_ns)?;
+            for (key, v) in [
+                ("topology.leaves", leaves),
+                ("topology.spines", spines),
+                ("topology.hosts_per_leaf", hosts_per_leaf),
+            ] {
+                if *v == 0 || *v > 4096 {
+                    return Err(bad(key, v, "must be 1 to 4096"));
+                }
+            }
+            Ok(Topology::LeafSpine(LeafSpine::new(
+                *leaves,
+                *spines,
+                *hosts_per_leaf,
+                tier("host_link", host_link, *link_gbps, *latency_ns)?,
+                tier("uplink", uplink, *link_gbps, *latency_ns)?,
+            )))
+        }
+    }
+}
+
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let before = &text[..offset.min(text.len())];
+    let line = before.matches('\n').count() + 1;
+    let col = before.len() - before.rfind('\n').map(|i| i + 1).unwrap_or(0) + 1;
+    (line, col)
+}
+
+/// Applies `a.b.0.c=value`: the value is parsed as TOML (number, boolean,
+/// string, array), falling back to a bare string.
+fn apply_set(table: &mut toml::Table, arg: &str) -> Result<(), ConfigError> {
+    let mut root = toml::Value::Table(std::mem::take(table));
+    let result = set_path(&mut root, arg);
+    if let toml::Value::Table(t) = root {
+        *table = t;
+    }
+    result
+}
+
+fn set_path(root: &mut toml::Value, arg: &str) -> Result<(), ConfigError> {
+    let err = |m: &str| ConfigError::Set {
+        arg: arg.into(),
+        message: m.into(),
+    };
+    let (key, value) = arg
+        .split_once('=')
+        .ok_or_else(|| err("expected key=value"))?;
+    let value: toml::Value = match toml::from_str::<toml::Table>(&format!("v = {value}")) {
+        Ok(mut t) => t.remove("v").ok_or_else(|| err("no value"))?,
+        Err(_) => toml::Value::String(value.to_string()),
+    };
+    let parts: Vec<&str> = key.trim().split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(err("empty key segment"));
+    }
+    let (last, walk) = parts.split_last().expect("split yields at least one part");
+    let mut cur = root;
+    for part in walk {
+        cur = match cur {
+            toml::Value::Table(t) => t
+                .entry(part.to_string())
+                .or_insert_with(|| toml::Value::Table(toml::Table::new())),
+            toml::Value::Array(a) => {
+                let len = a.len();
+                let idx: usize = part
+                    .parse()
+                    .map_err(|_| err(&format!("`{part}` is not an array index")))?;
+                a.get_mut(idx)
+                    .ok_or_else(|| err(&format!("index {idx} out of range (length {len})")))?
+            }
+            _ => {
+                return Err(err(&format!(
+                    "`{part}` is inside a value that is not a table"
+                )))
+            }
+        };
+    }
+    match cur {
+        toml::Value::Table(t) => {
+            t.insert(last.to_string(), value);
+        }
+        toml::Value::Array(a) => {
+            let len = a.len();
+            let idx: usize = last
+                .parse()
+                .map_err(|_| err(&format!("`{last}` is not an array index")))?;
+            *a.get_mut(idx)
+                .ok_or_else(|| err(&format!("index {idx} out of range (length {len})")))? = value;
+        }
+        _ => {
+            return Err(err(&format!(
+                "`{last}` is inside a value that is not a table"
+            )))
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const BASE: &str = "seed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n";
+
+    fn load(text: &str, sets: &[&str]) -> Result<Scenario, ConfigError> {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scenario::from_str(text, Path::new("test.toml"), &sets)
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let s = load(BASE, &[]).unwrap();
+        assert_eq!(s.topology.hosts(), 16);
+        assert_eq!(
+            s.topology.host_link(),
+            LinkSpec {
+                rate_bps: 10_000_000_000,
+                delay_ps: 1_000_000
+            }
+        );
+        assert_eq!(s.switch_queue, Capacity::Packets(100));
+        assert_eq!(s.seed, 3);
+    }
+
+    #[test]
+    fn set_overrides_nested_keys_and_array_entries() {
+        let text = format!(
+            "{BASE}[[traffic]]\nprotocol = \"cbr\"\npattern = \"permutation\"\nsize_bytes = 1000\n"
+        );
+        let s = load(
+            &text,
+            &[
+                "topology.k=8",
+                "topology.core_link.gbps=40",
+                "traffic.0.size_bytes=2000",
+            ],
+        )
+        .unwrap();
+        assert_eq!(s.topology.hosts(), 128);
+        assert_eq!(s.file.traffic[0]["size_bytes"].as_integer(), Some(2000));
+    }
+
+    #[test]
+    fn malformed_toml_names_file_and_line() {
+        let e = load("seed = 1\n[topology\n", &[]).unwrap_err().to_string();
+        assert!(e.starts_with("test.toml:2:"), "{e}");
+        assert!(!e.contains('\n'));
+    }
+
+    #[test]
+    fn unknown_key_is_an_error() {
+        let e = load(&format!("{BASE}colour = 3\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("colour"), "{e}");
+        let e = load(&format!("{BASE}link_gpbs = 3\n"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("link_gpbs"), "{e}");
+    }
+
+    #[test]
+    fn odd_k_is_rejected() {
+        let e = load(BASE, &["topology.k=5"]).unwrap_err();
+        assert!(matches!(e, ConfigError::OddK { k: 5 }), "{e}");
+    }
+
+    #[test]
+    fn non_positive_rates_and_negative_latencies_are_rejected() {
+        for v in ["0", "-10"] {
+            let e = load(BASE, &[&format!("topology.link_gbps={v}")]).unwrap_err();
+            assert!(matches!(e, ConfigError::NonPositiveRate { .. }), "{e}");
+        }
+        let e = load(BASE, &["topology.core_link.gbps=0"]).unwrap_err();
+        assert!(e.to_string().contains("topology.core_link.gbps"), "{e}");
+        let e = load(BASE, &["topology.latency_ns=-1"]).unwrap_err();
+        assert!(matches!(e, ConfigError::NegativeLatency { .. }), "{e}");
+    }
+
+    #[test]
+    fn queue_capacity_choices() {
+        assert_eq!(
+            load(BASE, &["switch.queue_bytes=12000"])
+                .unwrap()
+                .switch_queue,
+            Capacity::Bytes(12000)
+        );
+        assert!(load(BASE, &["switch.queue_bytes=1", "switch.queue_packets=1"]).is_err());
+        assert!(load(BASE, &["switch.queue_packets=0"]).is_err());
+        assert!(load(BASE, &["switch.queue=\"red\""]).is_err());
+    }
+
+    #[test]
+    fn traffic_protocol_is_required_and_known() {
+        let t = format!("{BASE}[[traffic]]\npattern = \"permutation\"\nsize_bytes = 10\n");
+        assert!(matches!(
+            load(&t, &[]).unwrap_err(),
+            ConfigError::MissingProtocol { index: 0 }
+        ));
+        let e = load(&t, &["traffic.0.protocol=\"quic\""]).unwrap_err();
+        assert!(matches!(e, ConfigError::UnknownProtocol { .. }), "{e}");
+    }
+
+    #[test]
+    fn bad_set_arguments() {
+        assert!(matches!(
+            load(BASE, &["nokey"]).unwrap_err(),
+            ConfigError::Set { .. }
+        ));
+        assert!(matches!(
+            load(BASE, &["seed.x=1"]).unwrap_err(),
+            ConfigError::Set { .. }
+        ));
+        assert!(matches!(
+            load(BASE, &["traffic.3.x=1"]).unwrap_err(),
+            ConfigError::Set { .. } | ConfigError::Parse { .. }
+        ));
+    }
+}

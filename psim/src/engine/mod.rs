@@ -1,0 +1,15 @@
+//! The conservative parallel discrete-event engine.
+//!
+//! - [`event`]: event keys and their partition-independent total order;
+//! - [`shard`]: one shard's entities, event queue and inbound links;
+//! - [`sim`]: the window loop that runs shards on threads and exchanges
+//!   packets that cross shard boundaries.
+//!
+//! One shard runs the same code as many: there is no separate sequential
+//! engine.
+
+pub mod event;
+pub mod shard;
+pub mod sim;
+
+pub use sim::{Progress, RunSummary, SimError, SimOptions, Simulation};

@@ -1,0 +1,660 @@
+//! One shard: a set of entities with their own event queue.
+//!
+//! A shard touches only its own entities' state. A packet sent over a link
+//! whose far end lives in another shard goes to the shard's outbox and is
+//! handed over at the next window boundary; the lookahead guarantees it
+//! cannot be due before then.
+
+use super::event::{EventKey, EventKind, EventQueue, WORKLOAD_SOURCE};
+use crate::config::Scenario;
+use crate::net::{Node, Port, Slot};
+use crate::packet::{Packet, Protocol};
+use crate::queue::{Capacity, DropTail, Enqueued, Queue, QueueCtx};
+use crate::rng::{flow_hash, stream, stream_rng};
+use crate::topo::{EntityKind, Topology};
+use crate::transport::{Ctx, Endpoint, FlowInfo, ProtocolParams, SinkStats, SourceStats};
+use crate::units::tx_time_ps;
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+/// A packet on a wire, waiting to arrive.
+#[derive(Clone, Debug)]
+pub struct InFlight {
+    /// Arrival time at the far end.
+    pub arrive: u64,
+    /// Sending entity (part of the event key).
+    pub src: u32,
+    /// Sender's sequence number (part of the event key).
+    pub seq: u64,
+    /// The packet.
+    pub pkt: Packet,
+}
+
+/// A packet crossing to another shard.
+#[derive(Clone, Debug)]
+pub struct Message {
+    /// Receiving entity.
+    pub dst: u32,
+    /// Its input port.
+    pub port: u16,
+    /// The packet and its arrival key.
+    pub inflight: InFlight,
+}
+
+/// Shard-level packet counters, for the conservation check.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PacketCounters {
+    /// Packets created by transports.
+    pub created: u64,
+    /// Packets delivered to their destination host.
+    pub delivered: u64,
+    /// Packets discarded by queues or for being misrouted.
+    pub dropped: u64,
+}
+
+/// Read-only data shared by every shard.
+pub struct Shared {
+    /// The network.
+    pub topo: Topology,
+    /// Shard of each entity.
+    pub shard_of: Vec<u32>,
+    /// Index of each entity's input port 0 in its shard's inbound table.
+    pub in_base: Vec<u32>,
+    /// Index of each entity in its shard's node table.
+    pub local: Vec<u32>,
+    /// Transport parameters.
+    pub protocols: ProtocolParams,
+    /// Protocol of each traffic entry.
+    pub traffic_protocols: Vec<Protocol>,
+    /// Global seed.
+    pub seed: u64,
+    /// Stop time.
+    pub stop_ps: Option<u64>,
+}
+
+/// A model error found while running (reported by the simulation).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ShardError {
+    /// A flow names a host that does not exist, or sends to itself.
+    #[error("flow {flow}: {message}")]
+    BadFlow {
+        /// Flow id.
+        flow: u64,
+        /// What is wrong.
+        message: String,
+    },
+    /// A long-lived flow in a run without a stop time would never end.
+    #[error("flow {flow} has no size and the scenario has no stop_us: the run would never end")]
+    Endless {
+        /// Flow id.
+        flow: u64,
+    },
+    /// A dependency released a flow in another shard's past.
+    #[error(
+        "flow {flow} was released to start at {start_ps} ps, before the simulated time {now_ps} ps of its shard: \
+         a dependency between different hosts needs a delay of at least the lookahead"
+    )]
+    Causality {
+        /// Flow id.
+        flow: u64,
+        /// Its start.
+        start_ps: u64,
+        /// The shard's time.
+        now_ps: u64,
+    },
+}
+
+/// Final per-flow data of a source endpoint.
+#[derive(Clone, Debug)]
+pub struct SourceRow {
+    /// The flow.
+    pub info: FlowInfo,
+    /// Its protocol.
+    pub proto: Protocol,
+    /// Sender counters.
+    pub stats: SourceStats,
+}
+
+/// One shard.
+pub struct Shard {
+    /// Shard index.
+    pub id: u32,
+    shared: Arc<Shared>,
+    nodes: Vec<Node>,
+    inbound: Vec<VecDeque<InFlight>>,
+    events: EventQueue,
+    /// Packets for other shards, by destination shard.
+    pub outbox: Vec<Vec<Message>>,
+    generator: workloads::FlowGenerator,
+    pending: Vec<Option<workloads::FlowSpec>>,
+    pending_free: Vec<u32>,
+    flow_buf: Vec<workloads::FlowSpec>,
+    scratch: Vec<Packet>,
+    /// Flows that finished here since the last boundary: (flow, time), for other shards' generators.
+    pub finished_out: Vec<(u64, u64)>,
+    finished_new: Vec<(u64, u64)>,
+    /// Events processed so far.
+    pub events_processed: u64,
+    /// End of the last window run (everything before it is processed).
+    pub horizon: u64,
+    /// Packet counters.
+    pub counters: PacketCounters,
+    /// First model error, if any; the shard stops processing.
+    pub error: Option<ShardError>,
+}
+
+impl Shard {
+    /// Builds shard `id` with the given member entities (ascending).
+    pub fn new(
+        id: u32,
+        shards: u32,
+        members: &[u32],
+        shared: Arc<Shared>,
+        scn: &Scenario,
+    ) -> Shard {
+        let topo = &shared.topo;
+        let mut nodes = Vec::with_capacity(members.len());
+        let mut inbound_len = 0usize;
+        for &e in members {
+            let kind = topo.kind(e);
+            let cap = if kind == EntityKind::Host {
+                scn.nic_queue
+            } else {
+                scn.switch_queue
+            };
+            let ports = (0..topo.port_count(e))
+                .map(|p| Port {
+                    queue: make_queue(cap),
+                    busy: false,
+                    link: topo.port(e, p),
+                    counters: Default::default(),
+                })
+                .collect::<Vec<_>>();
+            inbound_len += ports.len();
+            nodes.push(Node {
+                id: e,
+                seq: 0,
+                rng: stream_rng(shared.seed, stream::ENTITY | e as u64),
+                ports,
+                host: (kind == EntityKind::Host).then(Default::default),
+            });
+        }
+        let owned: Vec<bool> = {
+            let mut v = vec![false; topo.hosts() as usize];
+            for &e in members.iter().filter(|&&e| e < topo.hosts()) {
+                v[e as usize] = true;
+            }
+            v
+        };
+        let generator = scn
+            .workload
+            .generator(&|h: u32| owned.get(h as usize).copied().unwrap_or(false));
+        Shard {
+            id,
+            shared,
+            nodes,
+            inbound: (0..inbound_len).map(|_| VecDeque::new()).collect(),
+            events: EventQueue::default(),
+            outbox: (0..shards).map(|_| Vec::new()).collect(),
+            generator,
+            pending: Vec::new(),
+            pending_free: Vec::new(),
+            flow_buf: Vec::new(),
+            scratch: Vec::new(),
+            finished_out: Vec::new(),
+            finished_new: Vec::new(),
+            events_processed: 0,
+            horizon: 0,
+            counters: PacketCounters::default(),
+            error: None,
+        }
+    }
+
+    /// Earliest time this shard has work: an event or a flow start.
+    pub fn next_time(&self) -> Option<u64> {
+        if self.error.is_some() {
+            return None;
+        }
+        match (self.events.next_time(), self.generator.peek_start()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Accepts a packet from another shard (at a window boundary).
+    pub fn receive(&mut self, m: Message) {
+        debug_assert!(m.inflight.arrive >= self.horizon, "lookahead violated");
+        let idx = (self.shared.in_base[m.dst as usize] + m.port as u32) as usize;
+        let fifo = &mut self.inbound[idx];
+        if fifo.is_empty() {
+            let f = &m.inflight;
+            self.events.push(
+                EventKey {
+                    time: f.arrive,
+                    target: m.dst,
+                    source: f.src,
+                    seq: f.seq,
+                },
+                EventKind::LinkArrival { port: m.port },
+            );
+        }
+        fifo.push_back(m.inflight);
+    }
+
+    /// Tells this shard's workload that a flow finished elsewhere.
+    pub fn remote_finished(&mut self, flow: u64, at: u64) {
+        self.generator.on_finished(flow, at);
+    }
+
+    /// Processes every event with time < `end`.
+    pub fn run_window(&mut self, end: u64) {
+        self.pull_flows(end);
+        while self.error.is_none() {
+            let Some(ev) = self.events.pop_before(end) else {
+                break;
+            };
+            self.events_processed += 1;
+            let now = ev.key.time;
+            let local = self.shared.local[ev.key.target as usize] as usize;
+            match ev.kind {
+                EventKind::LinkArrival { port } => self.on_link_arrival(local, port, now),
+                EventKind::TxDone { port } => {
+                    self.nodes[local].ports[port as usize].busy = false;
+                    self.transmit(local, port, now);
+                }
+                EventKind::Timer { slot, gen } => self.on_timer(local, slot, gen, now),
+                EventKind::FlowStart { pending } => self.on_flow_start(local, pending, now),
+            }
+            if !self.finished_new.is_empty() {
+                for (flow, at) in std::mem::take(&mut self.finished_new) {
+                    self.generator.on_finished(flow, at);
+                    self.finished_out.push((flow, at));
+                }
+                self.pull_flows(end);
+            }
+        }
+        self.horizon = end;
+    }
+
+    /// Schedules the workload's flows that start before `end`.
+    fn pull_flows(&mut self, end: u64) {
+        let mut buf = std::mem::take(&mut self.flow_buf);
+        self.generator.pop_before(end, &mut buf);
+        for f in buf.drain(..) {
+            if f.start_ps < self.horizon {
+                self.error.get_or_insert(ShardError::Causality {
+                    flow: f.id,
+                    start_ps: f.start_ps,
+                    now_ps: self.horizon,
+                });
+                continue;
+            }
+            let key = EventKey {
+                time: f.start_ps,
+                target: f.src,
+                source: WORKLOAD_SOURCE,
+                seq: f.id,
+            };
+            let idx = match self.pending_free.pop() {
+                Some(i) => {
+                    self.pending[i as usize] = Some(f);
+                    i
+                }
+                None => {
+                    self.pending.push(Some(f));
+                    (self.pending.len() - 1) as u32
+                }
+            };
+            self.events.push(key, EventKind::FlowStart { pending: idx });
+        }
+        self.flow_buf = buf;
+    }
+
+    fn on_flow_start(&mut self, local: usize, pending: u32, now: u64) {
+        let Some(f) = self.pending[pending as usize].take() else {
+            return;
+        };
+        self.pending_free.push(pending);
+        let sh = &self.shared;
+        let hosts = sh.topo.hosts();
+        let bad = if f.dst >= hosts {
+            Some(format!(
+                "destination host {} does not exist ({hosts} hosts)",
+                f.dst
+            ))
+        } else if f.dst == f.src {
+            Some(format!("source and destination are both host {}", f.src))
+        } else {
+            None
+        };
+        if let Some(message) = bad {
+            self.error.get_or_insert(ShardError::BadFlow {
+                flow: f.id,
+                message,
+            });
+            return;
+        }
+        if f.size_bytes.is_none() && sh.stop_ps.is_none() {
+            self.error.get_or_insert(ShardError::Endless { flow: f.id });
+            return;
+        }
+        let Some(&proto) = sh.traffic_protocols.get(f.class as usize) else {
+            self.error.get_or_insert(ShardError::BadFlow {
+                flow: f.id,
+                message: format!("unknown traffic class {}", f.class),
+            });
+            return;
+        };
+        let num_paths = sh.topo.num_paths(f.src, f.dst);
+        let node = &mut self.nodes[local];
+        let info = FlowInfo {
+            id: f.id,
+            src: f.src,
+            dst: f.dst,
+            size: f.size_bytes,
+            start_ps: f.start_ps,
+            prio: f.priority,
+            num_paths,
+            ecmp_path: (flow_hash(sh.seed, f.id) % num_paths as u64) as u32,
+            nic_bps: node.ports[0].link.link.rate_bps,
+        };
+        let ep = Endpoint::source(proto, &info, &sh.protocols);
+        let host = node.host.as_mut().expect("flows start on hosts");
+        let slot = host.slots.len() as u32;
+        host.by_flow.insert(f.id, slot);
+        host.slots.push(Slot {
+            flow: f.id,
+            proto,
+            ep,
+            info: Some(Box::new(info)),
+            peers: (f.src, f.dst),
+            timer_at: None,
+            gen: 0,
+            finish_reported: false,
+        });
+        self.call_endpoint(local, slot, now, |ep, cx| ep.on_start(cx));
+    }
+
+    fn on_timer(&mut self, local: usize, slot: u32, gen: u32, now: u64) {
+        let host = self.nodes[local]
+            .host
+            .as_mut()
+            .expect("timers live on hosts");
+        let s = &mut host.slots[slot as usize];
+        if s.gen != gen || s.timer_at != Some(now) {
+            return; // superseded
+        }
+        s.timer_at = None;
+        self.call_endpoint(local, slot, now, |ep, cx| ep.on_timer(cx));
+    }
+
+    fn on_link_arrival(&mut self, local: usize, port: u16, now: u64) {
+        let id = self.nodes[local].id;
+        let idx = (self.shared.in_base[id as usize] + port as u32) as usize;
+        let f = self.inbound[idx]
+            .pop_front()
+            .expect("an arrival event has its packet");
+        if let Some(next) = self.inbound[idx].front() {
+            self.events.push(
+                EventKey {
+                    time: next.arrive,
+                    target: id,
+                    source: next.src,
+                    seq: next.seq,
+                },
+                EventKind::LinkArrival { port },
+            );
+        }
+        if self.nodes[local].host.is_some() {
+            self.host_receive(local, f.pkt, now);
+        } else {
+            let out = self.shared.topo.route(id, f.pkt.dst, f.pkt.path);
+            self.enqueue(local, out, f.pkt, now);
+        }
+    }
+
+    fn host_receive(&mut self, local: usize, pkt: Packet, now: u64) {
+        let node = &mut self.nodes[local];
+        if pkt.dst != node.id {
+            self.counters.dropped += 1; // misrouted: cannot happen with a correct topology
+            return;
+        }
+        self.counters.delivered += 1;
+        let host = node.host.as_mut().expect("host");
+        let slot = match host.by_flow.get(&pkt.flow) {
+            Some(&s) => s,
+            None => {
+                let s = host.slots.len() as u32;
+                host.by_flow.insert(pkt.flow, s);
+                host.slots.push(Slot {
+                    flow: pkt.flow,
+                    proto: pkt.proto,
+                    ep: Endpoint::sink(&pkt),
+                    info: None,
+                    peers: (pkt.src, pkt.dst),
+                    timer_at: None,
+                    gen: 0,
+                    finish_reported: false,
+                });
+                s
+            }
+        };
+        self.call_endpoint(local, slot, now, |ep, cx| ep.on_packet(pkt, cx));
+    }
+
+    /// Runs one endpoint input, then applies its effects: packets to the NIC,
+    /// a changed deadline, a completion.
+    fn call_endpoint(
+        &mut self,
+        local: usize,
+        slot: u32,
+        now: u64,
+        f: impl FnOnce(&mut Endpoint, &mut Ctx<'_>),
+    ) {
+        let mut out = std::mem::take(&mut self.scratch);
+        let node = &mut self.nodes[local];
+        let host = node.host.as_mut().expect("endpoints live on hosts");
+        let s = &mut host.slots[slot as usize];
+        f(
+            &mut s.ep,
+            &mut Ctx {
+                now,
+                host: node.id,
+                out: &mut out,
+                rng: &mut node.rng,
+            },
+        );
+        let want = s.ep.poll_at();
+        if want != s.timer_at {
+            s.gen = s.gen.wrapping_add(1);
+            s.timer_at = want;
+            if let Some(t) = want {
+                let t = t.max(now);
+                s.timer_at = Some(t);
+                let gen = s.gen;
+                let seq = node.next_seq();
+                self.events.push(
+                    EventKey {
+                        time: t,
+                        target: node.id,
+                        source: node.id,
+                        seq,
+                    },
+                    EventKind::Timer { slot, gen },
+                );
+            }
+        }
+        let s = &mut node.host.as_mut().expect("host").slots[slot as usize];
+        if !s.finish_reported {
+            if let Some(at) = s.ep.sink_stats().and_then(|st| st.finish_ps) {
+                s.finish_reported = true;
+                self.finished_new.push((s.flow, at));
+            }
+        }
+        self.counters.created += out.len() as u64;
+        for pkt in out.drain(..) {
+            self.enqueue(local, 0, pkt, now);
+        }
+        self.scratch = out;
+    }
+
+    /// Offers a packet to an output port and starts the port if it is idle.
+    fn enqueue(&mut self, local: usize, port: u16, pkt: Packet, now: u64) {
+        let node = &mut self.nodes[local];
+        let p = &mut node.ports[port as usize];
+        let size = pkt.size as u64;
+        match p.queue.enqueue(
+            pkt,
+            &mut QueueCtx {
+                now,
+                rng: &mut node.rng,
+            },
+        ) {
+            Enqueued::Queued => {
+                p.counters.enqueued += 1;
+                p.counters.enqueued_bytes += size;
+            }
+            Enqueued::Trimmed => {
+                p.counters.enqueued += 1;
+                p.counters.enqueued_bytes += size;
+                p.counters.trimmed += 1;
+            }
+            Enqueued::Dropped(d) => {
+                p.counters.dropped += 1;
+                p.counters.dropped_bytes += d.size as u64;
+                self.counters.dropped += 1;
+            }
+            Enqueued::Bounced(b) => {
+                // Return-to-sender: the discipline swapped the addresses; route it back.
+                p.counters.bounced += 1;
+                let back = self.shared.topo.route(node.id, b.dst, b.path);
+                if back != port {
+                    self.enqueue(local, back, b, now);
+                } else {
+                    self.counters.dropped += 1;
+                }
+                return;
+            }
+        }
+        if !self.nodes[local].ports[port as usize].busy {
+            self.transmit(local, port, now);
+        }
+    }
+
+    /// Starts serialising the next packet of an idle port, if any.
+    fn transmit(&mut self, local: usize, port: u16, now: u64) {
+        let node = &mut self.nodes[local];
+        let p = &mut node.ports[port as usize];
+        debug_assert!(!p.busy);
+        let Some(pkt) = p.queue.dequeue(now) else {
+            return;
+        };
+        p.counters.dequeued += 1;
+        p.counters.dequeued_bytes += pkt.size as u64;
+        p.busy = true;
+        let link = p.link;
+        let done = now + tx_time_ps(pkt.size as u64, link.link.rate_bps);
+        let id = node.id;
+        let seq = node.next_seq();
+        self.events.push(
+            EventKey {
+                time: done,
+                target: id,
+                source: id,
+                seq,
+            },
+            EventKind::TxDone { port },
+        );
+        let seq = node.next_seq();
+        let inflight = InFlight {
+            arrive: done + link.link.delay_ps,
+            src: id,
+            seq,
+            pkt,
+        };
+        let dst_shard = self.shared.shard_of[link.peer as usize];
+        if dst_shard == self.id {
+            let idx = (self.shared.in_base[link.peer as usize] + link.peer_port as u32) as usize;
+            let fifo = &mut self.inbound[idx];
+            if fifo.is_empty() {
+                self.events.push(
+                    EventKey {
+                        time: inflight.arrive,
+                        target: link.peer,
+                        source: id,
+                        seq,
+                    },
+                    EventKind::LinkArrival {
+                        port: link.peer_port,
+                    },
+                );
+            }
+            fifo.push_back(inflight);
+        } else {
+            self.outbox[dst_shard as usize].push(Message {
+                dst: link.peer,
+                port: link.peer_port,
+                inflight,
+            });
+        }
+    }
+
+    /// Packets waiting in queues.
+    pub fn queued_packets(&self) -> u64 {
+        self.nodes
+            .iter()
+            .flat_map(|n| &n.ports)
+            .map(|p| p.queue.len_packets() as u64)
+            .sum()
+    }
+
+    /// Packets on wires (including those in the outboxes).
+    pub fn in_flight_packets(&self) -> u64 {
+        self.inbound.iter().map(|f| f.len() as u64).sum::<u64>()
+            + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
+    }
+
+    /// Port counters summed over the shard.
+    pub fn port_totals(&self) -> crate::net::PortCounters {
+        let mut t = crate::net::PortCounters::default();
+        for p in self.nodes.iter().flat_map(|n| &n.ports) {
+            t += p.counters;
+        }
+        t
+    }
+
+    /// Source rows (flows that started here) and sink stats (flows received here).
+    pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, SinkStats)>) {
+        let mut sources = Vec::new();
+        let mut sinks = Vec::new();
+        for host in self.nodes.iter().filter_map(|n| n.host.as_deref()) {
+            for s in &host.slots {
+                if let (Some(info), Some(stats)) = (&s.info, s.ep.source_stats()) {
+                    sources.push(SourceRow {
+                        info: (**info).clone(),
+                        proto: s.proto,
+                        stats: stats.clone(),
+                    });
+                }
+                if let Some(st) = s.ep.sink_stats() {
+                    sinks.push((s.flow, st.clone()));
+                }
+            }
+        }
+        (sources, sinks)
+    }
+
+    /// Workload groups (collectives) that completed in this shard's generator.
+    pub fn completed_groups(&self) -> Vec<workloads::GroupCompletion> {
+        self.generator.completed_groups().to_vec()
+    }
+
+    /// Number of pending events.
+    pub fn pending_events(&self) -> usize {
+        self.events.len()
+    }
+}
+
+fn make_queue(cap: Capacity) -> Queue {
+    Queue::DropTail(DropTail::new(cap))
+}

@@ -1,0 +1,266 @@
+//! The `psim` command line: a thin layer over the library.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand};
+use psim::config::Scenario;
+use psim::engine::{Progress, SimOptions};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// psim: a parallel, deterministic, packet-level network simulator.
+#[derive(Parser)]
+#[command(version, about, long_about = None)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario and write its outputs to a directory.
+    Run(RunArgs),
+    /// Validate a scenario and print a summary.
+    Check(ScenarioArgs),
+    /// Show how a scenario's network is split into shards.
+    Partition(ScenarioArgs),
+    /// Print the flow table of an output directory as canonical CSV.
+    Flows {
+        /// Output directory of a run.
+        dir: PathBuf,
+    },
+    /// Measure engine speed on a full-load CBR permutation.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct ScenarioArgs {
+    /// Scenario file (TOML).
+    scenario: PathBuf,
+    /// Number of shards (default: the scenario's [run] shards, else the thread count).
+    #[arg(long)]
+    shards: Option<u32>,
+    /// Worker threads (default: the scenario's [run] threads, else the number of cores).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Override the scenario seed.
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Override a scenario key, e.g. --set topology.k=8 (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    sets: Vec<String>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    scn: ScenarioArgs,
+    /// Output directory (refused if it exists and is not empty, unless --force).
+    #[arg(long)]
+    out: PathBuf,
+    /// Replace psim's outputs in a non-empty output directory.
+    #[arg(long)]
+    force: bool,
+    /// No progress display.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// FatTree radix (k = 16 is 1024 hosts).
+    #[arg(long, default_value_t = 16)]
+    k: u32,
+    /// Simulated time per run, microseconds.
+    #[arg(long, default_value_t = 100.0)]
+    us: f64,
+    /// Thread counts to measure.
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<u32>,
+    /// Shard counts to measure (each at least the thread count).
+    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
+    shards: Vec<u32>,
+    /// Link rate, Gb/s.
+    #[arg(long, default_value_t = 100.0)]
+    gbps: f64,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match dispatch(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.cmd {
+        Cmd::Run(a) => run(a),
+        Cmd::Check(a) => check(a),
+        Cmd::Partition(a) => show_partition(a),
+        Cmd::Flows { dir } => {
+            let recs = psim::trace::read_flows(&dir)?;
+            let mut out = std::io::stdout().lock();
+            psim::trace::flows_to_csv(&recs, &mut out).context("writing CSV to stdout")?;
+            Ok(())
+        }
+        Cmd::Bench(a) => bench(a),
+    }
+}
+
+fn load(a: &ScenarioArgs) -> Result<(Scenario, SimOptions)> {
+    let mut sets = Vec::new();
+    if let Some(s) = a.seed {
+        sets.push(format!("seed={s}"));
+    }
+    sets.extend(a.sets.iter().cloned());
+    let scn = Scenario::load(&a.scenario, &sets)?;
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get() as u32)
+        .unwrap_or(1);
+    let threads = a.threads.or(scn.file.run.threads).unwrap_or(cores);
+    let shards = a.shards.or(scn.file.run.shards).unwrap_or(threads);
+    if threads == 0 || shards == 0 {
+        bail!("--threads and --shards must be at least 1");
+    }
+    Ok((
+        scn,
+        SimOptions {
+            shards,
+            threads: threads.min(shards),
+        },
+    ))
+}
+
+fn run(a: RunArgs) -> Result<()> {
+    let (scn, opts) = load(&a.scn)?;
+    let show = !a.quiet && std::io::stderr().is_terminal();
+    let mut progress = progress_reporter(show);
+    let outcome = psim::run::execute(&scn, opts, &a.out, a.force, &mut *progress)?;
+    let m = &outcome.manifest;
+    eprintln!(
+        "done: {} simulated, {} events in {:.2} s ({:.2} M events/s), {} of {} flows finished, outputs in {}",
+        psim::units::fmt_ps(m.sim_end_ps),
+        m.events,
+        m.wall_s,
+        m.events_per_s / 1e6,
+        m.flows_finished,
+        m.flows_started,
+        a.out.display()
+    );
+    Ok(())
+}
+
+/// A progress display on stderr: simulated time, events/s and, when the stop
+/// time is known, an ETA. Redrawn at most 5 times a second.
+fn progress_reporter(show: bool) -> Box<dyn FnMut(Progress)> {
+    if !show {
+        return Box::new(|_| {});
+    }
+    let bar = indicatif::ProgressBar::new_spinner();
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
+            .expect("valid template"),
+    );
+    let start = Instant::now();
+    let mut last = Instant::now();
+    Box::new(move |p: Progress| {
+        if last.elapsed() < Duration::from_millis(200) {
+            return;
+        }
+        last = Instant::now();
+        let wall = start.elapsed().as_secs_f64();
+        let eta = p.stop_ps.filter(|_| p.sim_ps > 0).map(|stop| {
+            let left = (stop.saturating_sub(p.sim_ps)) as f64 / p.sim_ps as f64 * wall;
+            format!(", ETA {left:.0} s")
+        });
+        bar.set_message(format!(
+            "simulated {} | {:.2} M events/s{}",
+            psim::units::fmt_ps(p.sim_ps),
+            p.events as f64 / wall.max(1e-9) / 1e6,
+            eta.unwrap_or_default()
+        ));
+        bar.tick();
+    })
+}
+
+fn check(a: ScenarioArgs) -> Result<()> {
+    let (scn, opts) = load(&a)?;
+    let t = &scn.topology;
+    let graph = t.partition_graph();
+    let part = partition::partition(&graph, opts.shards)?;
+    let report = part.report(&graph)?;
+    println!("scenario   {}", scn.path.display());
+    println!("topology   {}", t.describe());
+    println!("hosts      {}", t.hosts());
+    println!("switches   {}", t.switches());
+    println!("links      {} (directed)", t.links());
+    println!("traffic    {} entries", scn.traffic_protocols.len());
+    println!("seed       {}", scn.seed);
+    println!(
+        "stop       {}",
+        scn.stop_ps
+            .map(psim::units::fmt_ps)
+            .unwrap_or_else(|| "when all flows finish".into())
+    );
+    println!("shards     {} on {} threads", opts.shards, opts.threads);
+    println!(
+        "lookahead  {}",
+        report
+            .lookahead_ps
+            .map(psim::units::fmt_ps)
+            .unwrap_or_else(|| "unbounded (nothing cut)".into())
+    );
+    Ok(())
+}
+
+fn show_partition(a: ScenarioArgs) -> Result<()> {
+    let (scn, opts) = load(&a)?;
+    let graph = scn.topology.partition_graph();
+    let part = partition::partition(&graph, opts.shards)?;
+    let report = part.report(&graph)?;
+    println!("{report}");
+    Ok(())
+}
+
+fn bench(a: BenchArgs) -> Result<()> {
+    let text = format!(
+        "name = \"bench-cbr-k{k}\"\nseed = 1\nstop_us = {us}\n[topology]\nkind = \"fattree\"\nk = {k}\nlink_gbps = {g}\nlatency_ns = 1000\n\
+         [protocol.cbr]\npacket_bytes = 1500\n[[traffic]]\nprotocol = \"cbr\"\npattern = \"permutation\"\n",
+        k = a.k,
+        us = a.us,
+        g = a.gbps
+    );
+    let scn = Scenario::from_str(&text, Path::new("<bench>"), &[])?;
+    println!(
+        "# full-load CBR permutation, fattree k={} ({} hosts), {} Gb/s, {} us simulated",
+        a.k,
+        scn.topology.hosts(),
+        a.gbps,
+        a.us
+    );
+    println!("| threads | shards | events | wall s | M events/s | M events/s per thread |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for &threads in &a.threads {
+        for &shards in a.shards.iter().filter(|&&s| s >= threads) {
+            let mut sim = psim::engine::Simulation::new(&scn, SimOptions { shards, threads })?;
+            let t = Instant::now();
+            let s = sim.run(&mut |_| {})?;
+            let wall = t.elapsed().as_secs_f64();
+            let rate = s.events as f64 / wall / 1e6;
+            println!(
+                "| {threads} | {shards} | {} | {wall:.3} | {rate:.2} | {:.2} |",
+                s.events,
+                rate / threads as f64
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,128 @@
+//! Packet headers.
+//!
+//! A packet carries only what real headers carry (addresses, path id, sequence
+//! numbers, flags, priority) plus a few measurement fields. Protocol logic
+//! lives in `transport/`; this module is plain data. Packets are moved by
+//! value: at 64 bytes they are cheaper to copy than to box.
+
+/// Bytes of header on every packet (Ethernet + IP + transport, as in the NDP
+/// paper's 64-byte trimmed headers, [P] §3.2.4). A trimmed packet is this size.
+pub const HEADER_BYTES: u32 = 64;
+
+/// What a packet is, as far as switches and endpoints care.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[repr(u8)]
+pub enum PacketKind {
+    /// Carries payload.
+    Data = 0,
+    /// A data packet whose payload a switch cut off (NDP, CP).
+    Header = 1,
+    /// Acknowledgement.
+    Ack = 2,
+    /// Negative acknowledgement (NDP: a header arrived).
+    Nack = 3,
+    /// Receiver pull (NDP, pHost grants).
+    Pull = 4,
+    /// Link-level pause (PFC).
+    Pause = 5,
+}
+
+impl PacketKind {
+    /// Packets without payload that switches priority-forward when a discipline
+    /// has a control class (NDP [P] §3.1 footnote 1).
+    #[inline]
+    pub fn is_control(self) -> bool {
+        !matches!(self, PacketKind::Data)
+    }
+}
+
+/// Transport protocol a packet belongs to, so that a host can create the
+/// right receiver on a flow's first packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+#[repr(u8)]
+pub enum Protocol {
+    /// Paced constant bit rate source (no reliability): exercises the engine.
+    Cbr = 0,
+}
+
+impl Protocol {
+    /// Name used in scenarios and output tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            Protocol::Cbr => "cbr",
+        }
+    }
+}
+
+/// Packet flag bits.
+pub mod flags {
+    /// ECN Congestion Experienced (set by a marking queue).
+    pub const ECN_CE: u8 = 1 << 0;
+    /// ECN echo (receiver to sender).
+    pub const ECE: u8 = 1 << 1;
+    /// Last packet of a flow.
+    pub const LAST: u8 = 1 << 2;
+    /// Returned to sender by a switch (NDP return-to-sender).
+    pub const BOUNCED: u8 = 1 << 3;
+    /// Retransmission (measurement only).
+    pub const RETX: u8 = 1 << 4;
+    /// First-RTT packet carrying connection set-up (NDP SYN).
+    pub const SYN: u8 = 1 << 5;
+    /// A PULL piggybacked on an ACK or NACK (NDP A8).
+    pub const PULL: u8 = 1 << 6;
+}
+
+/// One packet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    /// Flow the packet belongs to.
+    pub flow: u64,
+    /// Source host.
+    pub src: u32,
+    /// Destination host (swapped with `src` when bounced).
+    pub dst: u32,
+    /// Transport sequence number (bytes or packets, as the protocol defines).
+    pub seq: u64,
+    /// Acknowledgement or pull counter, as the protocol defines.
+    pub ack: u64,
+    /// Bytes on the wire, header included.
+    pub size: u32,
+    /// Payload bytes (0 for control packets and trimmed headers).
+    pub payload: u32,
+    /// Path id for source routing: which of the equal-cost paths to take.
+    pub path: u32,
+    /// Measurement: when the sending transport created this packet.
+    pub sent_ps: u64,
+    /// What the packet is.
+    pub kind: PacketKind,
+    /// Protocol of the flow.
+    pub proto: Protocol,
+    /// Flag bits, see [`flags`].
+    pub flags: u8,
+    /// Priority class (0 = default); used by priority-aware disciplines.
+    pub prio: u8,
+}
+
+impl Packet {
+    /// Whether `flag` is set.
+    #[inline]
+    pub fn has(&self, flag: u8) -> bool {
+        self.flags & flag != 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packet_stays_compact() {
+        // Packets are copied through queues and links: keep them within one cache line.
+        assert!(
+            std::mem::size_of::<Packet>() <= 64,
+            "{}",
+            std::mem::size_of::<Packet>()
+        );
+    }
+}

@@ -1,0 +1,384 @@
+//! Flow-size distributions: empirical CDFs, the IRN heavy-tailed mix, uniform and fixed sizes.
+//!
+//! Samples are drawn as a continuous variate `X` and rounded *up* to whole bytes (never below 1).
+//! Rounding up keeps the sampled integer's CDF exactly equal to the continuous CDF at every
+//! integer: `P(ceil(X) <= k) = P(X <= k) = F(k)`, which lets tests compare against `F` directly.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::WorkloadError;
+use crate::rng::Stream;
+
+/// Web-search CDF in the project's CDF format (see `docs/workloads.md`).
+pub const WEBSEARCH_CDF: &str = include_str!("../data/websearch.cdf");
+/// Facebook Hadoop CDF in the project's CDF format.
+pub const FB_HADOOP_CDF: &str = include_str!("../data/fb_hadoop.cdf");
+/// Alibaba storage CDF in the project's CDF format.
+pub const ALI_STORAGE_CDF: &str = include_str!("../data/ali_storage.cdf");
+
+/// A piecewise-linear CDF: points `(size_bytes, cumulative_fraction)`, sampled by linear
+/// interpolation between consecutive points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmpiricalCdf {
+    points: Vec<(f64, f64)>,
+}
+
+impl EmpiricalCdf {
+    /// Parses the project's CDF format.
+    ///
+    /// Blank lines and lines starting with `#` are ignored. The first other line is a header,
+    /// `size_bytes cumulative_fraction` or `size_bytes cumulative_percent`, which fixes the unit
+    /// of the second column so that a file can never be misread by a factor of 100. Every
+    /// following line is `SIZE CUMULATIVE`, separated by whitespace or a comma. Sizes and
+    /// cumulative values must not decrease; the last cumulative value must be 1 (or 100).
+    /// `file` only names the source in error messages.
+    pub fn parse(text: &str, file: &Path) -> Result<EmpiricalCdf, WorkloadError> {
+        let err = |line: usize, reason: String| WorkloadError::CdfParse {
+            file: file.to_path_buf(),
+            line,
+            reason,
+        };
+        let mut scale = None;
+        let mut points: Vec<(f64, f64)> = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let l = raw.trim();
+            if l.is_empty() || l.starts_with('#') {
+                continue;
+            }
+            let cols: Vec<&str> = l
+                .split(|c: char| c.is_whitespace() || c == ',')
+                .filter(|s| !s.is_empty())
+                .collect();
+            if scale.is_none() {
+                scale = Some(match cols.as_slice() {
+                    ["size_bytes", "cumulative_fraction"] => 1.0,
+                    ["size_bytes", "cumulative_percent"] => 100.0,
+                    _ => {
+                        return Err(err(
+                            line,
+                            format!(
+                                "expected the header `size_bytes cumulative_fraction` or \
+                                 `size_bytes cumulative_percent`, found `{l}`"
+                            ),
+                        ))
+                    }
+                });
+                continue;
+            }
+            let [s, p] = cols.as_slice() else {
+                return Err(err(line, format!("expected two columns, found `{l}`")));
+            };
+            let size: f64 = s
+                .parse()
+                .map_err(|_| err(line, format!("size `{s}` is not a number")))?;
+            let cum: f64 = p
+                .parse()
+                .map_err(|_| err(line, format!("cumulative value `{p}` is not a number")))?;
+            let cum = cum / scale.unwrap_or(1.0);
+            if !size.is_finite() || size < 0.0 {
+                return Err(err(line, format!("size {size} must be finite and >= 0")));
+            }
+            if !cum.is_finite() || !(0.0..=1.0 + 1e-9).contains(&cum) {
+                return Err(err(line, format!("cumulative value `{p}` is out of range")));
+            }
+            if let Some(&(ps, pc)) = points.last() {
+                if size < ps {
+                    return Err(WorkloadError::CdfNotMonotone {
+                        file: file.to_path_buf(),
+                        line,
+                        reason: format!("size {size} is below the previous size {ps}"),
+                    });
+                }
+                if cum < pc {
+                    return Err(WorkloadError::CdfNotMonotone {
+                        file: file.to_path_buf(),
+                        line,
+                        reason: format!("cumulative probability {cum} is below the previous {pc}"),
+                    });
+                }
+            }
+            points.push((size, cum.min(1.0)));
+        }
+        if scale.is_none() {
+            return Err(err(1, "empty CDF: no header and no points".into()));
+        }
+        let last = points.last().map_or(0.0, |p| p.1);
+        if (last - 1.0).abs() > 1e-9 {
+            return Err(WorkloadError::CdfIncomplete {
+                file: file.to_path_buf(),
+                last,
+            });
+        }
+        if let Some(last) = points.last_mut() {
+            last.1 = 1.0;
+        }
+        Ok(EmpiricalCdf { points })
+    }
+
+    /// The `(size_bytes, cumulative_fraction)` points.
+    pub fn points(&self) -> &[(f64, f64)] {
+        &self.points
+    }
+
+    /// Continuous variate for a uniform `u` in [0, 1): inverse transform with linear
+    /// interpolation. A jump in probability at one size (two points with equal size) is a point
+    /// mass; a flat stretch (equal probabilities) is never sampled.
+    fn quantile(&self, u: f64) -> f64 {
+        let pts = &self.points;
+        let i = pts.partition_point(|p| p.1 <= u);
+        if i == 0 {
+            return pts[0].0;
+        }
+        if i >= pts.len() {
+            return pts[pts.len() - 1].0;
+        }
+        let (s0, p0) = pts[i - 1];
+        let (s1, p1) = pts[i];
+        s0 + (u - p0) / (p1 - p0) * (s1 - s0)
+    }
+
+    /// `P(X <= x)` of the continuous variate.
+    pub fn cdf(&self, x: f64) -> f64 {
+        let pts = &self.points;
+        // Last point whose size is <= x.
+        let i = pts.partition_point(|p| p.0 <= x);
+        if i == 0 {
+            return 0.0;
+        }
+        if i >= pts.len() {
+            return 1.0;
+        }
+        let (s0, p0) = pts[i - 1];
+        let (s1, p1) = pts[i];
+        if s1 == s0 {
+            return p0;
+        }
+        p0 + (x - s0) / (s1 - s0) * (p1 - p0)
+    }
+
+    /// Mean of the continuous variate: each segment contributes its probability times its
+    /// midpoint, and an initial point mass contributes its size.
+    pub fn mean(&self) -> f64 {
+        let pts = &self.points;
+        let mut m = pts[0].0 * pts[0].1;
+        for w in pts.windows(2) {
+            m += (w[1].1 - w[0].1) * 0.5 * (w[0].0 + w[1].0);
+        }
+        m
+    }
+}
+
+/// Where flow sizes come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizeDist {
+    /// Every flow has this many bytes.
+    Fixed(u64),
+    /// Uniform integer in `[min, max]` bytes, both inclusive.
+    Uniform {
+        /// Smallest size in bytes.
+        min: u64,
+        /// Largest size in bytes.
+        max: u64,
+    },
+    /// Piecewise-linear empirical CDF.
+    Cdf(EmpiricalCdf),
+    /// The IRN heavy-tailed mix (thesis §6 item 13): 50% uniform in 32 B..1 KB, 35% log-uniform
+    /// in 1 KB..200 KB, 15% log-uniform in 200 KB..3 MB (decimal kilo and mega).
+    IrnHeavy,
+}
+
+/// Bounds of the three IRN mixture components in bytes.
+const IRN_PARTS: [(f64, f64, f64); 3] = [
+    (0.50, 32.0, 1_000.0),
+    (0.35, 1_000.0, 200_000.0),
+    (0.15, 200_000.0, 3_000_000.0),
+];
+
+impl SizeDist {
+    /// The built-in web-search CDF.
+    pub fn websearch() -> SizeDist {
+        Self::builtin(WEBSEARCH_CDF, "data/websearch.cdf")
+    }
+    /// The built-in Facebook Hadoop CDF.
+    pub fn fb_hadoop() -> SizeDist {
+        Self::builtin(FB_HADOOP_CDF, "data/fb_hadoop.cdf")
+    }
+    /// The built-in Alibaba storage CDF.
+    pub fn ali_storage() -> SizeDist {
+        Self::builtin(ALI_STORAGE_CDF, "data/ali_storage.cdf")
+    }
+
+    fn builtin(text: &str, name: &str) -> SizeDist {
+        match EmpiricalCdf::parse(text, Path::new(name)) {
+            Ok(c) => SizeDist::Cdf(c),
+            // The embedded tables are checked by a unit test; a broken one would be a build bug.
+            Err(e) => unreachable!("built-in CDF {name} is invalid: {e}"),
+        }
+    }
+
+    /// Reads a CDF file in the project's format.
+    pub fn from_cdf_file(path: &Path) -> Result<SizeDist, WorkloadError> {
+        let text = std::fs::read_to_string(path).map_err(|source| WorkloadError::Io {
+            path: PathBuf::from(path),
+            source,
+        })?;
+        Ok(SizeDist::Cdf(EmpiricalCdf::parse(&text, path)?))
+    }
+
+    /// Draws one size in whole bytes (>= 1).
+    pub(crate) fn sample(&self, rng: &mut Stream) -> u64 {
+        let x = match self {
+            SizeDist::Fixed(n) => return *n,
+            SizeDist::Uniform { min, max } => return min + rng.below(max - min + 1),
+            SizeDist::Cdf(c) => c.quantile(rng.unit()),
+            SizeDist::IrnHeavy => {
+                let u = rng.unit();
+                let v = rng.unit();
+                let mut acc = 0.0;
+                let mut out = IRN_PARTS[2].2;
+                for (k, &(w, lo, hi)) in IRN_PARTS.iter().enumerate() {
+                    acc += w;
+                    if u < acc || k == IRN_PARTS.len() - 1 {
+                        out = if k == 0 {
+                            lo + v * (hi - lo)
+                        } else {
+                            lo * (hi / lo).powf(v)
+                        };
+                        break;
+                    }
+                }
+                out
+            }
+        };
+        (x.ceil() as u64).max(1)
+    }
+
+    /// Mean size in bytes of the continuous variate (rounding up adds under one byte).
+    pub fn mean_bytes(&self) -> f64 {
+        match self {
+            SizeDist::Fixed(n) => *n as f64,
+            SizeDist::Uniform { min, max } => (*min as f64 + *max as f64) / 2.0,
+            SizeDist::Cdf(c) => c.mean(),
+            SizeDist::IrnHeavy => IRN_PARTS
+                .iter()
+                .enumerate()
+                .map(|(k, &(w, lo, hi))| {
+                    w * if k == 0 {
+                        (lo + hi) / 2.0
+                    } else {
+                        (hi - lo) / (hi / lo).ln()
+                    }
+                })
+                .sum(),
+        }
+    }
+
+    /// `P(size <= x)` for a sampled size, evaluated at a whole number of bytes `x`.
+    pub fn cdf_at(&self, x: u64) -> f64 {
+        let xf = x as f64;
+        match self {
+            SizeDist::Fixed(n) => {
+                if x >= *n {
+                    1.0
+                } else {
+                    0.0
+                }
+            }
+            SizeDist::Uniform { min, max } => {
+                if x < *min {
+                    0.0
+                } else if x >= *max {
+                    1.0
+                } else {
+                    (x - min + 1) as f64 / (max - min + 1) as f64
+                }
+            }
+            SizeDist::Cdf(c) => {
+                if x == 0 {
+                    0.0
+                } else {
+                    c.cdf(xf)
+                }
+            }
+            SizeDist::IrnHeavy => IRN_PARTS
+                .iter()
+                .enumerate()
+                .map(|(k, &(w, lo, hi))| {
+                    let f = if xf <= lo {
+                        0.0
+                    } else if xf >= hi {
+                        1.0
+                    } else if k == 0 {
+                        (xf - lo) / (hi - lo)
+                    } else {
+                        (xf / lo).ln() / (hi / lo).ln()
+                    };
+                    w * f
+                })
+                .sum(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse_and_have_plausible_means() {
+        let ws = SizeDist::websearch().mean_bytes();
+        // Closed form by hand from the published table: 1,711,250 bytes.
+        assert!((ws - 1_711_250.0).abs() < 1.0, "{ws}");
+        assert!(SizeDist::fb_hadoop().mean_bytes() > 0.0);
+        assert!(SizeDist::ali_storage().mean_bytes() > 0.0);
+    }
+
+    #[test]
+    fn percent_header_and_quantile_interpolate() {
+        let c = EmpiricalCdf::parse(
+            "# c\nsize_bytes cumulative_percent\n0 0\n100 50\n300 100\n",
+            Path::new("t"),
+        )
+        .unwrap();
+        assert_eq!(c.quantile(0.25), 50.0);
+        assert_eq!(c.quantile(0.75), 200.0);
+        assert_eq!(c.cdf(200.0), 0.75);
+        assert_eq!(c.mean(), 0.5 * 50.0 + 0.5 * 200.0);
+    }
+
+    #[test]
+    fn non_monotone_cdf_is_rejected_with_line() {
+        let e = EmpiricalCdf::parse(
+            "size_bytes cumulative_fraction\n0 0\n100 0.6\n200 0.5\n300 1\n",
+            Path::new("bad.cdf"),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, WorkloadError::CdfNotMonotone { line: 4, .. }),
+            "{e}"
+        );
+        assert!(e.to_string().contains("bad.cdf:4"), "{e}");
+        let e = EmpiricalCdf::parse(
+            "size_bytes cumulative_fraction\n0 0\n100 0.6\n50 0.7\n300 1\n",
+            Path::new("bad.cdf"),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, WorkloadError::CdfNotMonotone { line: 4, .. }),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn incomplete_or_headerless_cdf_is_rejected() {
+        let e = EmpiricalCdf::parse(
+            "size_bytes cumulative_fraction\n0 0\n100 0.9\n",
+            Path::new("x"),
+        )
+        .unwrap_err();
+        assert!(matches!(e, WorkloadError::CdfIncomplete { .. }), "{e}");
+        let e = EmpiricalCdf::parse("0 0\n100 1\n", Path::new("x")).unwrap_err();
+        assert!(matches!(e, WorkloadError::CdfParse { line: 1, .. }), "{e}");
+    }
+}
