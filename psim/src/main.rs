@@ -94,10 +94,26 @@ fn main() -> ExitCode {
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {}", format!("{e:#}").replace('\n', " "));
+            eprintln!("error: {}", one_line(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes on one line, skipping causes that the message
+/// already quotes (typed errors embed their cause in their own message).
+fn one_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if !msg.contains(&c) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&c);
+        }
+    }
+    msg.replace('\n', " ")
 }
 
 fn dispatch(cli: Cli) -> Result<()> {

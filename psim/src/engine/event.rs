@@ -13,6 +13,10 @@ use std::cmp::Ordering;
 /// sequence number is the flow id, which is unique.
 pub const WORKLOAD_SOURCE: u32 = u32::MAX;
 
+/// Target id of completion notices: they are shard-wide, not tied to an
+/// entity, and sort after every entity event at the same time.
+pub const NOTICE_TARGET: u32 = u32::MAX;
+
 /// The total order key of an event.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventKey {
@@ -50,6 +54,11 @@ pub enum EventKind {
     FlowStart {
         /// Index into the shard's table of pending flows.
         pending: u32,
+    },
+    /// The workload learns that a flow finished (closed loops, triggers, collectives).
+    Notice {
+        /// The finished flow.
+        flow: u64,
     },
 }
 

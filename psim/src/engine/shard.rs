@@ -5,7 +5,7 @@
 //! handed over at the next window boundary; the lookahead guarantees it
 //! cannot be due before then.
 
-use super::event::{EventKey, EventKind, EventQueue, WORKLOAD_SOURCE};
+use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
 use crate::config::Scenario;
 use crate::net::{Node, Port, Slot};
 use crate::packet::{Packet, Protocol};
@@ -70,6 +70,11 @@ pub struct Shared {
     pub seed: u64,
     /// Stop time.
     pub stop_ps: Option<u64>,
+    /// Delay after which the workload learns that a flow finished: the
+    /// largest propagation delay of any link. It is a property of the
+    /// network, not of the partition, and it is at least the lookahead of any
+    /// partition, so every shard receives a notice before it is due.
+    pub notice_ps: u64,
 }
 
 /// A model error found while running (reported by the simulation).
@@ -91,8 +96,8 @@ pub enum ShardError {
     },
     /// A dependency released a flow in another shard's past.
     #[error(
-        "flow {flow} was released to start at {start_ps} ps, before the simulated time {now_ps} ps of its shard: \
-         a dependency between different hosts needs a delay of at least the lookahead"
+        "flow {flow}: an event due at {start_ps} ps reached a shard already at {now_ps} ps \
+         (a workload released a flow in the past, or a zero-delay link was cut)"
     )]
     Causality {
         /// Flow id.
@@ -130,11 +135,13 @@ pub struct Shard {
     pending_free: Vec<u32>,
     flow_buf: Vec<workloads::FlowSpec>,
     scratch: Vec<Packet>,
-    /// Flows that finished here since the last boundary: (flow, time), for other shards' generators.
+    /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
-    finished_new: Vec<(u64, u64)>,
-    /// Events processed so far.
+    /// Events processed so far (completion notices excluded: every shard
+    /// processes each of them, so counting them would depend on the partition).
     pub events_processed: u64,
+    /// Time of the last entity event processed.
+    pub last_event_ps: u64,
     /// End of the last window run (everything before it is processed).
     pub horizon: u64,
     /// Packet counters.
@@ -202,8 +209,8 @@ impl Shard {
             flow_buf: Vec::new(),
             scratch: Vec::new(),
             finished_out: Vec::new(),
-            finished_new: Vec::new(),
             events_processed: 0,
+            last_event_ps: 0,
             horizon: 0,
             counters: PacketCounters::default(),
             error: None,
@@ -241,9 +248,25 @@ impl Shard {
         fifo.push_back(m.inflight);
     }
 
-    /// Tells this shard's workload that a flow finished elsewhere.
-    pub fn remote_finished(&mut self, flow: u64, at: u64) {
-        self.generator.on_finished(flow, at);
+    /// Schedules a completion notice for this shard's workload (at a window boundary).
+    pub fn schedule_notice(&mut self, due: u64, flow: u64) {
+        if due < self.horizon {
+            self.error.get_or_insert(ShardError::Causality {
+                flow,
+                start_ps: due,
+                now_ps: self.horizon,
+            });
+            return;
+        }
+        self.events.push(
+            EventKey {
+                time: due,
+                target: NOTICE_TARGET,
+                source: WORKLOAD_SOURCE,
+                seq: flow,
+            },
+            EventKind::Notice { flow },
+        );
     }
 
     /// Processes every event with time < `end`.
@@ -253,8 +276,14 @@ impl Shard {
             let Some(ev) = self.events.pop_before(end) else {
                 break;
             };
-            self.events_processed += 1;
             let now = ev.key.time;
+            if let EventKind::Notice { flow } = ev.kind {
+                self.generator.on_finished(flow, now);
+                self.pull_flows(end);
+                continue;
+            }
+            self.events_processed += 1;
+            self.last_event_ps = now;
             let local = self.shared.local[ev.key.target as usize] as usize;
             match ev.kind {
                 EventKind::LinkArrival { port } => self.on_link_arrival(local, port, now),
@@ -264,13 +293,7 @@ impl Shard {
                 }
                 EventKind::Timer { slot, gen } => self.on_timer(local, slot, gen, now),
                 EventKind::FlowStart { pending } => self.on_flow_start(local, pending, now),
-            }
-            if !self.finished_new.is_empty() {
-                for (flow, at) in std::mem::take(&mut self.finished_new) {
-                    self.generator.on_finished(flow, at);
-                    self.finished_out.push((flow, at));
-                }
-                self.pull_flows(end);
+                EventKind::Notice { .. } => unreachable!("handled above"),
             }
         }
         self.horizon = end;
@@ -488,7 +511,7 @@ impl Shard {
         if !s.finish_reported {
             if let Some(at) = s.ep.sink_stats().and_then(|st| st.finish_ps) {
                 s.finish_reported = true;
-                self.finished_new.push((s.flow, at));
+                self.finished_out.push((at + self.shared.notice_ps, s.flow));
             }
         }
         self.counters.created += out.len() as u64;

@@ -117,6 +117,15 @@ impl Simulation {
         let graph = topo.partition_graph();
         let part = partition::partition(&graph, opts.shards)?;
         let report = part.report(&graph)?;
+        // Completion notices travel one maximum link delay: that bounds the
+        // lookahead of every possible partition, so the delay never depends on
+        // the partition and a notice is never due inside a running window.
+        let notice_ps = graph.links.iter().map(|l| l.delay_ps).max().unwrap_or(0);
+        if notice_ps == 0 {
+            return Err(SimError::Options(
+                "every link has zero latency: psim needs a positive propagation delay".into(),
+            ));
+        }
         let n = topo.entities() as usize;
         let mut in_base = vec![0u32; n];
         let mut local = vec![0u32; n];
@@ -138,6 +147,7 @@ impl Simulation {
             traffic_protocols: scn.traffic_protocols.clone(),
             seed: scn.seed,
             stop_ps: scn.stop_ps,
+            notice_ps,
         });
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(opts.threads as usize)
@@ -183,22 +193,19 @@ impl Simulation {
     /// Hands over cross-shard packets and flow completions.
     fn exchange(&mut self) {
         let mut mail: Vec<Vec<Message>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
-        let mut finished: Vec<(u64, u64, u32)> = Vec::new();
+        let mut notices: Vec<(u64, u64)> = Vec::new();
         for s in &mut self.shards {
             for (d, out) in s.outbox.iter_mut().enumerate() {
                 mail[d].append(out);
             }
-            finished.extend(s.finished_out.drain(..).map(|(f, at)| (at, f, s.id)));
+            notices.append(&mut s.finished_out);
         }
-        finished.sort_unstable();
         for (s, msgs) in self.shards.iter_mut().zip(mail) {
             for m in msgs {
                 s.receive(m);
             }
-            for &(at, flow, from) in &finished {
-                if from != s.id {
-                    s.remote_finished(flow, at);
-                }
+            for &(due, flow) in &notices {
+                s.schedule_notice(due, flow);
             }
         }
     }
@@ -206,14 +213,12 @@ impl Simulation {
     /// Runs to the stop time, or until nothing is left to do.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<RunSummary, SimError> {
         let stop = self.shared.stop_ps.unwrap_or(u64::MAX);
+        // Completion notices are due one notice delay after the flow ends, so no
+        // window may be longer than that, even with a single shard.
         let window = self
             .lookahead
             .unwrap_or(MAX_WINDOW_PS)
-            .min(if self.shards.len() == 1 {
-                MAX_WINDOW_PS
-            } else {
-                u64::MAX
-            });
+            .min(self.shared.notice_ps);
         loop {
             self.exchange();
             if let Some(e) = self.shards.iter().find_map(|s| s.error.clone()) {
@@ -239,9 +244,17 @@ impl Simulation {
         if let Some(e) = self.shards.iter().find_map(|s| s.error.clone()) {
             return Err(e.into());
         }
-        if let Some(s) = self.shared.stop_ps {
-            self.now = s;
-        }
+        // The end time is a property of the simulated system: the stop time, or
+        // the last event processed. Window ends depend on the partition.
+        self.now = match self.shared.stop_ps {
+            Some(s) => s,
+            None => self
+                .shards
+                .iter()
+                .map(|s| s.last_event_ps)
+                .max()
+                .unwrap_or(0),
+        };
         Ok(self.summary())
     }
 
