@@ -42,7 +42,7 @@ impl FatTree {
         tor_link: LinkSpec,
         core_link: LinkSpec,
     ) -> Self {
-        assert!(k >= 2 && k % 2 == 0 && oversubscription >= 1);
+        assert!(k >= 2 && k.is_multiple_of(2) && oversubscription >= 1);
         let half = k / 2;
         let hpt = half * oversubscription;
         let tors = k * half;
