@@ -1,1 +1,65 @@
-//! Placeholder
+//! Helpers shared by psim's cross-crate integration tests.
+
+use psim::config::Scenario;
+use psim::engine::SimOptions;
+use psim::run::{execute, RunOutcome};
+use psim::trace::{flows_to_csv, read_flows, FlowRecord};
+use std::path::{Path, PathBuf};
+
+/// The repository root.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ sits in the repo")
+        .to_path_buf()
+}
+
+/// Every scenario under `scenarios/small/`: the ones small enough for tests.
+pub fn small_scenarios() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo_root().join("scenarios/small"))
+        .expect("scenarios/small exists")
+        .map(|e| e.expect("readable").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// One finished run: what the engine reported and what it wrote.
+pub struct Ran {
+    /// Engine outcome and manifest.
+    pub outcome: RunOutcome,
+    /// The flow table, sorted by flow id.
+    pub flows: Vec<FlowRecord>,
+    /// The flow table as canonical CSV.
+    pub csv: String,
+}
+
+/// Runs a loaded scenario into a temporary directory and reads the outputs back.
+pub fn run(scn: &Scenario, shards: u32, threads: u32) -> Ran {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = dir.path().join("out");
+    let outcome = execute(
+        scn,
+        SimOptions { shards, threads },
+        &out,
+        false,
+        &mut |_| {},
+    )
+    .unwrap_or_else(|e| panic!("{} with {shards} shards: {e}", scn.path.display()));
+    let flows = read_flows(&out).expect("flows readable");
+    let mut csv = Vec::new();
+    flows_to_csv(&flows, &mut csv).expect("csv");
+    Ran {
+        outcome,
+        flows,
+        csv: String::from_utf8(csv).expect("utf8"),
+    }
+}
+
+/// Loads scenario text (relative paths resolve against the repo root).
+pub fn scenario(text: &str, sets: &[&str]) -> Scenario {
+    let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+    Scenario::from_str(text, &repo_root().join("inline.toml"), &sets)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
