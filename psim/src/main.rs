@@ -33,6 +33,18 @@ enum Cmd {
         /// Output directory of a run.
         dir: PathBuf,
     },
+    /// Write a scenario's generated flows to a Parquet or CSV file, for inspection.
+    ///
+    /// Lists every flow known without running the network: open-loop patterns in
+    /// full, and the first round of closed-loop patterns, collectives and
+    /// triggered `.cm` flows (later rounds depend on completions).
+    Workload {
+        #[command(flatten)]
+        scn: ScenarioArgs,
+        /// Output file: `.parquet` or `.csv`.
+        #[arg(long)]
+        out: PathBuf,
+    },
     /// Measure engine speed on a full-load CBR permutation.
     Bench(BenchArgs),
 }
@@ -127,8 +139,40 @@ fn dispatch(cli: Cli) -> Result<()> {
             psim::trace::flows_to_csv(&recs, &mut out).context("writing CSV to stdout")?;
             Ok(())
         }
+        Cmd::Workload { scn, out } => write_workload(&scn, &out),
         Cmd::Bench(a) => bench(a),
     }
+}
+
+fn write_workload(a: &ScenarioArgs, out: &Path) -> Result<()> {
+    let (scn, _) = load(a)?;
+    let flows = scn.workload.open_loop_flows();
+    let parquet = match out.extension().and_then(|e| e.to_str()) {
+        Some("parquet") => true,
+        Some("csv") => false,
+        _ => bail!(
+            "--out {}: the file name must end in .parquet or .csv",
+            out.display()
+        ),
+    };
+    // Written under a temporary name and renamed, so a partial file never looks complete.
+    let tmp = out.with_extension(if parquet { "parquet.tmp" } else { "csv.tmp" });
+    let file =
+        std::fs::File::create(&tmp).with_context(|| format!("cannot create {}", tmp.display()))?;
+    let written = if parquet {
+        workloads::write_flows_parquet(&flows, file).map_err(anyhow::Error::from)
+    } else {
+        workloads::write_flows_csv(&flows, std::io::BufWriter::new(file))
+            .map_err(anyhow::Error::from)
+    };
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(e.context(format!("writing {}", out.display())));
+    }
+    std::fs::rename(&tmp, out)
+        .with_context(|| format!("cannot rename {} to {}", tmp.display(), out.display()))?;
+    eprintln!("{} flows written to {}", flows.len(), out.display());
+    Ok(())
 }
 
 fn load(a: &ScenarioArgs) -> Result<(Scenario, SimOptions)> {
