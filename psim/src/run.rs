@@ -82,6 +82,16 @@ pub fn execute(
             "windows": summary.windows,
         }),
         parts,
+        groups: sim
+            .completed_groups()
+            .into_iter()
+            .map(|g| trace::GroupRecord {
+                entry: g.entry,
+                name: g.name,
+                instance: g.instance,
+                completed_ps: g.completed_ps,
+            })
+            .collect(),
         complete: true,
     };
     trace::write_manifest(out, &manifest)?;

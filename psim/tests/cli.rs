@@ -627,3 +627,83 @@ fn runs_are_deterministic_across_shard_counts() {
     assert_eq!(csvs[0], csvs[1]);
     assert_eq!(csvs[0], csvs[2]);
 }
+
+#[test]
+fn workload_writes_the_generated_flows_as_csv_and_parquet() {
+    let s = Scratch::new();
+    let f = s.write("s.toml", BASE);
+    let csv = s.dir.path().join("flows.csv");
+    assert_ok(&psim(
+        s.dir.path(),
+        [
+            "workload",
+            f.to_str().unwrap(),
+            "--out",
+            csv.to_str().unwrap(),
+        ],
+    ));
+    let body = std::fs::read_to_string(&csv).unwrap();
+    let mut lines = body.lines();
+    assert!(lines
+        .next()
+        .unwrap()
+        .starts_with("id,src,dst,size_bytes,start_ps"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    // The permutation of 16 hosts: 16 flows, every host sends once and receives once, never to itself.
+    assert_eq!(rows.len(), 16);
+    let mut srcs: Vec<&str> = rows.iter().map(|r| r[1]).collect();
+    let mut dsts: Vec<&str> = rows.iter().map(|r| r[2]).collect();
+    srcs.sort();
+    dsts.sort();
+    assert_eq!(srcs, dsts);
+    assert!(rows.iter().all(|r| r[1] != r[2]));
+    let pq = s.dir.path().join("flows.parquet");
+    assert_ok(&psim(
+        s.dir.path(),
+        [
+            "workload",
+            f.to_str().unwrap(),
+            "--out",
+            pq.to_str().unwrap(),
+        ],
+    ));
+    let bytes = std::fs::read(&pq).unwrap();
+    assert_eq!(&bytes[..4], b"PAR1");
+    assert!(!s.dir.path().join("flows.parquet.tmp").exists());
+    let bad = s.dir.path().join("flows.txt");
+    assert_fails(
+        &psim(
+            s.dir.path(),
+            [
+                "workload",
+                f.to_str().unwrap(),
+                "--out",
+                bad.to_str().unwrap(),
+            ],
+        ),
+        &["flows.txt", ".parquet"],
+    );
+}
+
+#[test]
+fn workload_errors_name_the_traffic_problem() {
+    let s = Scratch::new();
+    let f = s.write(
+        "s.toml",
+        "seed = 1\nstop_us = 10\n[topology]\nkind = \"fattree\"\nk = 4\n[[traffic]]\nprotocol = \"cbr\"\npattern = \"poisson\"\nload = 1.5\nsize_dist = \"websearch\"\n",
+    );
+    let out = s.dir.path().join("w.csv");
+    assert_fails(
+        &psim(
+            s.dir.path(),
+            [
+                "workload",
+                f.to_str().unwrap(),
+                "--out",
+                out.to_str().unwrap(),
+            ],
+        ),
+        &["load"],
+    );
+    assert!(!out.exists());
+}

@@ -308,15 +308,28 @@ impl Simulation {
             .collect()
     }
 
-    /// Completed workload groups (collectives), sorted by name.
+    /// Completed workload groups (collective iterations, incast rounds, `.cm`
+    /// triggers), sorted by completion time. Each group is recorded by exactly
+    /// one shard. The workload learns of a completion one notice delay after
+    /// the last byte arrived; that delay is taken off again here, so the times
+    /// are when the group's last flow finished.
     pub fn completed_groups(&self) -> Vec<workloads::GroupCompletion> {
         let mut v: Vec<_> = self
             .shards
             .iter()
             .flat_map(|s| s.completed_groups())
             .collect();
-        v.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-        v.dedup_by(|a, b| format!("{a:?}") == format!("{b:?}"));
+        for g in &mut v {
+            g.completed_ps = g.completed_ps.saturating_sub(self.shared.notice_ps);
+        }
+        v.sort_by(|a, b| {
+            (a.completed_ps, a.entry, a.instance, &a.name).cmp(&(
+                b.completed_ps,
+                b.entry,
+                b.instance,
+                &b.name,
+            ))
+        });
         v
     }
 }

@@ -59,8 +59,25 @@ pub struct Manifest {
     pub packets: serde_json::Value,
     /// Relative paths (from DIR) of the data files written.
     pub parts: Vec<String>,
+    /// Workload groups that completed: collective iterations, incast rounds,
+    /// `.cm` trigger groups. Sorted by completion time.
+    #[serde(default)]
+    pub groups: Vec<GroupRecord>,
     /// True once every file is written.
     pub complete: bool,
+}
+
+/// One completed workload group.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct GroupRecord {
+    /// Index of the `[[traffic]]` entry that defines the group.
+    pub entry: u16,
+    /// Group name (collective algorithm or its `name`, `incast`, `.cm` trigger).
+    pub name: String,
+    /// Which occurrence: collective iteration, incast round, or 0.
+    pub instance: u64,
+    /// When the group's last flow finished (its last byte arrived), ps.
+    pub completed_ps: u64,
 }
 
 fn f64_or_nan<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
@@ -154,6 +171,7 @@ mod tests {
                 "flows/part-00000.parquet".into(),
                 "flows/part-00001.parquet".into(),
             ],
+            groups: vec![],
             complete: true,
         }
     }

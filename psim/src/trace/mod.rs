@@ -31,7 +31,7 @@ pub use flows::{
     FLOWS_SCHEMA_VERSION, SCHEMA_VERSION_KEY,
 };
 pub use manifest::{
-    git_commit, peak_rss_bytes, read_manifest, write_manifest, Manifest, MANIFEST_FILE,
+    git_commit, peak_rss_bytes, read_manifest, write_manifest, GroupRecord, Manifest, MANIFEST_FILE,
 };
 pub use outdir::prepare_out_dir;
 
