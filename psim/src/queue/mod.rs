@@ -11,9 +11,15 @@
 //! Dispatch is a `match` over the concrete kinds: the hot path has no virtual
 //! calls. One file per discipline.
 
+pub mod cp;
 pub mod droptail;
+pub mod ndp;
+pub mod priority;
 
+pub use cp::CpQueue;
 pub use droptail::DropTail;
+pub use ndp::{NdpCounters, NdpQueue};
+pub use priority::PriorityQueue;
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -64,6 +70,12 @@ pub struct QueueCtx<'a> {
 pub enum Queue {
     /// First in, first out; tail drop.
     DropTail(DropTail),
+    /// Strict priority, control before data (host NICs).
+    Priority(PriorityQueue),
+    /// NDP: trimming, a priority header queue, 10:1 WRR, return-to-sender.
+    Ndp(NdpQueue),
+    /// Cut payload: trim above a threshold into the same FIFO.
+    Cp(CpQueue),
 }
 
 impl Queue {
@@ -72,6 +84,9 @@ impl Queue {
     pub fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
         match self {
             Queue::DropTail(q) => q.enqueue(pkt, cx),
+            Queue::Priority(q) => q.enqueue(pkt, cx),
+            Queue::Ndp(q) => q.enqueue(pkt, cx),
+            Queue::Cp(q) => q.enqueue(pkt, cx),
         }
     }
     /// Takes the next packet to transmit.
@@ -79,6 +94,9 @@ impl Queue {
     pub fn dequeue(&mut self, now: u64) -> Option<Packet> {
         match self {
             Queue::DropTail(q) => q.dequeue(now),
+            Queue::Priority(q) => q.dequeue(now),
+            Queue::Ndp(q) => q.dequeue(now),
+            Queue::Cp(q) => q.dequeue(now),
         }
     }
     /// Packets waiting.
@@ -86,6 +104,9 @@ impl Queue {
     pub fn len_packets(&self) -> u32 {
         match self {
             Queue::DropTail(q) => q.len_packets(),
+            Queue::Priority(q) => q.len_packets(),
+            Queue::Ndp(q) => q.len_packets(),
+            Queue::Cp(q) => q.len_packets(),
         }
     }
     /// Bytes waiting.
@@ -93,6 +114,66 @@ impl Queue {
     pub fn len_bytes(&self) -> u64 {
         match self {
             Queue::DropTail(q) => q.len_bytes(),
+            Queue::Priority(q) => q.len_bytes(),
+            Queue::Ndp(q) => q.len_bytes(),
+            Queue::Cp(q) => q.len_bytes(),
+        }
+    }
+}
+
+/// How to build the queue of a port, from the scenario.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub enum QueueSpec {
+    /// Drop-tail FIFO.
+    DropTail {
+        /// Capacity.
+        cap: Capacity,
+    },
+    /// NDP trimming port.
+    Ndp {
+        /// Data queue capacity.
+        data: Capacity,
+        /// Header queue capacity.
+        header: Capacity,
+        /// Always trim the arrival (NetFPGA) instead of the fair coin.
+        trim_arrival_only: bool,
+        /// Return headers to their sender when the header queue overflows.
+        return_to_sender: bool,
+    },
+    /// Cut Payload.
+    Cp {
+        /// Queue length from which payloads are cut.
+        threshold: Capacity,
+        /// Total capacity.
+        capacity: Capacity,
+    },
+    /// Strict priority, control first (host NICs).
+    Priority {
+        /// Capacity shared by both classes.
+        cap: Capacity,
+    },
+}
+
+impl QueueSpec {
+    /// A new, empty queue of this kind.
+    pub fn build(&self) -> Queue {
+        match *self {
+            QueueSpec::DropTail { cap } => Queue::DropTail(DropTail::new(cap)),
+            QueueSpec::Ndp {
+                data,
+                header,
+                trim_arrival_only,
+                return_to_sender,
+            } => Queue::Ndp(
+                NdpQueue::new(data, header)
+                    .with_trim_arrival_only(trim_arrival_only)
+                    .with_return_to_sender(return_to_sender),
+            ),
+            QueueSpec::Cp {
+                threshold,
+                capacity,
+            } => Queue::Cp(CpQueue::new(threshold, capacity)),
+            QueueSpec::Priority { cap } => Queue::Priority(PriorityQueue::new(cap)),
         }
     }
 }

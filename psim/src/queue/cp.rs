@@ -1,0 +1,282 @@
+//! Cut Payload (CP, Cheng et al. [9] in [P]): one FIFO that, above a
+//! threshold, cuts the payload off arriving data packets and queues the
+//! header in the same FIFO ([P] §2.3, §3.1; spec `ndp.md` §1.3).
+//!
+//! Enqueue:
+//! * a data packet is queued whole if the FIFO is below the `threshold`
+//!   (with a packet threshold: fewer than `threshold` packets queued, headers
+//!   included) and the whole packet fits the total `capacity`;
+//! * otherwise its payload is cut (`kind = Header`, `payload = 0`,
+//!   `size = HEADER_BYTES`, other fields kept) and the header is queued at the
+//!   tail of the same FIFO, if it fits the `capacity`: [`Enqueued::Trimmed`];
+//! * a payload-less packet (header, ACK, NACK, PULL) is queued if it fits the
+//!   `capacity`;
+//! * a packet that does not fit even as a header is dropped unchanged:
+//!   [`Enqueued::Dropped`] (no trim is counted). CP has no return-to-sender.
+//!
+//! Dequeue: FIFO. Headers get no priority, which is why CP collapses when
+//! only headers get through ([P] §2.3, Fig. 2).
+//!
+//! | parameter | default | source |
+//! |---|---|---|
+//! | `threshold` | 8 packets ([`DEFAULT_THRESHOLD_PACKETS`]), NDP's data-queue length, so that CP and NDP compare at equal data buffering | [P] §3.1 compares CP to NDP with the same small buffers; §3.1.1 |
+//! | `capacity` | the NDP port's memory: data budget + header budget = 2 × threshold × MTU bytes ([`CpQueue::default_capacity`]; 144 000 B for 8 × 9000 B, i.e. the 8 packets plus about 1125 headers) | [P] §3.2.4; spec A3 |
+//! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
+
+use super::ndp::trim;
+use super::{Capacity, Enqueued, QueueCtx};
+use crate::packet::{Packet, PacketKind, HEADER_BYTES};
+use std::collections::VecDeque;
+
+/// Default trimming threshold in packets (NDP's data queue, [P] §3.1.1).
+pub const DEFAULT_THRESHOLD_PACKETS: u32 = 8;
+
+/// A cut-payload FIFO. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct CpQueue {
+    threshold: Capacity,
+    cap: Capacity,
+    q: VecDeque<Packet>,
+    bytes: u64,
+    trims: u64,
+    drops: u64,
+}
+
+impl CpQueue {
+    /// A queue that trims data packets once `threshold` is reached and drops
+    /// anything beyond `capacity`.
+    pub fn new(threshold: Capacity, capacity: Capacity) -> Self {
+        CpQueue {
+            threshold,
+            cap: capacity,
+            q: VecDeque::new(),
+            bytes: 0,
+            trims: 0,
+            drops: 0,
+        }
+    }
+
+    /// The NDP port's memory for a data budget of `threshold`: twice its bytes
+    /// (data queue + an equal header queue, [P] §3.2.4). A packet threshold
+    /// counts `mtu` bytes per packet (pass 9000 for the paper's 1125 headers).
+    pub fn default_capacity(threshold: Capacity, mtu: u32) -> Capacity {
+        Capacity::Bytes(2 * super::ndp::NdpQueue::header_bytes_for(threshold, mtu))
+    }
+
+    #[inline]
+    fn fits(&self, cap: Capacity, size: u32) -> bool {
+        cap.fits(self.q.len() as u32, self.bytes, size)
+    }
+
+    #[inline]
+    fn push(&mut self, p: Packet) {
+        self.bytes += p.size as u64;
+        self.q.push_back(p);
+    }
+
+    /// Offers a packet.
+    #[inline]
+    pub fn enqueue(&mut self, mut pkt: Packet, _cx: &mut QueueCtx<'_>) -> Enqueued {
+        if pkt.kind == PacketKind::Data {
+            if self.fits(self.threshold, pkt.size) && self.fits(self.cap, pkt.size) {
+                self.push(pkt);
+                return Enqueued::Queued;
+            }
+            if !self.fits(self.cap, HEADER_BYTES) {
+                self.drops += 1;
+                return Enqueued::Dropped(pkt);
+            }
+            trim(&mut pkt);
+            self.trims += 1;
+            self.push(pkt);
+            return Enqueued::Trimmed;
+        }
+        if self.fits(self.cap, pkt.size) {
+            self.push(pkt);
+            Enqueued::Queued
+        } else {
+            self.drops += 1;
+            Enqueued::Dropped(pkt)
+        }
+    }
+
+    /// Takes the next packet (FIFO).
+    #[inline]
+    pub fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+
+    /// Packets waiting.
+    pub fn len_packets(&self) -> u32 {
+        self.q.len() as u32
+    }
+    /// Bytes waiting.
+    pub fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+    /// Payloads cut off so far.
+    pub fn trims(&self) -> u64 {
+        self.trims
+    }
+    /// Packets dropped so far.
+    pub fn drops(&self) -> u64 {
+        self.drops
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Queue, QueueCtx};
+    use super::*;
+    use crate::packet::{flags, Protocol};
+
+    fn pkt(seq: u64, kind: PacketKind) -> Packet {
+        let size = if kind == PacketKind::Data {
+            9064
+        } else {
+            HEADER_BYTES
+        };
+        Packet {
+            flow: 2,
+            src: 0,
+            dst: 1,
+            seq,
+            ack: 0,
+            size,
+            payload: size - HEADER_BYTES,
+            path: 4,
+            sent_ps: 0,
+            kind,
+            proto: Protocol::Cbr,
+            flags: flags::LAST,
+            prio: 0,
+        }
+    }
+
+    #[test]
+    fn default_capacity_is_the_ndp_port_memory() {
+        assert_eq!(
+            CpQueue::default_capacity(Capacity::Packets(8), 9000),
+            Capacity::Bytes(144_000)
+        );
+    }
+
+    #[test]
+    fn fifo_below_threshold_trims_in_order_above_and_drops_at_capacity() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = Queue::Cp(CpQueue::new(Capacity::Packets(8), Capacity::Packets(12)));
+        for s in 0..8 {
+            assert_eq!(
+                q.enqueue(pkt(s, PacketKind::Data), &mut cx),
+                Enqueued::Queued
+            );
+        }
+        // At the threshold: trimmed into the same FIFO, interleaved with an ACK.
+        assert_eq!(
+            q.enqueue(pkt(8, PacketKind::Data), &mut cx),
+            Enqueued::Trimmed
+        );
+        assert_eq!(
+            q.enqueue(pkt(9, PacketKind::Ack), &mut cx),
+            Enqueued::Queued
+        );
+        assert_eq!(
+            q.enqueue(pkt(10, PacketKind::Data), &mut cx),
+            Enqueued::Trimmed
+        );
+        assert_eq!(
+            q.enqueue(pkt(11, PacketKind::Data), &mut cx),
+            Enqueued::Trimmed
+        );
+        // Capacity reached: drop, unchanged.
+        assert_eq!(
+            q.enqueue(pkt(12, PacketKind::Data), &mut cx),
+            Enqueued::Dropped(pkt(12, PacketKind::Data))
+        );
+        assert!(matches!(
+            q.enqueue(pkt(13, PacketKind::Nack), &mut cx),
+            Enqueued::Dropped(_)
+        ));
+        assert_eq!((q.len_packets(), q.len_bytes()), (12, 8 * 9064 + 4 * 64));
+        let out: Vec<Packet> = std::iter::from_fn(|| q.dequeue(0)).collect();
+        assert!(out.iter().map(|p| p.seq).eq(0..12));
+        for p in &out[8..] {
+            assert_eq!(p.size, 64);
+            assert_eq!(p.payload, 0);
+            assert_eq!((p.flow, p.path, p.flags), (2, 4, flags::LAST));
+        }
+        assert_eq!(out[8].kind, PacketKind::Header);
+        assert_eq!(out[9].kind, PacketKind::Ack);
+        let Queue::Cp(cp) = &q else { unreachable!() };
+        assert_eq!((cp.trims(), cp.drops()), (3, 2));
+        assert_eq!(q.len_bytes(), 0);
+    }
+
+    #[test]
+    fn below_threshold_after_draining_queues_whole_packets_again() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = CpQueue::new(Capacity::Packets(2), Capacity::Bytes(1_000_000));
+        for s in 0..2 {
+            q.enqueue(pkt(s, PacketKind::Data), &mut cx);
+        }
+        assert_eq!(
+            q.enqueue(pkt(2, PacketKind::Data), &mut cx),
+            Enqueued::Trimmed
+        );
+        q.dequeue(0);
+        q.dequeue(0);
+        // One header queued: below threshold again.
+        assert_eq!(
+            q.enqueue(pkt(3, PacketKind::Data), &mut cx),
+            Enqueued::Queued
+        );
+        assert_eq!(q.len_bytes(), 64 + 9064);
+    }
+
+    #[test]
+    fn byte_threshold_and_capacity() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = CpQueue::new(Capacity::Bytes(20_000), Capacity::Bytes(2 * 9064 + 128));
+        assert_eq!(
+            q.enqueue(pkt(0, PacketKind::Data), &mut cx),
+            Enqueued::Queued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, PacketKind::Data), &mut cx),
+            Enqueued::Queued
+        );
+        // 3 × 9064 > 20 000: over the threshold, trimmed; two headers fit.
+        assert_eq!(
+            q.enqueue(pkt(2, PacketKind::Data), &mut cx),
+            Enqueued::Trimmed
+        );
+        assert_eq!(
+            q.enqueue(pkt(3, PacketKind::Data), &mut cx),
+            Enqueued::Trimmed
+        );
+        assert_eq!(q.len_bytes(), 2 * 9064 + 128);
+        assert!(matches!(
+            q.enqueue(pkt(4, PacketKind::Data), &mut cx),
+            Enqueued::Dropped(_)
+        ));
+        assert!(matches!(
+            q.enqueue(pkt(5, PacketKind::Pull), &mut cx),
+            Enqueued::Dropped(_)
+        ));
+        assert_eq!((q.trims(), q.drops(), q.len_packets()), (2, 2, 4));
+    }
+}

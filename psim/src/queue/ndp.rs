@@ -1,0 +1,690 @@
+//! NDP switch output port: packet trimming, a priority header queue,
+//! weighted round robin and return-to-sender ([P] §3.1, §3.2.4, §4; [O];
+//! spec `ndp.md` §1.1 and A3–A7).
+//!
+//! # Structure
+//!
+//! Two FIFOs per port:
+//! * the **data queue** (low priority) holds packets with payload
+//!   ([`PacketKind::Data`]);
+//! * the **header queue** (high priority) holds every payload-less packet:
+//!   trimmed headers, ACKs, NACKs, PULLs, bounced headers (spec A6, [P] §3.1
+//!   footnote 1, P4 "Directprio" §4).
+//!
+//! # Enqueue
+//!
+//! 1. A payload-less packet goes to the header queue (step 3).
+//! 2. A data packet is queued if the data queue has room. Otherwise (the
+//!    queue is "full" for this packet) a fair coin is flipped with the port's
+//!    random stream — only then, so the draw count is deterministic (A5):
+//!    * heads: trim the **arriving** packet;
+//!    * tails: trim the data packet at the **tail** of the data queue (the most
+//!      recently enqueued one, A5) and queue the arrival in its place.
+//!
+//!    The tail is trimmed only if (a) the data queue is non-empty, (b) taking
+//!    the tail out makes room for the arrival (always true with a packet cap;
+//!    with a byte cap the arrival may be larger than the tail), and (c) the
+//!    header queue has room for the tail's header. Otherwise the arrival is
+//!    trimmed. Condition (c) keeps one outcome per arrival: since every header
+//!    is [`HEADER_BYTES`] long, the header queue overflows by the same header
+//!    either way, and it is the arrival's header that is bounced or dropped.
+//!    With `trim_arrival_only` (the NetFPGA prototype, [P] §4) no coin is
+//!    flipped and the arrival is always trimmed.
+//!
+//!    Trimming sets `kind = Header`, `payload = 0`, `size = HEADER_BYTES` and
+//!    keeps everything else (flow, seq, path, flags, ...). The header goes to
+//!    the header queue (step 3). Every trim counts in [`NdpQueue::trims`].
+//! 3. Header queue: queued if it has room. If not:
+//!    * a `Header` not yet bounced, with return-to-sender on: source and
+//!      destination are swapped, [`flags::BOUNCED`] is set, and the packet is
+//!      returned as [`Enqueued::Bounced`] for the switch to route back
+//!      ([P] §3.2.4). A header is bounced at most once (A7);
+//!    * anything else (an already-bounced header, an ACK/NACK/PULL, or any
+//!      header with return-to-sender off, as on NetFPGA [P] §4) is dropped:
+//!      [`Enqueued::Dropped`].
+//!
+//! Return values: `Queued` (data or control packet queued as is), `Trimmed`
+//! (a payload was cut, of the arrival or of the tail, and the header queued),
+//! `Bounced`, `Dropped`. When the arrival is trimmed and its header then
+//! bounced or dropped, the result is `Bounced`/`Dropped` but the trim is still
+//! counted in [`NdpQueue::trims`].
+//!
+//! # Dequeue: weighted round robin (A4)
+//!
+//! Packets, not bytes, are counted. A cycle position `wrr_pos` in
+//! `0..=wrr_headers` (default 0..=10) is kept per port:
+//! * both queues non-empty (a contended decision): if `wrr_pos < wrr_headers`
+//!   a header is sent, else a data packet; then `wrr_pos = (wrr_pos + 1) %
+//!   (wrr_headers + 1)`. From a fresh port the contended sequence is exactly
+//!   10 headers, 1 data packet, 10 headers, 1 data packet, ...
+//! * only one queue non-empty: it is served and `wrr_pos` is left unchanged
+//!   (work conserving; as htsim's `CompositeQueue` [C], whose cycle counter
+//!   also advances only when both queues are backlogged).
+//!
+//! # Parameters
+//!
+//! | parameter | default | source |
+//! |---|---|---|
+//! | data queue capacity `data_cap` | 8 packets ([`DEFAULT_DATA_PACKETS`]); spec A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; spec A3 |
+//! | header queue capacity `header_cap` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; spec A3 |
+//! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
+//! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; spec A4 |
+//! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; spec A5 |
+//! | `trim_arrival_only` | false (true = NetFPGA prototype) | [P] §4 |
+//! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; spec A7 |
+
+use super::{Capacity, Enqueued, QueueCtx};
+use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
+use rand::RngExt;
+use std::collections::VecDeque;
+
+/// Default data-queue length in packets ([P] §3.1.1, §6.1, §6.2; [O]).
+pub const DEFAULT_DATA_PACKETS: u32 = 8;
+/// Default headers served per data packet when both queues are backlogged
+/// ([P] §3.1; [O]).
+pub const DEFAULT_WRR_HEADERS: u32 = 10;
+
+/// Event counters of one NDP port.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct NdpCounters {
+    /// Payloads cut off (arrivals or queue tails).
+    pub trims: u64,
+    /// Headers returned to their sender.
+    pub bounces: u64,
+    /// Packets discarded (header-queue overflow without return-to-sender).
+    pub drops: u64,
+}
+
+/// One FIFO with its byte count.
+#[derive(Clone, Debug)]
+struct Fifo {
+    cap: Capacity,
+    q: VecDeque<Packet>,
+    bytes: u64,
+}
+
+impl Fifo {
+    fn new(cap: Capacity) -> Self {
+        Fifo {
+            cap,
+            q: VecDeque::new(),
+            bytes: 0,
+        }
+    }
+    #[inline]
+    fn fits(&self, size: u32) -> bool {
+        self.cap.fits(self.q.len() as u32, self.bytes, size)
+    }
+    #[inline]
+    fn push(&mut self, p: Packet) {
+        self.bytes += p.size as u64;
+        self.q.push_back(p);
+    }
+    #[inline]
+    fn pop_front(&mut self) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    #[inline]
+    fn pop_back(&mut self) -> Option<Packet> {
+        let p = self.q.pop_back()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+}
+
+/// Cuts the payload off a packet, keeping its header fields.
+#[inline]
+pub fn trim(p: &mut Packet) {
+    p.kind = PacketKind::Header;
+    p.payload = 0;
+    p.size = HEADER_BYTES;
+}
+
+/// An NDP switch output port. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct NdpQueue {
+    data: Fifo,
+    hdr: Fifo,
+    wrr_headers: u32,
+    wrr_pos: u32,
+    trim_arrival_only: bool,
+    return_to_sender: bool,
+    counters: NdpCounters,
+}
+
+impl NdpQueue {
+    /// A port with the given data- and header-queue capacities, 10:1 WRR, the
+    /// fair coin and return-to-sender on.
+    ///
+    /// The paper's header queue has the data queue's byte budget:
+    /// `NdpQueue::new(cap, Capacity::Bytes(NdpQueue::header_bytes_for(cap, mtu)))`.
+    pub fn new(data_cap: Capacity, header_cap: Capacity) -> Self {
+        NdpQueue {
+            data: Fifo::new(data_cap),
+            hdr: Fifo::new(header_cap),
+            wrr_headers: DEFAULT_WRR_HEADERS,
+            wrr_pos: 0,
+            trim_arrival_only: false,
+            return_to_sender: true,
+            counters: NdpCounters::default(),
+        }
+    }
+
+    /// Header-queue bytes equal to the data queue's byte budget ([P] §3.2.4,
+    /// spec A3). A packet cap counts `mtu` bytes per packet: pass the MTU the
+    /// paper counts, 9000 B, to get its 72 000 B = 1125 × 64 B headers. A byte
+    /// cap is returned as is.
+    pub fn header_bytes_for(data_cap: Capacity, mtu: u32) -> u64 {
+        match data_cap {
+            Capacity::Packets(n) => n as u64 * mtu as u64,
+            Capacity::Bytes(b) => b,
+        }
+    }
+
+    /// Always trim the arriving packet, never the tail: the NetFPGA
+    /// prototype ([P] §4). Default false.
+    pub fn with_trim_arrival_only(mut self, on: bool) -> Self {
+        self.trim_arrival_only = on;
+        self
+    }
+
+    /// Return overflowing headers to their sender ([P] §3.2.4); when off they
+    /// are dropped, as on NetFPGA ([P] §4). Default true.
+    pub fn with_return_to_sender(mut self, on: bool) -> Self {
+        self.return_to_sender = on;
+        self
+    }
+
+    /// Headers served per data packet when both queues are backlogged.
+    /// Default 10 ([P] §3.1). Must be at least 1.
+    pub fn with_wrr_headers(mut self, n: u32) -> Self {
+        assert!(n >= 1, "NDP WRR needs at least one header per data packet");
+        self.wrr_headers = n;
+        self
+    }
+
+    /// Offers a packet. See the module documentation for the rules.
+    #[inline]
+    pub fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
+        if pkt.kind.is_control() {
+            return self.enqueue_header(pkt);
+        }
+        if self.data.fits(pkt.size) {
+            self.data.push(pkt);
+            return Enqueued::Queued;
+        }
+        // Data queue full for this packet: trim the arrival or the tail.
+        let trim_tail = !self.trim_arrival_only && cx.rng.random_bool(0.5);
+        if trim_tail && self.tail_can_make_room(pkt.size) && self.hdr.fits(HEADER_BYTES) {
+            let mut tail = self.data.pop_back().expect("tail_can_make_room");
+            trim(&mut tail);
+            self.counters.trims += 1;
+            self.hdr.push(tail);
+            self.data.push(pkt);
+            return Enqueued::Trimmed;
+        }
+        trim(&mut pkt);
+        self.counters.trims += 1;
+        match self.enqueue_header(pkt) {
+            Enqueued::Queued => Enqueued::Trimmed,
+            other => other,
+        }
+    }
+
+    /// Whether removing the data queue's tail leaves room for `size` bytes.
+    #[inline]
+    fn tail_can_make_room(&self, size: u32) -> bool {
+        match self.data.q.back() {
+            None => false,
+            Some(t) => self.data.cap.fits(
+                self.data.q.len() as u32 - 1,
+                self.data.bytes - t.size as u64,
+                size,
+            ),
+        }
+    }
+
+    /// Header-queue admission, with return-to-sender on overflow.
+    #[inline]
+    fn enqueue_header(&mut self, mut pkt: Packet) -> Enqueued {
+        if self.hdr.fits(pkt.size) {
+            self.hdr.push(pkt);
+            return Enqueued::Queued;
+        }
+        if self.return_to_sender && pkt.kind == PacketKind::Header && !pkt.has(flags::BOUNCED) {
+            std::mem::swap(&mut pkt.src, &mut pkt.dst);
+            pkt.flags |= flags::BOUNCED;
+            self.counters.bounces += 1;
+            Enqueued::Bounced(pkt)
+        } else {
+            self.counters.drops += 1;
+            Enqueued::Dropped(pkt)
+        }
+    }
+
+    /// Takes the next packet to transmit (weighted round robin, see the
+    /// module documentation).
+    #[inline]
+    pub fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+        match (self.hdr.q.is_empty(), self.data.q.is_empty()) {
+            (false, false) => {
+                let header_turn = self.wrr_pos < self.wrr_headers;
+                self.wrr_pos = (self.wrr_pos + 1) % (self.wrr_headers + 1);
+                if header_turn {
+                    self.hdr.pop_front()
+                } else {
+                    self.data.pop_front()
+                }
+            }
+            (false, true) => self.hdr.pop_front(),
+            (true, false) => self.data.pop_front(),
+            (true, true) => None,
+        }
+    }
+
+    /// Packets waiting in both queues.
+    pub fn len_packets(&self) -> u32 {
+        (self.data.q.len() + self.hdr.q.len()) as u32
+    }
+    /// Bytes waiting in both queues.
+    pub fn len_bytes(&self) -> u64 {
+        self.data.bytes + self.hdr.bytes
+    }
+    /// Packets in the data (low-priority) queue.
+    pub fn data_len_packets(&self) -> u32 {
+        self.data.q.len() as u32
+    }
+    /// Bytes in the data (low-priority) queue.
+    pub fn data_len_bytes(&self) -> u64 {
+        self.data.bytes
+    }
+    /// Packets in the header (high-priority) queue.
+    pub fn header_len_packets(&self) -> u32 {
+        self.hdr.q.len() as u32
+    }
+    /// Bytes in the header (high-priority) queue.
+    pub fn header_len_bytes(&self) -> u64 {
+        self.hdr.bytes
+    }
+    /// Payloads cut off so far.
+    pub fn trims(&self) -> u64 {
+        self.counters.trims
+    }
+    /// Headers returned to sender so far.
+    pub fn bounces(&self) -> u64 {
+        self.counters.bounces
+    }
+    /// Packets dropped so far.
+    pub fn drops(&self) -> u64 {
+        self.counters.drops
+    }
+    /// All counters.
+    pub fn counters(&self) -> NdpCounters {
+        self.counters
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Queue, QueueCtx};
+    use super::*;
+    use crate::packet::Protocol;
+    use proptest::prelude::*;
+
+    const MTU: u32 = 9064;
+
+    fn pkt(seq: u64, kind: PacketKind) -> Packet {
+        let size = if kind == PacketKind::Data {
+            MTU
+        } else {
+            HEADER_BYTES
+        };
+        Packet {
+            flow: 7,
+            src: 3,
+            dst: 5,
+            seq,
+            ack: 0,
+            size,
+            payload: size - HEADER_BYTES,
+            path: 11,
+            sent_ps: 42,
+            kind,
+            proto: Protocol::Cbr,
+            flags: flags::SYN,
+            prio: 0,
+        }
+    }
+    fn data(seq: u64) -> Packet {
+        pkt(seq, PacketKind::Data)
+    }
+
+    fn paper_queue() -> NdpQueue {
+        let cap = Capacity::Packets(8);
+        NdpQueue::new(cap, Capacity::Bytes(NdpQueue::header_bytes_for(cap, 9000)))
+    }
+
+    #[test]
+    fn header_budget_matches_the_paper() {
+        assert_eq!(
+            NdpQueue::header_bytes_for(Capacity::Packets(8), 9000) / HEADER_BYTES as u64,
+            1125
+        );
+        assert_eq!(
+            NdpQueue::header_bytes_for(Capacity::Bytes(72_000), 1500),
+            72_000
+        );
+    }
+
+    #[test]
+    fn ninth_packet_is_trimmed_on_arrival_with_the_coin_off() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = paper_queue().with_trim_arrival_only(true);
+        for s in 0..8 {
+            assert_eq!(q.enqueue(data(s), &mut cx), Enqueued::Queued);
+        }
+        assert_eq!(q.enqueue(data(8), &mut cx), Enqueued::Trimmed);
+        assert_eq!((q.data_len_packets(), q.header_len_packets()), (8, 1));
+        assert_eq!(q.trims(), 1);
+        // Header first (WRR), and it is the arrival, trimmed.
+        let h = q.dequeue(0).unwrap();
+        let mut want = data(8);
+        want.kind = PacketKind::Header;
+        want.size = 64;
+        want.payload = 0;
+        assert_eq!(h, want);
+        assert_eq!((h.size, h.payload, h.kind), (64, 0, PacketKind::Header));
+        assert_eq!((h.seq, h.flow, h.path, h.flags), (8, 7, 11, flags::SYN));
+        for s in 0..8 {
+            assert_eq!(q.dequeue(0).unwrap().seq, s);
+        }
+        assert_eq!(q.dequeue(0), None);
+    }
+
+    #[test]
+    fn coin_trims_the_tail_about_half_the_time() {
+        let mut rng = crate::rng::stream_rng(1, 2);
+        let trials = 2000u32;
+        let mut tail = 0u32;
+        for _ in 0..trials {
+            let mut cx = QueueCtx {
+                now: 0,
+                rng: &mut rng,
+            };
+            let mut q = paper_queue();
+            for s in 0..8 {
+                q.enqueue(data(s), &mut cx);
+            }
+            assert_eq!(q.enqueue(data(8), &mut cx), Enqueued::Trimmed);
+            let h = q.dequeue(0).unwrap();
+            assert_eq!((h.kind, h.size, h.payload), (PacketKind::Header, 64, 0));
+            let rest: Vec<u64> = std::iter::from_fn(|| q.dequeue(0)).map(|p| p.seq).collect();
+            match h.seq {
+                7 => {
+                    tail += 1;
+                    assert_eq!(rest, vec![0, 1, 2, 3, 4, 5, 6, 8]);
+                }
+                8 => assert_eq!(rest, (0..8).collect::<Vec<_>>()),
+                s => panic!("trimmed seq {s}"),
+            }
+        }
+        let n = trials as f64;
+        let sigma = (n * 0.25).sqrt();
+        let dev = (tail as f64 - n / 2.0).abs();
+        assert!(tail > 0 && tail < trials);
+        assert!(dev < 5.0 * sigma, "tail trims {tail} of {trials}");
+    }
+
+    #[test]
+    fn wrr_serves_ten_headers_per_data_packet() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = NdpQueue::new(Capacity::Packets(100), Capacity::Packets(100));
+        for s in 0..5 {
+            q.enqueue(data(s), &mut cx);
+        }
+        for s in 0..40 {
+            q.enqueue(pkt(100 + s, PacketKind::Ack), &mut cx);
+        }
+        let kinds: Vec<bool> = std::iter::from_fn(|| q.dequeue(0))
+            .map(|p| p.kind == PacketKind::Data)
+            .collect();
+        let mut want = Vec::new();
+        for _ in 0..3 {
+            want.extend(std::iter::repeat_n(false, 10));
+            want.push(true);
+        }
+        want.extend(std::iter::repeat_n(false, 10)); // 40 headers done
+        want.extend(std::iter::repeat_n(true, 2)); // data alone
+        assert_eq!(kinds, want);
+    }
+
+    #[test]
+    fn data_alone_flows_every_dequeue_and_headers_alone_too() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = paper_queue();
+        for s in 0..8 {
+            q.enqueue(data(s), &mut cx);
+        }
+        for s in 0..8 {
+            assert_eq!(q.dequeue(0).unwrap().seq, s);
+        }
+        for s in 0..20 {
+            q.enqueue(pkt(s, PacketKind::Pull), &mut cx);
+        }
+        for s in 0..20 {
+            assert_eq!(q.dequeue(0).unwrap().seq, s);
+        }
+        assert_eq!(q.dequeue(0), None);
+        assert_eq!(q.len_bytes(), 0);
+    }
+
+    #[test]
+    fn control_packets_take_the_header_queue() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = paper_queue();
+        for (i, k) in [
+            PacketKind::Ack,
+            PacketKind::Nack,
+            PacketKind::Pull,
+            PacketKind::Header,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            assert_eq!(q.enqueue(pkt(i as u64, k), &mut cx), Enqueued::Queued);
+        }
+        assert_eq!((q.header_len_packets(), q.data_len_packets()), (4, 0));
+        assert_eq!(q.header_len_bytes(), 4 * 64);
+        assert_eq!(q.trims(), 0);
+    }
+
+    #[test]
+    fn header_overflow_bounces_once_and_drops_the_rest() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = NdpQueue::new(Capacity::Packets(1), Capacity::Bytes(2 * 64));
+        assert_eq!(
+            q.enqueue(pkt(0, PacketKind::Ack), &mut cx),
+            Enqueued::Queued
+        );
+        assert_eq!(
+            q.enqueue(pkt(1, PacketKind::Header), &mut cx),
+            Enqueued::Queued
+        );
+        // A header that does not fit goes back, addresses swapped.
+        let Enqueued::Bounced(b) = q.enqueue(pkt(2, PacketKind::Header), &mut cx) else {
+            panic!("not bounced")
+        };
+        assert_eq!((b.src, b.dst, b.seq), (5, 3, 2));
+        assert!(b.has(flags::BOUNCED) && b.has(flags::SYN));
+        // Already bounced: dropped.
+        assert_eq!(q.enqueue(b.clone(), &mut cx), Enqueued::Dropped(b));
+        // Control packets are dropped.
+        for k in [PacketKind::Ack, PacketKind::Nack, PacketKind::Pull] {
+            assert!(matches!(
+                q.enqueue(pkt(3, k), &mut cx),
+                Enqueued::Dropped(_)
+            ));
+        }
+        // A trimmed data packet whose header does not fit is bounced.
+        assert_eq!(q.enqueue(data(4), &mut cx), Enqueued::Queued);
+        let Enqueued::Bounced(b) = q.enqueue(data(5), &mut cx) else {
+            panic!("not bounced")
+        };
+        assert_eq!(
+            (b.kind, b.size, b.seq, b.src),
+            (PacketKind::Header, 64, 5, 5)
+        );
+        assert_eq!((q.trims(), q.bounces(), q.drops()), (1, 2, 4));
+        assert_eq!(q.len_packets(), 3);
+    }
+
+    #[test]
+    fn return_to_sender_off_drops() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q =
+            NdpQueue::new(Capacity::Packets(1), Capacity::Packets(1)).with_return_to_sender(false);
+        assert_eq!(
+            q.enqueue(pkt(0, PacketKind::Header), &mut cx),
+            Enqueued::Queued
+        );
+        assert!(matches!(
+            q.enqueue(pkt(1, PacketKind::Header), &mut cx),
+            Enqueued::Dropped(_)
+        ));
+        assert_eq!((q.bounces(), q.drops()), (0, 1));
+    }
+
+    #[test]
+    fn byte_capacities() {
+        let mut rng = crate::rng::stream_rng(3, 3);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        // [C]: a 72 000 B cap holds 7 packets of 9064 B.
+        let mut q = NdpQueue::new(Capacity::Bytes(72_000), Capacity::Bytes(72_000))
+            .with_trim_arrival_only(true);
+        for s in 0..7 {
+            assert_eq!(q.enqueue(data(s), &mut cx), Enqueued::Queued);
+        }
+        assert_eq!(q.enqueue(data(7), &mut cx), Enqueued::Trimmed);
+        assert_eq!(q.data_len_bytes(), 7 * 9064);
+        // 1125 headers fit in 72 000 B; the 1126th bounces.
+        for s in 1..1125 {
+            assert_eq!(
+                q.enqueue(pkt(100 + s, PacketKind::Header), &mut cx),
+                Enqueued::Queued
+            );
+        }
+        assert_eq!(q.header_len_bytes(), 72_000);
+        assert!(matches!(
+            q.enqueue(pkt(99, PacketKind::Header), &mut cx),
+            Enqueued::Bounced(_)
+        ));
+        // With the coin on and a byte cap, a large arrival cannot take the
+        // place of a smaller tail: the arrival is trimmed whatever the coin.
+        let mut q = NdpQueue::new(Capacity::Bytes(10_000), Capacity::Bytes(10_000));
+        assert_eq!(q.enqueue(data(0), &mut cx), Enqueued::Queued);
+        let mut small = data(1);
+        small.size = 500;
+        small.payload = 436;
+        assert_eq!(q.enqueue(small, &mut cx), Enqueued::Queued);
+        for s in 2..50 {
+            assert_eq!(q.enqueue(data(s), &mut cx), Enqueued::Trimmed);
+        }
+        assert_eq!(q.trims(), 48);
+        assert_eq!(q.header_len_bytes(), 48 * 64);
+        assert!(q.hdr.q.iter().map(|h| h.seq).eq(2..50));
+        assert_eq!(q.data_len_bytes(), 9064 + 500);
+    }
+
+    #[test]
+    fn queue_enum_dispatches() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = Queue::Ndp(paper_queue().with_trim_arrival_only(true));
+        for s in 0..9 {
+            q.enqueue(data(s), &mut cx);
+        }
+        assert_eq!((q.len_packets(), q.len_bytes()), (9, 8 * 9064 + 64));
+        assert_eq!(q.dequeue(0).unwrap().kind, PacketKind::Header);
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn lengths_and_conservation(
+            ops in proptest::collection::vec(0u8..6, 1..400),
+            seed in any::<u64>(),
+            bytes_cap in any::<bool>(),
+        ) {
+            let mut rng = crate::rng::stream_rng(seed, 0);
+            let (dc, hc) = if bytes_cap {
+                (Capacity::Bytes(30_000), Capacity::Bytes(640))
+            } else {
+                (Capacity::Packets(3), Capacity::Packets(6))
+            };
+            let mut q = NdpQueue::new(dc, hc);
+            let (mut accepted, mut dequeued, mut rejected, mut offered) = (0u64, 0u64, 0u64, 0u64);
+            for (i, op) in ops.into_iter().enumerate() {
+                let mut cx = QueueCtx { now: 0, rng: &mut rng };
+                let p = match op {
+                    0 | 1 => {
+                        let mut p = data(i as u64);
+                        p.size = 1000 + (i as u32 * 37) % 9000;
+                        p
+                    }
+                    2 => pkt(i as u64, PacketKind::Ack),
+                    3 => pkt(i as u64, PacketKind::Header),
+                    _ => {
+                        if q.dequeue(0).is_some() {
+                            dequeued += 1;
+                        }
+                        continue;
+                    }
+                };
+                offered += 1;
+                match q.enqueue(p, &mut cx) {
+                    Enqueued::Queued | Enqueued::Trimmed => accepted += 1,
+                    Enqueued::Bounced(_) | Enqueued::Dropped(_) => rejected += 1,
+                }
+                prop_assert_eq!(q.len_bytes(), q.data.q.iter().chain(q.hdr.q.iter()).map(|p| p.size as u64).sum::<u64>());
+                prop_assert_eq!(q.len_packets() as usize, q.data.q.len() + q.hdr.q.len());
+                prop_assert!(q.data.q.iter().all(|p| p.kind == PacketKind::Data));
+                prop_assert!(q.hdr.q.iter().all(|p| p.kind != PacketKind::Data && p.size == HEADER_BYTES));
+            }
+            prop_assert_eq!(offered, accepted + rejected);
+            prop_assert_eq!(accepted, dequeued + q.len_packets() as u64);
+            prop_assert_eq!(rejected, q.bounces() + q.drops());
+        }
+    }
+}
