@@ -6,9 +6,9 @@
 //! Units are in key names (`link_gbps`, `latency_ns`, `stop_us`).
 
 use crate::packet::Protocol;
-use crate::queue::Capacity;
+use crate::queue::{Capacity, CpQueue, NdpQueue, QueueSpec};
 use crate::topo::{FatTree, LeafSpine, LinkSpec, Topology};
-use crate::transport::{CbrParams, ProtocolParams};
+use crate::transport::{CbrParams, NdpParams, ProtocolParams, Spray};
 use crate::units::{gbps_to_bps, ns_to_ps, us_to_ps};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -91,7 +91,7 @@ pub enum ConfigError {
         index: usize,
     },
     /// A traffic entry names a protocol psim does not have.
-    #[error("traffic[{index}].protocol = {name:?}: unknown protocol (known: cbr)")]
+    #[error("traffic[{index}].protocol = {name:?}: unknown protocol (known: cbr, ndp, phost)")]
     UnknownProtocol {
         /// Entry index.
         index: usize,
@@ -220,13 +220,24 @@ pub struct TierFile {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchFile {
-    /// Queue discipline of every switch output port.
+    /// Queue discipline of every switch output port: `droptail`, `ndp` or `cp`.
     #[serde(default = "default_discipline")]
     pub queue: String,
-    /// Capacity in packets (default 100, ns-3's DropTailQueue default).
+    /// Capacity in packets. droptail: the queue (default 100, ns-3's
+    /// DropTailQueue default); ndp: the data queue (default 8, [P] §3.1.1);
+    /// cp: the cut threshold (default 8).
     pub queue_packets: Option<u32>,
-    /// Capacity in bytes (instead of packets).
+    /// The same in bytes (instead of packets).
     pub queue_bytes: Option<u64>,
+    /// ndp: header queue bytes (default: the data queue's byte budget at the
+    /// NDP MTU payload, 8 x 9000 B = 1125 headers, [P] §3.2.4, spec A3).
+    pub header_bytes: Option<u64>,
+    /// ndp: always trim the arriving packet (NetFPGA, [P] §4) instead of the fair coin.
+    pub trim_arrival_only: Option<bool>,
+    /// ndp: return headers to the sender when the header queue is full (default true, [P] §3.2.4).
+    pub return_to_sender: Option<bool>,
+    /// cp: total capacity in bytes (default: twice the threshold in MTU payloads).
+    pub cp_capacity_bytes: Option<u64>,
 }
 
 impl Default for SwitchFile {
@@ -235,6 +246,10 @@ impl Default for SwitchFile {
             queue: default_discipline(),
             queue_packets: None,
             queue_bytes: None,
+            header_bytes: None,
+            trim_arrival_only: None,
+            return_to_sender: None,
+            cp_capacity_bytes: None,
         }
     }
 }
@@ -258,6 +273,27 @@ pub struct ProtocolFile {
     /// `[protocol.cbr]`.
     #[serde(default)]
     pub cbr: CbrFile,
+    /// `[protocol.ndp]` (also used by pHost).
+    #[serde(default)]
+    pub ndp: NdpFile,
+}
+
+/// `[protocol.ndp]`: see `transport/ndp.rs` for defaults and sources.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NdpFile {
+    /// Initial window, packets (default 23).
+    pub iw_packets: Option<u32>,
+    /// Payload bytes per packet (default 9000).
+    pub mtu_bytes: Option<u32>,
+    /// Minimum RTO, µs (default 1000).
+    pub min_rto_us: Option<f64>,
+    /// `"permute"` (default) or `"random"`.
+    pub spray: Option<Spray>,
+    /// Path penalty (default true).
+    pub path_penalty: Option<bool>,
+    /// Pull pacing jitter, fraction of the interval (default 0).
+    pub pull_jitter: Option<f64>,
 }
 
 /// `[protocol.cbr]`.
@@ -294,9 +330,9 @@ pub struct Scenario {
     /// Network.
     pub topology: Topology,
     /// Discipline and capacity of switch ports.
-    pub switch_queue: Capacity,
-    /// Capacity of host NIC queues.
-    pub nic_queue: Capacity,
+    pub switch_queue: QueueSpec,
+    /// Host NIC queues.
+    pub nic_queue: QueueSpec,
     /// Transport parameters.
     pub protocols: ProtocolParams,
     /// Protocol of each traffic entry (indexed by `FlowSpec::class`).
@@ -366,39 +402,21 @@ impl Scenario {
             None => None,
         };
         let topology = build_topology(&file.topology)?;
-        let switch_queue = match (
-            file.switch.queue.as_str(),
-            file.switch.queue_packets,
-            file.switch.queue_bytes,
-        ) {
-            (q, _, _) if q != "droptail" => {
-                return Err(ConfigError::BadValue {
-                    key: "switch.queue".into(),
-                    value: format!("{q:?}"),
-                    message: "unknown discipline (known: droptail)".into(),
-                })
-            }
-            (_, Some(_), Some(_)) => {
-                return Err(ConfigError::BadValue {
-                    key: "switch.queue_bytes".into(),
-                    value: "both".into(),
-                    message: "give queue_packets or queue_bytes, not both".into(),
-                })
-            }
-            (_, Some(0), _) => return Err(bad("switch.queue_packets", 0, "must be at least 1")),
-            (_, _, Some(0)) => return Err(bad("switch.queue_bytes", 0, "must be at least 1")),
-            (_, Some(p), None) => Capacity::Packets(p),
-            (_, None, Some(b)) => Capacity::Bytes(b),
-            (_, None, None) => Capacity::Packets(100),
-        };
+        let ndp = ndp_params(&file.protocol.ndp)?;
+        let switch_queue = switch_queue(&file.switch, ndp.mtu_bytes)?;
         let nic_queue = match file.host.nic_queue_packets {
             Some(0) => return Err(bad("host.nic_queue_packets", 0, "must be at least 1")),
-            Some(p) => Capacity::Packets(p),
-            None => Capacity::Packets(1000),
+            Some(p) => QueueSpec::Priority {
+                cap: Capacity::Packets(p),
+            },
+            None => QueueSpec::Priority {
+                cap: Capacity::Packets(1000),
+            },
         };
         let cbr = &file.protocol.cbr;
         let mut protocols = ProtocolParams {
             cbr: CbrParams::default(),
+            ndp,
         };
         if let Some(g) = cbr.rate_gbps {
             protocols.cbr.rate_bps = Some(rate("protocol.cbr.rate_gbps", g)?);
@@ -420,7 +438,9 @@ impl Scenario {
             let mut entry = entry.clone();
             let proto = match entry.remove("protocol") {
                 None => return Err(ConfigError::MissingProtocol { index }),
-                Some(toml::Value::String(s)) if s == "cbr" => Protocol::Cbr,
+                Some(toml::Value::String(s)) if Protocol::from_name(&s).is_some() => {
+                    Protocol::from_name(&s).expect("checked")
+                }
                 Some(v) => {
                     let name = v
                         .as_str()
@@ -467,6 +487,121 @@ impl Scenario {
     pub fn resolved_json(&self) -> serde_json::Value {
         serde_json::to_value(&self.file).unwrap_or(serde_json::Value::Null)
     }
+}
+
+/// Builds the switch port discipline from `[switch]`.
+fn switch_queue(sw: &SwitchFile, mtu: u32) -> Result<QueueSpec, ConfigError> {
+    let cap = |default: u32| -> Result<Capacity, ConfigError> {
+        match (sw.queue_packets, sw.queue_bytes) {
+            (Some(_), Some(_)) => Err(ConfigError::BadValue {
+                key: "switch.queue_bytes".into(),
+                value: "both".into(),
+                message: "give queue_packets or queue_bytes, not both".into(),
+            }),
+            (Some(0), _) => Err(bad("switch.queue_packets", 0, "must be at least 1")),
+            (_, Some(0)) => Err(bad("switch.queue_bytes", 0, "must be at least 1")),
+            (Some(p), None) => Ok(Capacity::Packets(p)),
+            (None, Some(b)) => Ok(Capacity::Bytes(b)),
+            (None, None) => Ok(Capacity::Packets(default)),
+        }
+    };
+    let only = |key: &str, set: bool, kind: &str| -> Result<(), ConfigError> {
+        if set {
+            return Err(bad(
+                &format!("switch.{key}"),
+                "set",
+                &format!("only applies to queue = \"{kind}\""),
+            ));
+        }
+        Ok(())
+    };
+    let ndp_keys = sw.header_bytes.is_some()
+        || sw.trim_arrival_only.is_some()
+        || sw.return_to_sender.is_some();
+    match sw.queue.as_str() {
+        "droptail" => {
+            only(
+                "header_bytes / trim_arrival_only / return_to_sender",
+                ndp_keys,
+                "ndp",
+            )?;
+            only("cp_capacity_bytes", sw.cp_capacity_bytes.is_some(), "cp")?;
+            Ok(QueueSpec::DropTail { cap: cap(100)? })
+        }
+        "ndp" => {
+            only("cp_capacity_bytes", sw.cp_capacity_bytes.is_some(), "cp")?;
+            let data = cap(crate::queue::ndp::DEFAULT_DATA_PACKETS)?;
+            let header = match sw.header_bytes {
+                Some(0) => return Err(bad("switch.header_bytes", 0, "must be at least 64")),
+                Some(b) => b,
+                None => NdpQueue::header_bytes_for(data, mtu),
+            };
+            Ok(QueueSpec::Ndp {
+                data,
+                header: Capacity::Bytes(header),
+                trim_arrival_only: sw.trim_arrival_only.unwrap_or(false),
+                return_to_sender: sw.return_to_sender.unwrap_or(true),
+            })
+        }
+        "cp" => {
+            only(
+                "header_bytes / trim_arrival_only / return_to_sender",
+                ndp_keys,
+                "ndp",
+            )?;
+            let threshold = cap(crate::queue::cp::DEFAULT_THRESHOLD_PACKETS)?;
+            let capacity = match sw.cp_capacity_bytes {
+                Some(0) => return Err(bad("switch.cp_capacity_bytes", 0, "must be positive")),
+                Some(b) => Capacity::Bytes(b),
+                None => CpQueue::default_capacity(threshold, mtu),
+            };
+            Ok(QueueSpec::Cp {
+                threshold,
+                capacity,
+            })
+        }
+        q => Err(ConfigError::BadValue {
+            key: "switch.queue".into(),
+            value: format!("{q:?}"),
+            message: "unknown discipline (known: droptail, ndp, cp)".into(),
+        }),
+    }
+}
+
+/// Builds NDP parameters from `[protocol.ndp]`.
+fn ndp_params(f: &NdpFile) -> Result<NdpParams, ConfigError> {
+    let d = NdpParams::default();
+    let iw = f.iw_packets.unwrap_or(d.iw_packets);
+    if iw == 0 {
+        return Err(bad("protocol.ndp.iw_packets", 0, "must be at least 1"));
+    }
+    let mtu = f.mtu_bytes.unwrap_or(d.mtu_bytes);
+    if mtu == 0 || mtu > 65_000 {
+        return Err(bad("protocol.ndp.mtu_bytes", mtu, "must be 1 to 65000"));
+    }
+    let min_rto_ps = match f.min_rto_us {
+        Some(us) if us.is_nan() || us <= 0.0 => {
+            return Err(bad("protocol.ndp.min_rto_us", us, "must be positive"))
+        }
+        Some(us) => us_to_ps(us),
+        None => d.min_rto_ps,
+    };
+    let pull_jitter = f.pull_jitter.unwrap_or(0.0);
+    if !(0.0..1.0).contains(&pull_jitter) {
+        return Err(bad(
+            "protocol.ndp.pull_jitter",
+            pull_jitter,
+            "must be in [0, 1)",
+        ));
+    }
+    Ok(NdpParams {
+        iw_packets: iw,
+        mtu_bytes: mtu,
+        min_rto_ps,
+        spray: f.spray.unwrap_or(d.spray),
+        path_penalty: f.path_penalty.unwrap_or(d.path_penalty),
+        pull_jitter,
+    })
 }
 
 fn bad(key: &str, value: impl std::fmt::Display, message: &str) -> ConfigError {
@@ -675,7 +810,12 @@ mod tests {
                 delay_ps: 1_000_000
             }
         );
-        assert_eq!(s.switch_queue, Capacity::Packets(100));
+        assert_eq!(
+            s.switch_queue,
+            QueueSpec::DropTail {
+                cap: Capacity::Packets(100)
+            }
+        );
         assert_eq!(s.seed, 3);
     }
 
@@ -743,8 +883,39 @@ mod tests {
             load(BASE, &["switch.queue_bytes=12000"])
                 .unwrap()
                 .switch_queue,
-            Capacity::Bytes(12000)
+            QueueSpec::DropTail {
+                cap: Capacity::Bytes(12000)
+            }
         );
+        // NDP defaults: 8-packet data queue, header queue of the same bytes at 9000 B payloads = 1125 x 64 B.
+        assert_eq!(
+            load(BASE, &["switch.queue=\"ndp\""]).unwrap().switch_queue,
+            QueueSpec::Ndp {
+                data: Capacity::Packets(8),
+                header: Capacity::Bytes(72_000),
+                trim_arrival_only: false,
+                return_to_sender: true
+            }
+        );
+        assert_eq!(72_000 / 64, 1125);
+        assert!(
+            load(BASE, &["switch.header_bytes=100"]).is_err(),
+            "ndp key on droptail"
+        );
+        assert!(load(
+            BASE,
+            &["switch.queue=\"cp\"", "switch.return_to_sender=false"]
+        )
+        .is_err());
+        assert!(matches!(
+            load(BASE, &["switch.queue=\"cp\""]).unwrap().switch_queue,
+            QueueSpec::Cp {
+                threshold: Capacity::Packets(8),
+                ..
+            }
+        ));
+        assert!(load(BASE, &["protocol.ndp.iw_packets=0"]).is_err());
+        assert!(load(BASE, &["protocol.ndp.spray=\"sideways\""]).is_err());
         assert!(load(BASE, &["switch.queue_bytes=1", "switch.queue_packets=1"]).is_err());
         assert!(load(BASE, &["switch.queue_packets=0"]).is_err());
         assert!(load(BASE, &["switch.queue=\"red\""]).is_err());

@@ -88,6 +88,8 @@ pub struct HostState {
     pub slots: Vec<Slot>,
     /// Flow id to slot. Looked up only, never iterated.
     pub by_flow: FxHashMap<u64, u32>,
+    /// The receiver's pull queue, shared by every receiver-driven flow (NDP).
+    pub pulls: crate::transport::PullQueue,
 }
 
 /// A host or a switch.

@@ -44,13 +44,27 @@ impl PacketKind {
 pub enum Protocol {
     /// Paced constant bit rate source (no reliability): exercises the engine.
     Cbr = 0,
+    /// NDP ([P] §3.2).
+    Ndp = 1,
+    /// pHost-style receiver-driven transport: NDP's endpoints over drop-tail switches ([P] §6.2).
+    Phost = 2,
 }
 
 impl Protocol {
+    /// Every protocol, for lookups by name.
+    pub const ALL: [Protocol; 3] = [Protocol::Cbr, Protocol::Ndp, Protocol::Phost];
+
+    /// The protocol called `name` in scenarios.
+    pub fn from_name(name: &str) -> Option<Protocol> {
+        Self::ALL.into_iter().find(|p| p.name() == name)
+    }
+
     /// Name used in scenarios and output tables.
     pub fn name(self) -> &'static str {
         match self {
             Protocol::Cbr => "cbr",
+            Protocol::Ndp => "ndp",
+            Protocol::Phost => "phost",
         }
     }
 }

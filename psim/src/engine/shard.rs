@@ -9,11 +9,14 @@ use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOUR
 use crate::config::Scenario;
 use crate::net::{Node, Port, Slot};
 use crate::packet::{Packet, Protocol};
-use crate::queue::{Capacity, DropTail, Enqueued, Queue, QueueCtx};
+use crate::queue::{Enqueued, QueueCtx};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, ProtocolParams, SinkStats, SourceStats};
 use crate::units::tx_time_ps;
+
+/// Timer slot of a host's pull pacer (endpoint slots count up from 0).
+const PACER_SLOT: u32 = u32::MAX;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -164,14 +167,14 @@ impl Shard {
         let mut inbound_len = 0usize;
         for &e in members {
             let kind = topo.kind(e);
-            let cap = if kind == EntityKind::Host {
-                scn.nic_queue
+            let spec = if kind == EntityKind::Host {
+                &scn.nic_queue
             } else {
-                scn.switch_queue
+                &scn.switch_queue
             };
             let ports = (0..topo.port_count(e))
                 .map(|p| Port {
-                    queue: make_queue(cap),
+                    queue: spec.build(),
                     busy: false,
                     link: topo.port(e, p),
                     counters: Default::default(),
@@ -283,7 +286,6 @@ impl Shard {
                 continue;
             }
             self.events_processed += 1;
-            self.last_event_ps = now;
             let local = self.shared.local[ev.key.target as usize] as usize;
             match ev.kind {
                 EventKind::LinkArrival { port } => self.on_link_arrival(local, port, now),
@@ -291,10 +293,15 @@ impl Shard {
                     self.nodes[local].ports[port as usize].busy = false;
                     self.transmit(local, port, now);
                 }
-                EventKind::Timer { slot, gen } => self.on_timer(local, slot, gen, now),
+                EventKind::Timer { slot, gen } => {
+                    if !self.on_timer(local, slot, gen, now) {
+                        continue; // superseded: it does not extend the run
+                    }
+                }
                 EventKind::FlowStart { pending } => self.on_flow_start(local, pending, now),
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
+            self.last_event_ps = now;
         }
         self.horizon = end;
     }
@@ -370,7 +377,18 @@ impl Shard {
         };
         let num_paths = sh.topo.num_paths(f.src, f.dst);
         let node = &mut self.nodes[local];
+        let ideal_fct_ps = match (proto, f.size_bytes) {
+            (Protocol::Ndp | Protocol::Phost, Some(size)) => Some(ideal_fct(
+                &sh.topo,
+                f.src,
+                f.dst,
+                size,
+                sh.protocols.ndp.mtu_bytes,
+            )),
+            _ => None,
+        };
         let info = FlowInfo {
+            ideal_fct_ps,
             id: f.id,
             src: f.src,
             dst: f.dst,
@@ -398,17 +416,30 @@ impl Shard {
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_start(cx));
     }
 
-    fn on_timer(&mut self, local: usize, slot: u32, gen: u32, now: u64) {
+    /// Runs a timer; false if it was superseded (stale).
+    fn on_timer(&mut self, local: usize, slot: u32, gen: u32, now: u64) -> bool {
         let host = self.nodes[local]
             .host
             .as_mut()
             .expect("timers live on hosts");
+        if slot == PACER_SLOT {
+            if host.pulls.gen != gen || host.pulls.timer_at != Some(now) {
+                return false;
+            }
+            host.pulls.timer_at = None;
+            if let Some(s) = host.pulls.pop() {
+                host.pulls.note_pull(now);
+                self.call_endpoint(local, s, now, |ep, cx| ep.make_pull(cx));
+            }
+            return true;
+        }
         let s = &mut host.slots[slot as usize];
         if s.gen != gen || s.timer_at != Some(now) {
-            return; // superseded
+            return false;
         }
         s.timer_at = None;
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_timer(cx));
+        true
     }
 
     fn on_link_arrival(&mut self, local: usize, port: u16, now: u64) {
@@ -449,6 +480,14 @@ impl Shard {
             None => {
                 let s = host.slots.len() as u32;
                 host.by_flow.insert(pkt.flow, s);
+                if matches!(pkt.proto, Protocol::Ndp | Protocol::Phost) {
+                    // Spec A9: one pull per MTU payload at the receiver's link rate.
+                    let p = &self.shared.protocols.ndp;
+                    host.pulls.configure(
+                        tx_time_ps(p.mtu_bytes as u64, node.ports[0].link.link.rate_bps),
+                        p.pull_jitter,
+                    );
+                }
                 host.slots.push(Slot {
                     flow: pkt.flow,
                     proto: pkt.proto,
@@ -478,13 +517,17 @@ impl Shard {
         let node = &mut self.nodes[local];
         let host = node.host.as_mut().expect("endpoints live on hosts");
         let s = &mut host.slots[slot as usize];
+        let nic_bps = node.ports[0].link.link.rate_bps;
         f(
             &mut s.ep,
             &mut Ctx {
                 now,
                 host: node.id,
+                slot,
+                nic_bps,
                 out: &mut out,
                 rng: &mut node.rng,
+                pulls: &mut host.pulls,
             },
         );
         let want = s.ep.poll_at();
@@ -504,6 +547,32 @@ impl Shard {
                         seq,
                     },
                     EventKind::Timer { slot, gen },
+                );
+            }
+        }
+        let host = node.host.as_mut().expect("host");
+        if host.pulls.timer_at.is_none() {
+            let draw = if host.pulls.is_empty() {
+                0.0
+            } else {
+                rand::RngExt::random::<f64>(&mut node.rng) * 2.0 - 1.0
+            };
+            if let Some(t) = host.pulls.next_due(now, draw) {
+                host.pulls.gen = host.pulls.gen.wrapping_add(1);
+                host.pulls.timer_at = Some(t);
+                let gen = host.pulls.gen;
+                let seq = node.next_seq();
+                self.events.push(
+                    EventKey {
+                        time: t,
+                        target: node.id,
+                        source: node.id,
+                        seq,
+                    },
+                    EventKind::Timer {
+                        slot: PACER_SLOT,
+                        gen,
+                    },
                 );
             }
         }
@@ -678,6 +747,26 @@ impl Shard {
     }
 }
 
-fn make_queue(cap: Capacity) -> Queue {
-    Queue::DropTail(DropTail::new(cap))
+/// Spec A16: the ideal completion time of a flow alone in the network. Every
+/// wire byte (payload and headers) crosses the slowest link of the path back
+/// to back; the first packet also pays serialisation and propagation on every
+/// other hop (store and forward).
+pub fn ideal_fct(topo: &crate::topo::Topology, src: u32, dst: u32, size: u64, mtu: u32) -> u64 {
+    let packets = size.div_ceil(mtu as u64).max(1);
+    let wire = size + packets * crate::packet::HEADER_BYTES as u64;
+    let first = size.min(mtu as u64) + crate::packet::HEADER_BYTES as u64;
+    let mut at = src;
+    let mut links = Vec::new();
+    while at != dst {
+        let port = if at == src { 0 } else { topo.route(at, dst, 0) };
+        let info = topo.port(at, port);
+        links.push(info.link);
+        at = info.peer;
+    }
+    let slowest = links.iter().map(|l| l.rate_bps).min().unwrap_or(1);
+    let per_hop: u64 = links
+        .iter()
+        .map(|l| tx_time_ps(first, l.rate_bps) + l.delay_ps)
+        .sum();
+    per_hop - tx_time_ps(first, slowest) + tx_time_ps(wire, slowest)
 }

@@ -348,7 +348,7 @@ fn record(r: SourceRow, sink: Option<&SinkStats>) -> FlowRecord {
         start_ps: r.info.start_ps,
         finish_ps: finish,
         fct_ps: finish.map(|f| f - r.info.start_ps),
-        ideal_fct_ps: None,
+        ideal_fct_ps: r.info.ideal_fct_ps,
         bytes_sent: r.stats.bytes_sent,
         bytes_received: sink.bytes_received,
         packets_sent: r.stats.packets_sent,

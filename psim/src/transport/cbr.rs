@@ -151,12 +151,14 @@ mod tests {
             num_paths: 1,
             ecmp_path: 0,
             nic_bps: 10_000_000_000,
+            ideal_fct_ps: None,
         }
     }
 
     /// Drives a source alone: returns (time, packet) for every packet it emits.
     fn drive(src: &mut Endpoint, limit: usize) -> Vec<(u64, Packet)> {
         let mut rng = crate::rng::stream_rng(0, 0);
+        let mut pulls = crate::transport::PullQueue::default();
         let mut out = Vec::new();
         let mut sent = Vec::new();
         let mut now = 1_000;
@@ -165,6 +167,9 @@ mod tests {
             host: 1,
             out: &mut out,
             rng: &mut rng,
+            slot: 0,
+            nic_bps: 10_000_000_000,
+            pulls: &mut pulls,
         });
         sent.extend(out.drain(..).map(|p| (now, p)));
         while let Some(t) = src.poll_at() {
@@ -177,6 +182,9 @@ mod tests {
                 host: 1,
                 out: &mut out,
                 rng: &mut rng,
+                slot: 0,
+                nic_bps: 10_000_000_000,
+                pulls: &mut pulls,
             });
             sent.extend(out.drain(..).map(|p| (now, p)));
         }
@@ -189,8 +197,14 @@ mod tests {
             rate_bps: Some(5_000_000_000),
             packet_bytes: 1064,
         };
-        let mut src =
-            Endpoint::source(Protocol::Cbr, &flow(Some(2500)), &ProtocolParams { cbr: p });
+        let mut src = Endpoint::source(
+            Protocol::Cbr,
+            &flow(Some(2500)),
+            &ProtocolParams {
+                cbr: p,
+                ..Default::default()
+            },
+        );
         let sent = drive(&mut src, 100);
         // 2500 B of payload at 1000 B per packet: 1000, 1000, 500.
         let payloads: Vec<u32> = sent.iter().map(|(_, p)| p.payload).collect();
@@ -220,6 +234,7 @@ mod tests {
         let sent = drive(&mut src, 10);
         let mut sink = Endpoint::sink(&sent[0].1);
         let mut rng = crate::rng::stream_rng(0, 0);
+        let mut pulls = crate::transport::PullQueue::default();
         let mut out = Vec::new();
         for (i, (_, p)) in sent.iter().enumerate() {
             sink.on_packet(
@@ -229,6 +244,9 @@ mod tests {
                     host: 2,
                     out: &mut out,
                     rng: &mut rng,
+                    slot: 0,
+                    nic_bps: 10_000_000_000,
+                    pulls: &mut pulls,
                 },
             );
         }
@@ -244,6 +262,7 @@ mod tests {
         let sent = drive(&mut src, 10);
         let mut sink = Endpoint::sink(&sent[0].1);
         let mut rng = crate::rng::stream_rng(0, 0);
+        let mut pulls = crate::transport::PullQueue::default();
         let mut out = Vec::new();
         for (_, p) in sent.iter().skip(1) {
             sink.on_packet(
@@ -253,6 +272,9 @@ mod tests {
                     host: 2,
                     out: &mut out,
                     rng: &mut rng,
+                    slot: 0,
+                    nic_bps: 10_000_000_000,
+                    pulls: &mut pulls,
                 },
             );
         }

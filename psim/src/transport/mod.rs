@@ -10,11 +10,15 @@
 //! transport be tested without a network.
 
 pub mod cbr;
+pub mod ndp;
+pub mod pull;
 
 use crate::packet::{Packet, Protocol};
 use crate::rng::Rng;
 
 pub use cbr::{CbrParams, CbrSink, CbrSource};
+pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
+pub use pull::PullQueue;
 
 /// What an endpoint may use while handling an input.
 pub struct Ctx<'a> {
@@ -22,10 +26,16 @@ pub struct Ctx<'a> {
     pub now: u64,
     /// The host the endpoint lives on.
     pub host: u32,
+    /// The endpoint's slot on the host (its key in the pull queue).
+    pub slot: u32,
+    /// The host's NIC rate, bits per second.
+    pub nic_bps: u64,
     /// Packets to transmit, in order.
     pub out: &'a mut Vec<Packet>,
     /// The host's random stream.
     pub rng: &'a mut Rng,
+    /// The host's pull queue (receiver-driven transports).
+    pub pulls: &'a mut PullQueue,
 }
 
 /// Sender-side counters of one flow.
@@ -61,6 +71,8 @@ pub struct SinkStats {
 pub struct ProtocolParams {
     /// Constant bit rate source.
     pub cbr: CbrParams,
+    /// NDP, and pHost (same endpoints).
+    pub ndp: NdpParams,
 }
 
 /// Static description of a flow that a source endpoint is built from.
@@ -84,6 +96,8 @@ pub struct FlowInfo {
     pub ecmp_path: u32,
     /// Source NIC rate, bits per second.
     pub nic_bps: u64,
+    /// Closed-form ideal completion time, where the protocol defines one.
+    pub ideal_fct_ps: Option<u64>,
 }
 
 /// The endpoint kinds psim implements.
@@ -93,6 +107,10 @@ pub enum Endpoint {
     CbrSource(CbrSource),
     /// CBR receiver.
     CbrSink(CbrSink),
+    /// NDP or pHost sender.
+    NdpSource(Box<NdpSource>),
+    /// NDP or pHost receiver.
+    NdpSink(Box<NdpSink>),
 }
 
 impl Endpoint {
@@ -100,19 +118,31 @@ impl Endpoint {
     pub fn source(proto: Protocol, flow: &FlowInfo, params: &ProtocolParams) -> Endpoint {
         match proto {
             Protocol::Cbr => Endpoint::CbrSource(CbrSource::new(flow, &params.cbr)),
+            Protocol::Ndp | Protocol::Phost => {
+                Endpoint::NdpSource(Box::new(NdpSource::new(flow, proto, &params.ndp)))
+            }
         }
     }
     /// Builds the receiving endpoint for a flow's first packet.
     pub fn sink(first: &Packet) -> Endpoint {
         match first.proto {
             Protocol::Cbr => Endpoint::CbrSink(CbrSink::default()),
+            Protocol::Ndp | Protocol::Phost => Endpoint::NdpSink(Box::new(NdpSink::new(first))),
+        }
+    }
+
+    /// The host's pull pacer picked this endpoint: emit one PULL (receivers only).
+    pub fn make_pull(&mut self, cx: &mut Ctx<'_>) {
+        if let Endpoint::NdpSink(s) = self {
+            s.make_pull(cx);
         }
     }
     /// The flow starts (sources only).
     pub fn on_start(&mut self, cx: &mut Ctx<'_>) {
         match self {
             Endpoint::CbrSource(s) => s.on_start(cx),
-            Endpoint::CbrSink(_) => {}
+            Endpoint::NdpSource(s) => s.on_start(cx),
+            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => {}
         }
     }
     /// A packet of this flow arrived at this host.
@@ -120,34 +150,40 @@ impl Endpoint {
         match self {
             Endpoint::CbrSource(_) => {}
             Endpoint::CbrSink(s) => s.on_packet(pkt, cx),
+            Endpoint::NdpSource(s) => s.on_packet(pkt, cx),
+            Endpoint::NdpSink(s) => s.on_packet(pkt, cx),
         }
     }
     /// The deadline from [`Endpoint::poll_at`] was reached.
     pub fn on_timer(&mut self, cx: &mut Ctx<'_>) {
         match self {
             Endpoint::CbrSource(s) => s.on_timer(cx),
-            Endpoint::CbrSink(_) => {}
+            Endpoint::NdpSource(s) => s.on_timer(cx),
+            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => {}
         }
     }
     /// When the endpoint next wants `on_timer`.
     pub fn poll_at(&self) -> Option<u64> {
         match self {
             Endpoint::CbrSource(s) => s.poll_at(),
-            Endpoint::CbrSink(_) => None,
+            Endpoint::NdpSource(s) => s.poll_at(),
+            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => None,
         }
     }
     /// Sender counters, for sources.
     pub fn source_stats(&self) -> Option<&SourceStats> {
         match self {
             Endpoint::CbrSource(s) => Some(&s.stats),
-            Endpoint::CbrSink(_) => None,
+            Endpoint::NdpSource(s) => Some(&s.stats),
+            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => None,
         }
     }
     /// Receiver counters, for sinks.
     pub fn sink_stats(&self) -> Option<&SinkStats> {
         match self {
             Endpoint::CbrSink(s) => Some(&s.stats),
-            Endpoint::CbrSource(_) => None,
+            Endpoint::NdpSink(s) => Some(&s.stats),
+            Endpoint::CbrSource(_) | Endpoint::NdpSource(_) => None,
         }
     }
 }
