@@ -255,3 +255,175 @@ fn ndp_runs_are_identical_across_shard_counts() {
         assert_eq!(run(&s, shards, threads).csv, one.csv, "{shards} shards");
     }
 }
+
+#[test]
+fn v10_pulls_are_spaced_one_mtu_at_the_receivers_link_rate() {
+    // Fig. 12: median inter-PULL gap 7.2 us with 9000 B packets and 1.2 us with
+    // 1500 B on 10 Gb/s. A 6 -> 1 incast keeps the receiver's pull queue busy.
+    for (mtu, gap) in [(9000u64, 7_200_000u64), (1500, 1_200_000)] {
+        let r = ndp(
+            4,
+            "[[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 2000000\n",
+            &[&format!("protocol.ndp.mtu_bytes={mtu}")],
+        );
+        let p = r.outcome.summary.pulls;
+        assert_eq!(p.interval_ps, gap);
+        assert_eq!(
+            p.min_gap_ps,
+            Some(gap),
+            "no two PULLs closer than the interval"
+        );
+        // The median gap is the interval: well over half the gaps are exactly it.
+        assert!(p.gaps_at_interval * 10 >= p.gaps * 9, "{p:?}");
+    }
+}
+
+#[test]
+fn v2_a_trimmed_packet_is_retransmitted_before_the_receiver_link_idles() {
+    // Fig. 3: 9 senders under the receiver's ToR send one 9 KB packet each; the
+    // 9th does not fit (queue_packets = 7 plus the one in service models the
+    // figure's 8-packet port) and is trimmed. Its header overtakes the queued
+    // data, the NACK and PULL bring the retransmission back before the queue
+    // drains, so the receiver link never idles: the last packet lands exactly
+    // 9 serialisations (and the one 64 B header) after the first starts.
+    let text = "seed = 1\n[topology]\nkind = \"leafspine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 10\n\
+                [switch]\nqueue = \"ndp\"\nqueue_packets = 7\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\n\
+                senders = [1,2,3,4,5,6,7,8,9]\nreceivers = [0]\nsize_bytes = 9000\n";
+    let r = run(&scenario(text, &[]), 2, 2);
+    let trimmed: Vec<_> = r.flows.iter().filter(|f| f.trims > 0).collect();
+    assert_eq!(trimmed.len(), 1, "exactly one packet is trimmed");
+    assert_eq!(trimmed[0].retransmissions, 1);
+    let first_arrival_at_tor = ser10(9064) + 1_000_000;
+    let last = r.flows.iter().map(|f| f.finish_ps.unwrap()).max().unwrap();
+    assert_eq!(
+        last,
+        first_arrival_at_tor + 9 * ser10(9064) + ser10(64) + 1_000_000
+    );
+}
+
+#[test]
+fn v7_testbed_incast_last_flow_within_5_percent_of_optimal() {
+    // Fig. 9: 7 -> 1 incast on the 8-server two-tier testbed (4 ToRs x 2 hosts, 2 spines),
+    // responses of 10 KB to 1 MB. Paper: NDP's last flow within 5% of optimal.
+    for size in [10_000u64, 100_000, 1_000_000] {
+        let text = format!(
+            "seed = 1\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 2\n[switch]\nqueue = \"ndp\"\n\
+             [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 7\nsize_bytes = {size}\n"
+        );
+        let r = run(&scenario(&text, &[]), 2, 2);
+        // Strict lower bound: the first packet of the closest sender (same leaf)
+        // reaches the receiver link after one serialisation and one propagation;
+        // from then on every wire byte crosses that link back to back.
+        let packets = size.div_ceil(9000);
+        let wire = 7 * (size + packets * 64);
+        let bound = ser10(size.min(9000) + 64) + 1_000_000 + ser10(wire) + 1_000_000;
+        let last = r.flows.iter().map(|f| f.fct_ps.unwrap()).max().unwrap();
+        assert!(last >= bound, "{size} B: faster than the bound");
+        // NDP paces PULLs one MTU apart whatever they fetch, so each flow's
+        // short last packet leaves the receiver link idle for the rest of its
+        // 7.2 us pull slot (NDP behaviour, [P] §3.2; htsim paces the same way).
+        let short = size - (packets - 1) * 9000;
+        let slack = if short < 9000 {
+            7 * (7_200_000 - ser10(short + 64))
+        } else {
+            0
+        };
+        assert!(
+            last as f64 <= (bound + slack) as f64 * 1.05,
+            "{size} B: last {last} vs bound {bound} + slack {slack}"
+        );
+        if size == 1_000_000 {
+            assert!(
+                last as f64 <= bound as f64 * 1.05,
+                "1 MB: paper's 5% holds outright: {last} vs {bound}"
+            );
+        }
+    }
+}
+
+#[test]
+fn v3c_hundred_to_one_incast_of_135_kb_is_near_the_theoretical_best() {
+    // Fig. 4(c) at reduced scale (k = 8 instead of 432 hosts): 100 -> 1 of 135 KB,
+    // whole file in the first RTT (IW 23 > 15 packets). Paper: last packet 2% later
+    // than the theoretical best, with many headers returned to sender.
+    let r = ndp(8, "[[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 100\nsize_bytes = 135000\n", &[]);
+    let last = r.flows.iter().map(|f| f.fct_ps.unwrap()).max().unwrap();
+    let opt = optimum(&r.flows);
+    assert!(
+        last >= opt && last as f64 <= opt as f64 * 1.03,
+        "last {last} vs optimum {opt}"
+    );
+    assert!(r.flows.iter().map(|f| f.bounces).sum::<u64>() > 0);
+}
+
+#[test]
+fn v24_path_penalty_protects_flows_from_a_degraded_core_link() {
+    // Fig. 22 at reduced scale: a k = 4 permutation with one core-pod link at
+    // 1 Gb/s, IW 15, 20 ms. Paper: with path penalty NDP handles it well; without,
+    // some flows fall to a fraction of line rate.
+    let traffic = "[[topology.degraded_links]]\ncore = 1\npod = 1\ngbps = 1\n";
+    let text = format!(
+        "seed = 1\nstop_us = 20000\n[topology]\nkind = \"fattree\"\nk = 4\n{traffic}[switch]\nqueue = \"ndp\"\n\
+         [protocol.ndp]\niw_packets = 15\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"permutation\"\n"
+    );
+    let worst = |pen: bool| {
+        let r = run(
+            &scenario(&text, &[&format!("protocol.ndp.path_penalty={pen}")]),
+            2,
+            2,
+        );
+        let w = r
+            .flows
+            .iter()
+            .map(|f| goodput_gbps(f, 20_000_000_000))
+            .fold(f64::MAX, f64::min);
+        (w, r.flows.iter().map(|f| f.timeouts).sum::<u64>())
+    };
+    let (with, to_with) = worst(true);
+    let (without, to_without) = worst(false);
+    assert!(
+        with > without + 1.0,
+        "worst flow {with:.2} Gb/s with penalty vs {without:.2} without"
+    );
+    assert!(
+        to_with * 5 < to_without,
+        "timeouts {to_with} with penalty vs {to_without} without"
+    );
+}
+
+#[test]
+fn v1_cut_payload_collapses_where_ndp_does_not() {
+    // Fig. 2: n unresponsive flows converge on one 10 Gb/s link (9 KB packets).
+    // CP cuts payloads into the same FIFO, so headers take over the link and
+    // phase effects starve some flows; NDP keeps every flow near its fair share.
+    let share = |queue: &str, proto: &str, n: u32| -> (f64, f64) {
+        let senders: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+        let text = format!(
+            "seed = 1\nstop_us = 3000\n[topology]\nkind = \"leafspine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 33\n\
+             [switch]\nqueue = \"{queue}\"\n[protocol.cbr]\npacket_bytes = 9064\n[[traffic]]\nprotocol = \"{proto}\"\n\
+             pattern = \"many_to_many\"\nsenders = [{}]\nreceivers = [0]\nsize_bytes = 100000000\n",
+            senders.join(",")
+        );
+        let r = run(&scenario(&text, &[]), 1, 1);
+        let mut g: Vec<f64> = r
+            .flows
+            .iter()
+            .map(|f| goodput_gbps(f, 3_000_000_000) / (10.0 / n as f64))
+            .collect();
+        g.sort_by(f64::total_cmp);
+        let worst = g[..(g.len() / 10).max(1)].iter().sum::<f64>() / (g.len() / 10).max(1) as f64;
+        (g.iter().sum::<f64>() / g.len() as f64, worst)
+    };
+    let (cp4, _) = share("cp", "cbr", 4);
+    let (cp32, cp32_worst) = share("cp", "cbr", 32);
+    let (ndp32, ndp32_worst) = share("ndp", "ndp", 32);
+    assert!(
+        cp32 < cp4 - 0.05,
+        "CP's mean share must fall with more flows: {cp4:.2} -> {cp32:.2}"
+    );
+    assert!(cp32_worst < 0.25, "CP's worst 10% starve: {cp32_worst:.2}");
+    assert!(
+        ndp32 > 0.95 && ndp32_worst > 0.8,
+        "NDP mean {ndp32:.2}, worst 10% {ndp32_worst:.2}"
+    );
+}

@@ -182,6 +182,9 @@ pub enum TopologyFile {
         /// Aggregation-core links.
         #[serde(default)]
         core_link: TierFile,
+        /// Individual core links with their own rate or delay (e.g. NDP V24's degraded link).
+        #[serde(default)]
+        degraded_links: Vec<DegradedLinkFile>,
     },
     /// 2-tier leaf-spine.
     Leafspine {
@@ -204,6 +207,20 @@ pub enum TopologyFile {
         #[serde(default)]
         uplink: TierFile,
     },
+}
+
+/// `[[topology.degraded_links]]`: the link between core switch `core` and pod `pod`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DegradedLinkFile {
+    /// Core switch index, 0 to (k/2)^2 - 1.
+    pub core: u32,
+    /// Pod, 0 to k - 1.
+    pub pod: u32,
+    /// Rate, Gb/s (default: the core tier's).
+    pub gbps: Option<f64>,
+    /// Propagation delay, ns (default: the core tier's).
+    pub latency_ns: Option<f64>,
 }
 
 /// Overrides for one tier of links.
@@ -652,6 +669,7 @@ fn build_topology(t: &TopologyFile) -> Result<Topology, ConfigError> {
             host_link,
             tor_link,
             core_link,
+            degraded_links,
         } => {
             rate("topology.link_gbps", *link_gbps)?;
             latency("topology.latency_ns", *latency_ns)?;
@@ -672,13 +690,45 @@ fn build_topology(t: &TopologyFile) -> Result<Topology, ConfigError> {
                     "must be 1 to 64",
                 ));
             }
-            Ok(Topology::FatTree(FatTree::new(
+            let core = tier("core_link", core_link, *link_gbps, *latency_ns)?;
+            let mut ft = FatTree::new(
                 *k,
                 *oversubscription,
                 tier("host_link", host_link, *link_gbps, *latency_ns)?,
                 tier("tor_link", tor_link, *link_gbps, *latency_ns)?,
-                tier("core_link", core_link, *link_gbps, *latency_ns)?,
-            )))
+                core,
+            );
+            for (i, d) in degraded_links.iter().enumerate() {
+                let key = format!("topology.degraded_links[{i}]");
+                if d.core >= ft.cores() {
+                    return Err(bad(
+                        &format!("{key}.core"),
+                        d.core,
+                        &format!("must be below {} (the number of cores)", ft.cores()),
+                    ));
+                }
+                if d.pod >= *k {
+                    return Err(bad(
+                        &format!("{key}.pod"),
+                        d.pod,
+                        &format!("must be below k = {k}"),
+                    ));
+                }
+                let link = LinkSpec {
+                    rate_bps: d
+                        .gbps
+                        .map(|g| rate(&format!("{key}.gbps"), g))
+                        .transpose()?
+                        .unwrap_or(core.rate_bps),
+                    delay_ps: d
+                        .latency_ns
+                        .map(|n| latency(&format!("{key}.latency_ns"), n))
+                        .transpose()?
+                        .unwrap_or(core.delay_ps),
+                };
+                ft = ft.with_core_link_override(d.core, d.pod, link);
+            }
+            Ok(Topology::FatTree(ft))
         }
         TopologyFile::Leafspine {
             leaves,

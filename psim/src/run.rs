@@ -78,6 +78,7 @@ pub fn execute(
             "in_flight": summary.in_flight,
             "conserved": summary.conserved(),
             "ports": summary.ports,
+            "pulls": summary.pulls,
             "events_per_shard": summary.events_per_shard,
             "windows": summary.windows,
         }),

@@ -736,6 +736,15 @@ impl Shard {
         (sources, sinks)
     }
 
+    /// Pull-pacer statistics of every host that sent a PULL: (host, stats).
+    pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
+        self.nodes
+            .iter()
+            .filter_map(|n| n.host.as_deref().map(|h| (n.id, h.pulls.stats)))
+            .filter(|(_, st)| st.sent > 0)
+            .collect()
+    }
+
     /// Workload groups (collectives) that completed in this shard's generator.
     pub fn completed_groups(&self) -> Vec<workloads::GroupCompletion> {
         self.generator.completed_groups().to_vec()

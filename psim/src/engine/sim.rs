@@ -83,6 +83,8 @@ pub struct RunSummary {
     pub in_flight: u64,
     /// Port counters summed over every port.
     pub ports: PortCounters,
+    /// Pull pacers summed over every host (NDP, pHost).
+    pub pulls: crate::transport::PullStats,
 }
 
 impl RunSummary {
@@ -280,6 +282,20 @@ impl Simulation {
             queued: self.shards.iter().map(Shard::queued_packets).sum(),
             in_flight: self.shards.iter().map(Shard::in_flight_packets).sum(),
             ports,
+            pulls: self
+                .pull_stats()
+                .into_iter()
+                .fold(Default::default(), |mut t, (_, p)| {
+                    t.sent += p.sent;
+                    t.gaps += p.gaps;
+                    t.gaps_at_interval += p.gaps_at_interval;
+                    t.min_gap_ps = match (t.min_gap_ps, p.min_gap_ps) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    t.interval_ps = t.interval_ps.max(p.interval_ps);
+                    t
+                }),
         }
     }
 
@@ -306,6 +322,13 @@ impl Simulation {
                 recs
             })
             .collect()
+    }
+
+    /// Pull-pacer statistics of every host that sent PULLs, by host.
+    pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
+        let mut v: Vec<_> = self.shards.iter().flat_map(|s| s.pull_stats()).collect();
+        v.sort_by_key(|(h, _)| *h);
+        v
     }
 
     /// Completed workload groups (collective iterations, incast rounds, `.cm`

@@ -31,9 +31,32 @@ pub struct FatTree {
     host_link: LinkSpec,
     tor_link: LinkSpec,
     core_link: LinkSpec,
+    /// Core-aggregation links with their own rate/delay: (core index, pod, link).
+    /// NDP V24 ([P] Fig. 22) degrades one such link to 1 Gb/s.
+    overrides: Vec<(u32, u32, LinkSpec)>,
 }
 
 impl FatTree {
+    /// Gives the link between core switch `core` (0-based among cores) and
+    /// pod `pod` its own rate and delay, in both directions.
+    pub fn with_core_link_override(mut self, core: u32, pod: u32, link: LinkSpec) -> Self {
+        self.overrides.push((core, pod, link));
+        self
+    }
+
+    /// Number of core switches.
+    pub fn cores(&self) -> u32 {
+        self.cores
+    }
+
+    fn core_link_of(&self, core: u32, pod: u32) -> LinkSpec {
+        self.overrides
+            .iter()
+            .rev()
+            .find(|(c, p, _)| *c == core && *p == pod)
+            .map_or(self.core_link, |o| o.2)
+    }
+
     /// A FatTree with even `k >= 2` and `oversubscription >= 1` (validated by the config layer).
     pub fn new(
         k: u32,
@@ -56,6 +79,7 @@ impl FatTree {
             host_link,
             tor_link,
             core_link,
+            overrides: Vec::new(),
         }
     }
     /// Switch radix.
@@ -137,7 +161,8 @@ impl FatTree {
                     )
                 } else {
                     let m = p - self.half;
-                    (self.core_base() + a * self.half + m, pod, self.core_link)
+                    let core = a * self.half + m;
+                    (self.core_base() + core, pod, self.core_link_of(core, pod))
                 }
             }
             EntityKind::Core => {
@@ -146,7 +171,7 @@ impl FatTree {
                 (
                     self.agg_base() + p * self.half + a,
                     self.half + m,
-                    self.core_link,
+                    self.core_link_of(c, p),
                 )
             }
         };
@@ -257,6 +282,29 @@ mod tests {
                 link(40, 2000),
             )));
         }
+    }
+
+    #[test]
+    fn a_core_link_override_applies_in_both_directions_only() {
+        let slow = link(1, 1000);
+        let t = Topology::FatTree(
+            FatTree::new(4, 1, link(10, 1000), link(10, 1000), link(10, 1000))
+                .with_core_link_override(3, 1, slow),
+        );
+        check_topology(&t);
+        let mut slow_ports = 0;
+        for e in 0..t.entities() {
+            for p in 0..t.port_count(e) {
+                if t.port(e, p).link == slow {
+                    slow_ports += 1;
+                    assert!(matches!(
+                        t.kind(e),
+                        crate::topo::EntityKind::Agg | crate::topo::EntityKind::Core
+                    ));
+                }
+            }
+        }
+        assert_eq!(slow_ports, 2);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::rng::Rng;
 
 pub use cbr::{CbrParams, CbrSink, CbrSource};
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
-pub use pull::PullQueue;
+pub use pull::{PullQueue, PullStats};
 
 /// What an endpoint may use while handling an input.
 pub struct Ctx<'a> {

@@ -23,6 +23,7 @@
 //! | `pull_interval` | MTU payload at the receiver's link rate | spec A9 |
 //! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; spec A7 |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | spec A7 |
+//! | loss penalty | a retransmission timeout counts as a NACK on its path | [P] §3.2.3 ("a per-path loss counter") |
 //! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; spec A8 |
 //!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
@@ -396,6 +397,8 @@ impl NdpSource {
         for seq in due {
             let Some(s) = self.settle(seq) else { continue };
             self.stats.timeouts += 1;
+            // [P] §3.2.3: the scoreboard also counts losses against the path.
+            self.score(s.path, 0, 1);
             self.rtx.retain(|&q| q != seq);
             self.send(seq, true, Some(s.path), cx);
         }
@@ -746,6 +749,38 @@ mod tests {
         assert!(h.out.is_empty(), "pulls are owed and feedback is all NACKs");
         s.on_packet(ctl(PacketKind::Pull, 0, 1, 0), &mut h.cx(7));
         assert_eq!(h.out[0].seq, 0, "queued retransmissions go in NACK order");
+    }
+
+    #[test]
+    fn path_penalty_skips_a_path_with_outlying_nacks() {
+        // Spec A11: > 100 feedback events, NACK ratio > 30% and > 1.25x the mean.
+        let mut h = Harness::new();
+        let mut s = NdpSource::new(
+            &info(10_000 * 9000, 4),
+            Protocol::Ndp,
+            &NdpParams::default(),
+        );
+        for round in 0..150 {
+            for path in 0..4 {
+                s.score(
+                    path,
+                    (path != 2) as u64,
+                    (path == 2 || round % 10 == 0) as u64,
+                );
+            }
+        }
+        assert!(s.scores[2].avoid > 0);
+        assert!(s
+            .scores
+            .iter()
+            .enumerate()
+            .all(|(p, sc)| p == 2 || sc.avoid == 0));
+        let paths: Vec<u32> = (0..40).map(|_| s.next_path(None, &mut h.cx(0))).collect();
+        assert!(!paths.contains(&2), "{paths:?}");
+        // Without the penalty every path is used.
+        s.p.path_penalty = false;
+        let paths: BTreeSet<u32> = (0..40).map(|_| s.next_path(None, &mut h.cx(0))).collect();
+        assert_eq!(paths.len(), 4);
     }
 
     #[test]

@@ -31,6 +31,23 @@ pub struct PullQueue {
     pub timer_at: Option<u64>,
     /// Timer generation.
     pub gen: u32,
+    /// Measurements of the pulls this host sent.
+    pub stats: PullStats,
+}
+
+/// What a host's pull pacer did (NDP V10: pull spacing).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PullStats {
+    /// PULLs sent, piggybacked ones included.
+    pub sent: u64,
+    /// Gaps between consecutive PULLs.
+    pub gaps: u64,
+    /// Gaps exactly one pull interval long.
+    pub gaps_at_interval: u64,
+    /// Smallest gap, ps.
+    pub min_gap_ps: Option<u64>,
+    /// The configured interval, ps.
+    pub interval_ps: u64,
 }
 
 impl PullQueue {
@@ -81,6 +98,15 @@ impl PullQueue {
 
     /// Records that a pull (standalone or piggybacked) left at `now`.
     pub fn note_pull(&mut self, now: u64) {
+        let st = &mut self.stats;
+        st.sent += 1;
+        st.interval_ps = self.interval_ps;
+        if let Some(last) = self.last_pull_ps {
+            let gap = now - last;
+            st.gaps += 1;
+            st.gaps_at_interval += (gap == self.interval_ps) as u64;
+            st.min_gap_ps = Some(st.min_gap_ps.map_or(gap, |m| m.min(gap)));
+        }
         self.last_pull_ps = Some(now);
     }
 
