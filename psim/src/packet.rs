@@ -126,6 +126,31 @@ impl Packet {
     }
 }
 
+/// A packet for unit tests: `kind` with `size` bytes on the wire (payload =
+/// size minus the header for data, 0 otherwise), flow 1 from host 0 to host 1.
+#[cfg(test)]
+pub(crate) fn test_packet(kind: PacketKind, seq: u64, size: u32) -> Packet {
+    Packet {
+        flow: 1,
+        src: 0,
+        dst: 1,
+        seq,
+        ack: 0,
+        size,
+        payload: if kind == PacketKind::Data {
+            size.saturating_sub(HEADER_BYTES)
+        } else {
+            0
+        },
+        path: 0,
+        sent_ps: 0,
+        kind,
+        proto: Protocol::Cbr,
+        flags: 0,
+        prio: 0,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

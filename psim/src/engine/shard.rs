@@ -538,16 +538,7 @@ impl Shard {
                 let t = t.max(now);
                 s.timer_at = Some(t);
                 let gen = s.gen;
-                let seq = node.next_seq();
-                self.events.push(
-                    EventKey {
-                        time: t,
-                        target: node.id,
-                        source: node.id,
-                        seq,
-                    },
-                    EventKind::Timer { slot, gen },
-                );
+                schedule_own(&mut self.events, node, t, EventKind::Timer { slot, gen });
             }
         }
         let host = node.host.as_mut().expect("host");
@@ -561,14 +552,10 @@ impl Shard {
                 host.pulls.gen = host.pulls.gen.wrapping_add(1);
                 host.pulls.timer_at = Some(t);
                 let gen = host.pulls.gen;
-                let seq = node.next_seq();
-                self.events.push(
-                    EventKey {
-                        time: t,
-                        target: node.id,
-                        source: node.id,
-                        seq,
-                    },
+                schedule_own(
+                    &mut self.events,
+                    node,
+                    t,
                     EventKind::Timer {
                         slot: PACER_SLOT,
                         gen,
@@ -647,16 +634,7 @@ impl Shard {
         let link = p.link;
         let done = now + tx_time_ps(pkt.size as u64, link.link.rate_bps);
         let id = node.id;
-        let seq = node.next_seq();
-        self.events.push(
-            EventKey {
-                time: done,
-                target: id,
-                source: id,
-                seq,
-            },
-            EventKind::TxDone { port },
-        );
+        schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
         let seq = node.next_seq();
         let inflight = InFlight {
             arrive: done + link.link.delay_ps,
@@ -778,4 +756,19 @@ pub fn ideal_fct(topo: &crate::topo::Topology, src: u32, dst: u32, size: u64, mt
         .map(|l| tx_time_ps(first, l.rate_bps) + l.delay_ps)
         .sum();
     per_hop - tx_time_ps(first, slowest) + tx_time_ps(wire, slowest)
+}
+
+/// Schedules an event that `node` creates for itself (timers, transmit
+/// completions): its key takes the node's next sequence number.
+fn schedule_own(events: &mut EventQueue, node: &mut Node, time: u64, kind: EventKind) {
+    let seq = node.next_seq();
+    events.push(
+        EventKey {
+            time,
+            target: node.id,
+            source: node.id,
+            seq,
+        },
+        kind,
+    );
 }

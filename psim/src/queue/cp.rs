@@ -130,7 +130,7 @@ impl CpQueue {
 mod tests {
     use super::super::{Queue, QueueCtx};
     use super::*;
-    use crate::packet::{flags, Protocol};
+    use crate::packet::flags;
 
     fn pkt(seq: u64, kind: PacketKind) -> Packet {
         let size = if kind == PacketKind::Data {
@@ -140,18 +140,9 @@ mod tests {
         };
         Packet {
             flow: 2,
-            src: 0,
-            dst: 1,
-            seq,
-            ack: 0,
-            size,
-            payload: size - HEADER_BYTES,
             path: 4,
-            sent_ps: 0,
-            kind,
-            proto: Protocol::Cbr,
             flags: flags::LAST,
-            prio: 0,
+            ..crate::packet::test_packet(kind, seq, size)
         }
     }
 

@@ -53,24 +53,10 @@ impl DropTail {
 mod tests {
     use super::super::{Queue, QueueCtx};
     use super::*;
-    use crate::packet::{PacketKind, Protocol};
+    use crate::packet::PacketKind;
 
     fn pkt(seq: u64, size: u32) -> Packet {
-        Packet {
-            flow: 1,
-            src: 0,
-            dst: 1,
-            seq,
-            ack: 0,
-            size,
-            payload: size,
-            path: 0,
-            sent_ps: 0,
-            kind: PacketKind::Data,
-            proto: Protocol::Cbr,
-            flags: 0,
-            prio: 0,
-        }
+        crate::packet::test_packet(PacketKind::Data, seq, size)
     }
 
     #[test]

@@ -330,7 +330,6 @@ impl NdpQueue {
 mod tests {
     use super::super::{Queue, QueueCtx};
     use super::*;
-    use crate::packet::Protocol;
     use proptest::prelude::*;
 
     const MTU: u32 = 9064;
@@ -345,16 +344,10 @@ mod tests {
             flow: 7,
             src: 3,
             dst: 5,
-            seq,
-            ack: 0,
-            size,
-            payload: size - HEADER_BYTES,
             path: 11,
             sent_ps: 42,
-            kind,
-            proto: Protocol::Cbr,
             flags: flags::SYN,
-            prio: 0,
+            ..crate::packet::test_packet(kind, seq, size)
         }
     }
     fn data(seq: u64) -> Packet {

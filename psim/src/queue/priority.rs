@@ -60,24 +60,10 @@ impl PriorityQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{PacketKind, Protocol};
+    use crate::packet::PacketKind;
 
     fn pkt(kind: PacketKind, seq: u64) -> Packet {
-        Packet {
-            flow: 1,
-            src: 0,
-            dst: 1,
-            seq,
-            ack: 0,
-            size: 100,
-            payload: 0,
-            path: 0,
-            sent_ps: 0,
-            kind,
-            proto: Protocol::Ndp,
-            flags: 0,
-            prio: 0,
-        }
+        crate::packet::test_packet(kind, seq, 100)
     }
 
     #[test]
