@@ -59,3 +59,25 @@ fn a_different_seed_gives_a_different_run() {
     let b = run(&Scenario::load(path, &["seed=12345".into()]).unwrap(), 2, 2);
     assert_ne!(a.csv, b.csv);
 }
+
+#[test]
+fn every_shipped_scenario_is_valid() {
+    // The large scenarios are too big to run in tests; they must at least load
+    // and partition (the checks `psim check` makes).
+    let root = psim_integration_tests::repo_root().join("scenarios");
+    let mut n = 0;
+    for dir in ["small", "example", "bench", "ndp"] {
+        for e in std::fs::read_dir(root.join(dir)).unwrap() {
+            let path = e.unwrap().path();
+            if path.extension().is_some_and(|x| x == "toml") {
+                let scn = Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+                let g = scn.topology.partition_graph();
+                let part = partition::partition(&g, 4).unwrap();
+                part.report(&g)
+                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+                n += 1;
+            }
+        }
+    }
+    assert!(n >= 13, "{n} scenarios");
+}
