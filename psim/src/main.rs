@@ -199,23 +199,50 @@ fn load(a: &ScenarioArgs) -> Result<(Scenario, SimOptions)> {
     ))
 }
 
+/// The communicator: MPI when built with the `mpi` feature (a run started
+/// without `mpirun` is a single rank), else one process.
+fn make_comm() -> Box<dyn psim::engine::Comm> {
+    #[cfg(feature = "mpi")]
+    if let Some(c) = psim::engine::comm::mpi_comm::MpiComm::init() {
+        return Box::new(c);
+    }
+    Box::new(psim::engine::SingleProcess)
+}
+
 fn run(a: RunArgs) -> Result<()> {
-    let (scn, opts) = load(&a.scn)?;
-    let show = !a.quiet && std::io::stderr().is_terminal();
-    let mut progress = progress_reporter(show);
-    let outcome = psim::run::execute(&scn, opts, &a.out, a.force, &mut *progress)?;
-    let m = &outcome.manifest;
-    eprintln!(
-        "done: {} simulated, {} events in {:.2} s ({:.2} M events/s), {} of {} flows finished, outputs in {}",
-        psim::units::fmt_ps(m.sim_end_ps),
-        m.events,
-        m.wall_s,
-        m.events_per_s / 1e6,
-        m.flows_finished,
-        m.flows_started,
-        a.out.display()
-    );
-    Ok(())
+    let comm = make_comm();
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let result = (|| -> Result<()> {
+        let (scn, mut opts) = load(&a.scn)?;
+        if a.scn.shards.is_none() && scn.file.run.shards.is_none() {
+            // By default every rank runs one shard per thread.
+            opts.shards = opts.threads * ranks;
+        }
+        let show = rank == 0 && !a.quiet && std::io::stderr().is_terminal();
+        let mut progress = progress_reporter(show);
+        let outcome = psim::run::execute_with(&scn, opts, &a.out, a.force, &mut *progress, comm)?;
+        let m = &outcome.manifest;
+        if rank == 0 {
+            eprintln!(
+                "done: {} simulated, {} events in {:.2} s ({:.2} M events/s), {} of {} flows finished, {} rank(s) x {} shards, outputs in {}",
+                psim::units::fmt_ps(m.sim_end_ps),
+                m.events,
+                m.wall_s,
+                m.events_per_s / 1e6,
+                m.flows_finished,
+                m.flows_started,
+                m.ranks,
+                m.shards,
+                a.out.display()
+            );
+        }
+        Ok(())
+    })();
+    if ranks > 1 {
+        // Every rank reports its own failure, named by rank.
+        return result.map_err(|e| anyhow::anyhow!("rank {rank}/{ranks}: {}", one_line(&e)));
+    }
+    result
 }
 
 /// A progress display on stderr: simulated time, events/s and, when the stop

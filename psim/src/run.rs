@@ -4,12 +4,17 @@
 //! partition checked) before the output directory is touched; data files are
 //! written atomically; the manifest is written last, so a directory without
 //! `manifest.json` is an incomplete run.
+//!
+//! Across MPI ranks: rank 0 prepares the directory, every rank writes the
+//! flow parts of its own shards (no gather of bulk data), and rank 0 writes the
+//! manifest with every rank's figures. Each step that can fail on one rank is
+//! followed by a collective verdict, so a failure on any rank stops all of them
+//! instead of leaving the others waiting.
 
 use crate::config::Scenario;
-use crate::engine::{Progress, RunSummary, SimError, SimOptions, Simulation};
+use crate::engine::{Comm, Progress, RunSummary, SimError, SimOptions, Simulation, SingleProcess};
 use crate::trace::{self, Manifest, OutputError};
 use std::path::Path;
-use std::time::Instant;
 
 /// Errors of [`execute`].
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +25,12 @@ pub enum RunError {
     /// Writing outputs failed.
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// Another rank failed while writing outputs (it prints its own message).
+    #[error("rank {rank}: stopping because another rank failed to write its outputs")]
+    RemoteOutput {
+        /// This rank.
+        rank: u32,
+    },
 }
 
 /// The result of a completed run.
@@ -27,11 +38,11 @@ pub enum RunError {
 pub struct RunOutcome {
     /// Engine counters.
     pub summary: RunSummary,
-    /// The manifest that was written.
+    /// The manifest (written by rank 0).
     pub manifest: Manifest,
 }
 
-/// Builds, runs and writes one simulation.
+/// Builds, runs and writes one simulation in this process.
 pub fn execute(
     scn: &Scenario,
     opts: SimOptions,
@@ -39,27 +50,57 @@ pub fn execute(
     force: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<RunOutcome, RunError> {
-    let mut sim = Simulation::new(scn, opts)?;
-    trace::prepare_out_dir(out, force)?;
-    let wall = Instant::now();
+    execute_with(scn, opts, out, force, progress, Box::new(SingleProcess))
+}
+
+/// Builds, runs and writes one simulation as one rank of `comm`.
+pub fn execute_with(
+    scn: &Scenario,
+    opts: SimOptions,
+    out: &Path,
+    force: bool,
+    progress: &mut dyn FnMut(Progress),
+    comm: Box<dyn Comm>,
+) -> Result<RunOutcome, RunError> {
+    let mut sim = Simulation::with_comm(scn, opts, comm)?;
+    let (rank, ranks) = sim.rank();
+    let prepared = if rank == 0 {
+        trace::prepare_out_dir(out, force)
+    } else {
+        Ok(())
+    };
+    if sim.any_rank_failed(prepared.is_err()) {
+        prepared?;
+        return Err(RunError::RemoteOutput { rank });
+    }
     let summary = sim.run(progress)?;
-    let wall_s = wall.elapsed().as_secs_f64();
-    let mut parts = Vec::new();
-    let mut started = 0;
-    let mut finished = 0;
-    for (shard, recs) in sim.flow_records().iter().enumerate() {
+    let wall_s = summary.ranks.iter().map(|r| r.wall_s).fold(0.0, f64::max);
+    let records = sim.flow_records()?;
+    let mut written: Result<(), OutputError> = Ok(());
+    let (mut started, mut finished) = (0u64, 0u64);
+    for (shard, recs) in &records {
         started += recs.len() as u64;
         finished += recs.iter().filter(|r| r.finish_ps.is_some()).count() as u64;
-        let p = trace::write_flows_part(out, shard as u32, recs)?;
-        parts.push(p.strip_prefix(out).unwrap_or(&p).display().to_string());
+        if written.is_ok() {
+            written = trace::write_flows_part(out, *shard, recs).map(|_| ());
+        }
     }
+    if sim.any_rank_failed(written.is_err()) {
+        written?;
+        return Err(RunError::RemoteOutput { rank });
+    }
+    let groups = sim.completed_groups();
+    let totals = sim_totals(&mut sim, started, finished);
+    let parts = (0..opts.shards)
+        .map(|s| format!("{}/part-{s:05}.parquet", trace::FLOWS_DIR))
+        .collect();
     let manifest = Manifest {
         psim_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: trace::git_commit(),
         scenario_path: scn.path.display().to_string(),
         config: scn.resolved_json(),
         seed: scn.seed,
-        ranks: 1,
+        ranks,
         shards: opts.shards,
         threads: opts.threads,
         lookahead_ps: sim.lookahead_ps(),
@@ -67,9 +108,9 @@ pub fn execute(
         events: summary.events,
         wall_s,
         events_per_s: summary.events as f64 / wall_s.max(1e-9),
-        peak_rss_bytes: trace::peak_rss_bytes(),
-        flows_started: started,
-        flows_finished: finished,
+        peak_rss_bytes: summary.ranks.iter().filter_map(|r| r.peak_rss_bytes).max(),
+        flows_started: totals.0,
+        flows_finished: totals.1,
         packets: serde_json::json!({
             "created": summary.packets.created,
             "delivered": summary.packets.delivered,
@@ -81,10 +122,10 @@ pub fn execute(
             "pulls": summary.pulls,
             "events_per_shard": summary.events_per_shard,
             "windows": summary.windows,
+            "ranks": summary.ranks,
         }),
         parts,
-        groups: sim
-            .completed_groups()
+        groups: groups
             .into_iter()
             .map(|g| trace::GroupRecord {
                 entry: g.entry,
@@ -95,6 +136,20 @@ pub fn execute(
             .collect(),
         complete: true,
     };
-    trace::write_manifest(out, &manifest)?;
+    let wrote = if rank == 0 {
+        trace::write_manifest(out, &manifest).map(|_| ())
+    } else {
+        Ok(())
+    };
+    if sim.any_rank_failed(wrote.is_err()) {
+        wrote?;
+        return Err(RunError::RemoteOutput { rank });
+    }
     Ok(RunOutcome { summary, manifest })
+}
+
+/// Flows started and finished, summed over ranks.
+fn sim_totals(sim: &mut Simulation, started: u64, finished: u64) -> (u64, u64) {
+    let v = sim.sum_over_ranks(&[started, finished]);
+    (v[0], v[1])
 }

@@ -8,8 +8,11 @@
 //! One shard runs the same code as many: there is no separate sequential
 //! engine.
 
+pub mod comm;
 pub mod event;
 pub mod shard;
 pub mod sim;
+pub mod wire;
 
-pub use sim::{Progress, RunSummary, SimError, SimOptions, Simulation};
+pub use comm::{Comm, SingleProcess};
+pub use sim::{Progress, RankFigures, RunSummary, SimError, SimOptions, Simulation};

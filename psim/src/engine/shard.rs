@@ -694,7 +694,7 @@ impl Shard {
     }
 
     /// Source rows (flows that started here) and sink stats (flows received here).
-    pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, SinkStats)>) {
+    pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, u32, SinkStats)>) {
         let mut sources = Vec::new();
         let mut sinks = Vec::new();
         for host in self.nodes.iter().filter_map(|n| n.host.as_deref()) {
@@ -707,7 +707,7 @@ impl Shard {
                     });
                 }
                 if let Some(st) = s.ep.sink_stats() {
-                    sinks.push((s.flow, st.clone()));
+                    sinks.push((s.flow, s.peers.0, st.clone()));
                 }
             }
         }

@@ -7,8 +7,16 @@
 //! `t >= T` over a cut link arrives at `t + delay >= T + L`, so no shard can
 //! receive anything inside a window it is processing. Idle stretches cost
 //! nothing: `T` jumps straight to the next real event.
+//!
+//! Across MPI ranks the loop is the same: each rank holds only its own
+//! shards, packets for other ranks' shards are aggregated per destination
+//! rank and exchanged once per window ([`Comm::all_to_all`]), notices are
+//! gathered, and `T` is an allreduce. With one process, [`SingleProcess`]
+//! makes those collectives identities.
 
+use super::comm::{Comm, SingleProcess};
 use super::shard::{Message, PacketCounters, Shard, ShardError, Shared, SourceRow};
+use super::wire;
 use crate::config::Scenario;
 use crate::net::PortCounters;
 use crate::trace::FlowRecord;
@@ -34,6 +42,15 @@ pub enum SimError {
     /// A model error while running.
     #[error("{0}")]
     Model(#[from] ShardError),
+    /// Another rank reported an error (it prints its own message).
+    #[error("rank {rank}: stopping because another rank failed")]
+    Remote {
+        /// This rank.
+        rank: u32,
+    },
+    /// A cross-rank buffer could not be decoded.
+    #[error(transparent)]
+    Wire(#[from] wire::WireError),
     /// The thread pool could not start.
     #[error("cannot start {threads} worker threads: {message}")]
     Threads {
@@ -85,6 +102,27 @@ pub struct RunSummary {
     pub ports: PortCounters,
     /// Pull pacers summed over every host (NDP, pHost).
     pub pulls: crate::transport::PullStats,
+    /// Per-rank figures, in rank order.
+    pub ranks: Vec<RankFigures>,
+}
+
+/// What one rank did.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize, PartialEq)]
+pub struct RankFigures {
+    /// Rank.
+    pub rank: u32,
+    /// Shards it ran.
+    pub shards: u32,
+    /// Events it processed.
+    pub events: u64,
+    /// Wall time of its window loop, seconds.
+    pub wall_s: f64,
+    /// Bytes it sent to other ranks.
+    pub bytes_sent: u64,
+    /// Time spent in collectives (waiting at window barriers), seconds.
+    pub wait_s: f64,
+    /// Its peak resident memory, bytes.
+    pub peak_rss_bytes: Option<u64>,
 }
 
 impl RunSummary {
@@ -95,26 +133,43 @@ impl RunSummary {
     }
 }
 
-/// A simulation built from a scenario.
+/// A simulation built from a scenario: this rank's shards.
 pub struct Simulation {
     shards: Vec<Shard>,
     shared: Arc<Shared>,
     pool: rayon::ThreadPool,
+    comm: Box<dyn Comm>,
+    rank_of_shard: Vec<u32>,
     lookahead: Option<u64>,
     report: partition::Report,
     windows: u64,
     now: u64,
+    wall: std::time::Duration,
     opts: SimOptions,
+    fault_after_windows: Option<u64>,
 }
 
 impl Simulation {
-    /// Partitions the network and builds every shard.
+    /// Partitions the network and builds every shard, in one process.
     pub fn new(scn: &Scenario, opts: SimOptions) -> Result<Simulation, SimError> {
+        Self::with_comm(scn, opts, Box::new(SingleProcess))
+    }
+
+    /// Partitions the network and builds the shards of this rank of `comm`.
+    /// Shards go to ranks in contiguous blocks; every rank keeps O(entities)
+    /// shared metadata (shard and port index of each entity) and builds only
+    /// its own entities.
+    pub fn with_comm(
+        scn: &Scenario,
+        opts: SimOptions,
+        comm: Box<dyn Comm>,
+    ) -> Result<Simulation, SimError> {
         if opts.shards == 0 || opts.threads == 0 {
             return Err(SimError::Options(
                 "--shards and --threads must be at least 1".into(),
             ));
         }
+        let rank_of_shard = partition::rank_of_shards(opts.shards, comm.size())?;
         let topo = scn.topology.clone();
         let graph = topo.partition_graph();
         let part = partition::partition(&graph, opts.shards)?;
@@ -158,22 +213,35 @@ impl Simulation {
                 threads: opts.threads,
                 message: e.to_string(),
             })?;
+        let me = comm.rank();
+        let mine: Vec<u32> = (0..opts.shards)
+            .filter(|&s| rank_of_shard[s as usize] == me)
+            .collect();
         let shards: Vec<Shard> = pool.install(|| {
-            members
-                .par_iter()
-                .enumerate()
-                .map(|(s, m)| Shard::new(s as u32, opts.shards, m, shared.clone(), scn))
+            mine.par_iter()
+                .map(|&s| Shard::new(s, opts.shards, &members[s as usize], shared.clone(), scn))
                 .collect()
         });
+        // Fault injection for the failure-path test: PSIM_FAULT_RANK=r makes
+        // rank r exit abruptly after its first window, like a crashed node.
+        let fault_after_windows = std::env::var("PSIM_FAULT_RANK")
+            .ok()
+            .and_then(|v| v.parse::<u32>().ok())
+            .filter(|&r| r == me)
+            .map(|_| 1);
         Ok(Simulation {
             shards,
             shared,
             pool,
+            comm,
+            rank_of_shard,
             lookahead: report.lookahead_ps,
             report,
             windows: 0,
             now: 0,
+            wall: std::time::Duration::ZERO,
             opts,
+            fault_after_windows,
         })
     }
 
@@ -192,15 +260,67 @@ impl Simulation {
         self.opts
     }
 
-    /// Hands over cross-shard packets and flow completions.
-    fn exchange(&mut self) {
+    /// This process's rank and the number of ranks.
+    pub fn rank(&self) -> (u32, u32) {
+        (self.comm.rank(), self.comm.size())
+    }
+
+    /// Global ids of the shards this rank runs.
+    pub fn local_shards(&self) -> Vec<u32> {
+        self.shards.iter().map(|s| s.id).collect()
+    }
+
+    /// Whether any rank reports a failure (`local_failed` is this rank's own verdict).
+    pub fn any_rank_failed(&mut self, local_failed: bool) -> bool {
+        self.comm.all_min(&[u64::from(!local_failed)])[0] == 0
+    }
+
+    /// Element-wise sums over ranks.
+    pub fn sum_over_ranks(&mut self, v: &[u64]) -> Vec<u64> {
+        self.comm.all_sum(v)
+    }
+
+    fn local_index(&self, shard: u32) -> Option<usize> {
+        self.shards.iter().position(|s| s.id == shard)
+    }
+
+    /// Hands over cross-shard packets and flow completions, locally and across ranks.
+    fn exchange(&mut self) -> Result<(), SimError> {
+        let ranks = self.comm.size() as usize;
+        let me = self.comm.rank();
         let mut mail: Vec<Vec<Message>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
+        let mut remote: Vec<Vec<u8>> = vec![Vec::new(); ranks];
         let mut notices: Vec<(u64, u64)> = Vec::new();
+        let local_of: Vec<Option<usize>> =
+            (0..self.opts.shards).map(|s| self.local_index(s)).collect();
         for s in &mut self.shards {
             for (d, out) in s.outbox.iter_mut().enumerate() {
-                mail[d].append(out);
+                let r = self.rank_of_shard[d];
+                if r == me {
+                    mail[local_of[d].expect("local shard")].append(out);
+                } else {
+                    for m in out.drain(..) {
+                        wire::put_message(&m, &mut remote[r as usize]);
+                    }
+                }
             }
             notices.append(&mut s.finished_out);
+        }
+        if ranks > 1 {
+            for buf in self.comm.all_to_all(remote) {
+                for m in wire::get_messages(&buf)? {
+                    let d = self.shared.shard_of[m.dst as usize] as usize;
+                    mail[local_of[d].ok_or_else(|| {
+                        wire::WireError(format!("packet for shard {d} on the wrong rank"))
+                    })?]
+                    .push(m);
+                }
+            }
+            let mine = wire::put_notices(&notices);
+            notices.clear();
+            for buf in self.comm.all_gather(mine) {
+                notices.extend(wire::get_notices(&buf)?);
+            }
         }
         for (s, msgs) in self.shards.iter_mut().zip(mail) {
             for m in msgs {
@@ -210,10 +330,12 @@ impl Simulation {
                 s.schedule_notice(due, flow);
             }
         }
+        Ok(())
     }
 
     /// Runs to the stop time, or until nothing is left to do.
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<RunSummary, SimError> {
+        let started = std::time::Instant::now();
         let stop = self.shared.stop_ps.unwrap_or(u64::MAX);
         // Completion notices are due one notice delay after the flow ends, so no
         // window may be longer than that, even with a single shard.
@@ -222,14 +344,21 @@ impl Simulation {
             .unwrap_or(MAX_WINDOW_PS)
             .min(self.shared.notice_ps);
         loop {
-            self.exchange();
-            if let Some(e) = self.shards.iter().find_map(|s| s.error.clone()) {
-                return Err(e.into());
+            self.exchange()?;
+            // One allreduce: the earliest work anywhere, and whether any rank failed.
+            let failed = self.shards.iter().any(|s| s.error.is_some());
+            let t_local = self
+                .shards
+                .iter()
+                .filter_map(Shard::next_time)
+                .min()
+                .unwrap_or(u64::MAX);
+            let g = self.comm.all_min(&[t_local, u64::from(!failed)]);
+            if g[1] == 0 {
+                return Err(self.local_error());
             }
-            let Some(t) = self.shards.iter().filter_map(Shard::next_time).min() else {
-                break;
-            };
-            if t >= stop {
+            let t = g[0];
+            if t == u64::MAX || t >= stop {
                 break;
             }
             let end = t.saturating_add(window).min(stop);
@@ -237,34 +366,53 @@ impl Simulation {
                 .install(|| self.shards.par_iter_mut().for_each(|s| s.run_window(end)));
             self.windows += 1;
             self.now = end;
-            progress(Progress {
-                sim_ps: end,
-                stop_ps: self.shared.stop_ps,
-                events: self.events(),
-            });
-        }
-        if let Some(e) = self.shards.iter().find_map(|s| s.error.clone()) {
-            return Err(e.into());
+            if self.fault_after_windows == Some(self.windows) {
+                eprintln!(
+                    "error: rank {}: injected failure (PSIM_FAULT_RANK)",
+                    self.comm.rank()
+                );
+                std::process::exit(3);
+            }
+            if self.comm.rank() == 0 {
+                progress(Progress {
+                    sim_ps: end,
+                    stop_ps: self.shared.stop_ps,
+                    events: self.events(),
+                });
+            }
         }
         // The end time is a property of the simulated system: the stop time, or
         // the last event processed. Window ends depend on the partition.
         self.now = match self.shared.stop_ps {
             Some(s) => s,
-            None => self
-                .shards
-                .iter()
-                .map(|s| s.last_event_ps)
-                .max()
-                .unwrap_or(0),
+            None => {
+                let last = self
+                    .shards
+                    .iter()
+                    .map(|s| s.last_event_ps)
+                    .max()
+                    .unwrap_or(0);
+                u64::MAX - self.comm.all_min(&[u64::MAX - last])[0]
+            }
         };
+        self.wall = started.elapsed();
         Ok(self.summary())
+    }
+
+    fn local_error(&self) -> SimError {
+        match self.shards.iter().find_map(|s| s.error.clone()) {
+            Some(e) => e.into(),
+            None => SimError::Remote {
+                rank: self.comm.rank(),
+            },
+        }
     }
 
     fn events(&self) -> u64 {
         self.shards.iter().map(|s| s.events_processed).sum()
     }
 
-    fn summary(&self) -> RunSummary {
+    fn summary(&mut self) -> RunSummary {
         let mut packets = PacketCounters::default();
         let mut ports = PortCounters::default();
         for s in &self.shards {
@@ -273,44 +421,135 @@ impl Simulation {
             packets.dropped += s.counters.dropped;
             ports += s.port_totals();
         }
+        let pulls = self.pull_stats().into_iter().fold(
+            crate::transport::PullStats::default(),
+            |mut t, (_, p)| {
+                t.sent += p.sent;
+                t.gaps += p.gaps;
+                t.gaps_at_interval += p.gaps_at_interval;
+                t.min_gap_ps = match (t.min_gap_ps, p.min_gap_ps) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                t.interval_ps = t.interval_ps.max(p.interval_ps);
+                t
+            },
+        );
+        let queued: u64 = self.shards.iter().map(Shard::queued_packets).sum();
+        let in_flight: u64 = self.shards.iter().map(Shard::in_flight_packets).sum();
+        // Sum everything over ranks in one allreduce.
+        let local = [
+            packets.created,
+            packets.delivered,
+            packets.dropped,
+            queued,
+            in_flight,
+            ports.enqueued,
+            ports.enqueued_bytes,
+            ports.dequeued,
+            ports.dequeued_bytes,
+            ports.dropped,
+            ports.dropped_bytes,
+            ports.trimmed,
+            ports.bounced,
+            pulls.sent,
+            pulls.gaps,
+            pulls.gaps_at_interval,
+        ];
+        let g = self.comm.all_sum(&local);
+        let mins = self.comm.all_min(&[
+            pulls.min_gap_ps.unwrap_or(u64::MAX),
+            u64::MAX - pulls.interval_ps,
+        ]);
+        let mut per_shard = vec![0u64; self.opts.shards as usize];
+        let mut mine = Vec::new();
+        for s in &self.shards {
+            mine.extend_from_slice(&(s.id as u64).to_le_bytes());
+            mine.extend_from_slice(&s.events_processed.to_le_bytes());
+        }
+        let figures = RankFigures {
+            rank: self.comm.rank(),
+            shards: self.shards.len() as u32,
+            events: self.events(),
+            wall_s: self.wall.as_secs_f64(),
+            bytes_sent: self.comm.bytes_sent(),
+            wait_s: self.comm.wait().as_secs_f64(),
+            peak_rss_bytes: crate::trace::peak_rss_bytes(),
+        };
+        let fig_bytes = serde_json::to_vec(&figures).expect("serialisable");
+        let mut ranks = Vec::new();
+        for buf in self.comm.all_gather(fig_bytes) {
+            if let Ok(f) = serde_json::from_slice::<RankFigures>(&buf) {
+                ranks.push(f);
+            }
+        }
+        for buf in self.comm.all_gather(mine) {
+            for c in buf.chunks_exact(16) {
+                let id = u64::from_le_bytes(c[..8].try_into().expect("8 bytes")) as usize;
+                per_shard[id] = u64::from_le_bytes(c[8..].try_into().expect("8 bytes"));
+            }
+        }
         RunSummary {
             sim_end_ps: self.now,
-            events: self.events(),
-            events_per_shard: self.shards.iter().map(|s| s.events_processed).collect(),
+            events: per_shard.iter().sum(),
+            events_per_shard: per_shard,
             windows: self.windows,
-            packets,
-            queued: self.shards.iter().map(Shard::queued_packets).sum(),
-            in_flight: self.shards.iter().map(Shard::in_flight_packets).sum(),
-            ports,
-            pulls: self
-                .pull_stats()
-                .into_iter()
-                .fold(Default::default(), |mut t, (_, p)| {
-                    t.sent += p.sent;
-                    t.gaps += p.gaps;
-                    t.gaps_at_interval += p.gaps_at_interval;
-                    t.min_gap_ps = match (t.min_gap_ps, p.min_gap_ps) {
-                        (Some(a), Some(b)) => Some(a.min(b)),
-                        (a, b) => a.or(b),
-                    };
-                    t.interval_ps = t.interval_ps.max(p.interval_ps);
-                    t
-                }),
+            packets: PacketCounters {
+                created: g[0],
+                delivered: g[1],
+                dropped: g[2],
+            },
+            queued: g[3],
+            in_flight: g[4],
+            ports: PortCounters {
+                enqueued: g[5],
+                enqueued_bytes: g[6],
+                dequeued: g[7],
+                dequeued_bytes: g[8],
+                dropped: g[9],
+                dropped_bytes: g[10],
+                trimmed: g[11],
+                bounced: g[12],
+            },
+            pulls: crate::transport::PullStats {
+                sent: g[13],
+                gaps: g[14],
+                gaps_at_interval: g[15],
+                min_gap_ps: (mins[0] != u64::MAX).then_some(mins[0]),
+                interval_ps: u64::MAX - mins[1],
+            },
+            ranks,
         }
     }
 
-    /// Flow records, grouped by the shard that owns each flow's source, each group sorted by flow id.
-    pub fn flow_records(&self) -> Vec<Vec<FlowRecord>> {
+    /// Flow records of the flows whose source this rank owns: (global shard
+    /// id, records sorted by flow id) for each local shard. Receiver-side
+    /// figures come from whichever rank owns each flow's destination.
+    pub fn flow_records(&mut self) -> Result<Vec<(u32, Vec<FlowRecord>)>, SimError> {
+        let me = self.comm.rank();
         let mut sinks: BTreeMap<u64, SinkStats> = BTreeMap::new();
-        let mut sources: Vec<Vec<SourceRow>> = Vec::new();
+        let mut remote: Vec<Vec<u8>> = vec![Vec::new(); self.comm.size() as usize];
+        let mut sources = Vec::new();
         for s in &self.shards {
             let (src, snk) = s.flow_rows();
-            sources.push(src);
-            sinks.extend(snk);
+            sources.push((s.id, src));
+            for (flow, src_host, st) in snk {
+                let r = self.rank_of_shard[self.shared.shard_of[src_host as usize] as usize];
+                if r == me {
+                    sinks.insert(flow, st);
+                } else {
+                    wire::put_sink(flow, &st, &mut remote[r as usize]);
+                }
+            }
         }
-        sources
+        if self.comm.size() > 1 {
+            for buf in self.comm.all_to_all(remote) {
+                sinks.extend(wire::get_sinks(&buf)?);
+            }
+        }
+        Ok(sources
             .into_iter()
-            .map(|rows| {
+            .map(|(id, rows)| {
                 let mut recs: Vec<FlowRecord> = rows
                     .into_iter()
                     .map(|r| {
@@ -319,12 +558,12 @@ impl Simulation {
                     })
                     .collect();
                 recs.sort_by_key(|r| r.flow_id);
-                recs
+                (id, recs)
             })
-            .collect()
+            .collect())
     }
 
-    /// Pull-pacer statistics of every host that sent PULLs, by host.
+    /// Pull-pacer statistics of this rank's hosts that sent PULLs, by host.
     pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
         let mut v: Vec<_> = self.shards.iter().flat_map(|s| s.pull_stats()).collect();
         v.sort_by_key(|(h, _)| *h);
@@ -332,18 +571,37 @@ impl Simulation {
     }
 
     /// Completed workload groups (collective iterations, incast rounds, `.cm`
-    /// triggers), sorted by completion time. Each group is recorded by exactly
-    /// one shard. The workload learns of a completion one notice delay after
-    /// the last byte arrived; that delay is taken off again here, so the times
-    /// are when the group's last flow finished.
-    pub fn completed_groups(&self) -> Vec<workloads::GroupCompletion> {
-        let mut v: Vec<_> = self
-            .shards
-            .iter()
-            .flat_map(|s| s.completed_groups())
-            .collect();
-        for g in &mut v {
-            g.completed_ps = g.completed_ps.saturating_sub(self.shared.notice_ps);
+    /// triggers) over all ranks, sorted by completion time. Each group is
+    /// recorded by exactly one shard. The workload learns of a completion one
+    /// notice delay after the last byte arrived; that delay is taken off again
+    /// here, so the times are when the group's last flow finished.
+    pub fn completed_groups(&mut self) -> Vec<workloads::GroupCompletion> {
+        let mut mine = Vec::new();
+        for g in self.shards.iter().flat_map(|s| s.completed_groups()) {
+            mine.extend_from_slice(&g.entry.to_le_bytes());
+            mine.extend_from_slice(&g.instance.to_le_bytes());
+            mine.extend_from_slice(&g.completed_ps.to_le_bytes());
+            mine.extend_from_slice(&(g.name.len() as u32).to_le_bytes());
+            mine.extend_from_slice(g.name.as_bytes());
+        }
+        let mut v = Vec::new();
+        for buf in self.comm.all_gather(mine) {
+            let mut at = 0;
+            while at + 22 <= buf.len() {
+                let entry = u16::from_le_bytes(buf[at..at + 2].try_into().expect("2"));
+                let instance = u64::from_le_bytes(buf[at + 2..at + 10].try_into().expect("8"));
+                let completed_ps = u64::from_le_bytes(buf[at + 10..at + 18].try_into().expect("8"));
+                let len = u32::from_le_bytes(buf[at + 18..at + 22].try_into().expect("4")) as usize;
+                let name = String::from_utf8_lossy(&buf[at + 22..(at + 22 + len).min(buf.len())])
+                    .into_owned();
+                at += 22 + len;
+                v.push(workloads::GroupCompletion {
+                    entry,
+                    name,
+                    instance,
+                    completed_ps: completed_ps.saturating_sub(self.shared.notice_ps),
+                });
+            }
         }
         v.sort_by(|a, b| {
             (a.completed_ps, a.entry, a.instance, &a.name).cmp(&(

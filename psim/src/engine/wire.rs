@@ -1,0 +1,251 @@
+//! Byte encoding of what crosses MPI ranks: packets in flight, completion
+//! notices and receiver-side flow statistics.
+//!
+//! Fixed-width little-endian fields, so that a message means the same thing
+//! on every rank whatever its build. No serde: this runs once per cross-rank
+//! packet and must stay cheap.
+
+use super::shard::{InFlight, Message};
+use crate::packet::{Packet, PacketKind, Protocol};
+use crate::transport::SinkStats;
+
+/// Encoded size of one [`Message`].
+pub const MESSAGE_BYTES: usize =
+    4 + 2 + 8 + 4 + 8 + (8 + 4 + 4 + 8 + 8 + 4 + 4 + 4 + 8 + 1 + 1 + 1 + 1);
+
+/// A malformed buffer (a bug or a mismatched build on another rank).
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("malformed cross-rank buffer: {0}")]
+pub struct WireError(pub String);
+
+struct Reader<'a> {
+    b: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take<const N: usize>(&mut self) -> Result<[u8; N], WireError> {
+        let s = self
+            .b
+            .get(self.at..self.at + N)
+            .ok_or_else(|| WireError(format!("truncated at byte {}", self.at)))?;
+        self.at += N;
+        Ok(s.try_into().expect("length checked"))
+    }
+    fn u8(&mut self) -> Result<u8, WireError> {
+        Ok(self.take::<1>()?[0])
+    }
+    fn u16(&mut self) -> Result<u16, WireError> {
+        Ok(u16::from_le_bytes(self.take()?))
+    }
+    fn u32(&mut self) -> Result<u32, WireError> {
+        Ok(u32::from_le_bytes(self.take()?))
+    }
+    fn u64(&mut self) -> Result<u64, WireError> {
+        Ok(u64::from_le_bytes(self.take()?))
+    }
+    fn done(&self) -> bool {
+        self.at >= self.b.len()
+    }
+}
+
+fn kind_from(v: u8) -> Result<PacketKind, WireError> {
+    Ok(match v {
+        0 => PacketKind::Data,
+        1 => PacketKind::Header,
+        2 => PacketKind::Ack,
+        3 => PacketKind::Nack,
+        4 => PacketKind::Pull,
+        5 => PacketKind::Pause,
+        _ => return Err(WireError(format!("packet kind {v}"))),
+    })
+}
+
+fn proto_from(v: u8) -> Result<Protocol, WireError> {
+    Protocol::ALL
+        .into_iter()
+        .find(|p| *p as u8 == v)
+        .ok_or_else(|| WireError(format!("protocol {v}")))
+}
+
+/// Appends one message.
+pub fn put_message(m: &Message, out: &mut Vec<u8>) {
+    let f = &m.inflight;
+    let p = &f.pkt;
+    out.extend_from_slice(&m.dst.to_le_bytes());
+    out.extend_from_slice(&m.port.to_le_bytes());
+    out.extend_from_slice(&f.arrive.to_le_bytes());
+    out.extend_from_slice(&f.src.to_le_bytes());
+    out.extend_from_slice(&f.seq.to_le_bytes());
+    out.extend_from_slice(&p.flow.to_le_bytes());
+    out.extend_from_slice(&p.src.to_le_bytes());
+    out.extend_from_slice(&p.dst.to_le_bytes());
+    out.extend_from_slice(&p.seq.to_le_bytes());
+    out.extend_from_slice(&p.ack.to_le_bytes());
+    out.extend_from_slice(&p.size.to_le_bytes());
+    out.extend_from_slice(&p.payload.to_le_bytes());
+    out.extend_from_slice(&p.path.to_le_bytes());
+    out.extend_from_slice(&p.sent_ps.to_le_bytes());
+    out.extend_from_slice(&[p.kind as u8, p.proto as u8, p.flags, p.prio]);
+}
+
+/// Decodes every message of a buffer.
+pub fn get_messages(b: &[u8]) -> Result<Vec<Message>, WireError> {
+    let mut r = Reader { b, at: 0 };
+    let mut v = Vec::with_capacity(b.len() / MESSAGE_BYTES);
+    while !r.done() {
+        let dst = r.u32()?;
+        let port = r.u16()?;
+        let arrive = r.u64()?;
+        let src = r.u32()?;
+        let seq = r.u64()?;
+        let pkt = Packet {
+            flow: r.u64()?,
+            src: r.u32()?,
+            dst: r.u32()?,
+            seq: r.u64()?,
+            ack: r.u64()?,
+            size: r.u32()?,
+            payload: r.u32()?,
+            path: r.u32()?,
+            sent_ps: r.u64()?,
+            kind: kind_from(r.u8()?)?,
+            proto: proto_from(r.u8()?)?,
+            flags: r.u8()?,
+            prio: r.u8()?,
+        };
+        v.push(Message {
+            dst,
+            port,
+            inflight: InFlight {
+                arrive,
+                src,
+                seq,
+                pkt,
+            },
+        });
+    }
+    Ok(v)
+}
+
+/// Encodes (due time, flow) completion notices.
+pub fn put_notices(n: &[(u64, u64)]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(n.len() * 16);
+    for &(due, flow) in n {
+        out.extend_from_slice(&due.to_le_bytes());
+        out.extend_from_slice(&flow.to_le_bytes());
+    }
+    out
+}
+
+/// Decodes completion notices.
+pub fn get_notices(b: &[u8]) -> Result<Vec<(u64, u64)>, WireError> {
+    let mut r = Reader { b, at: 0 };
+    let mut v = Vec::new();
+    while !r.done() {
+        v.push((r.u64()?, r.u64()?));
+    }
+    Ok(v)
+}
+
+/// Appends one receiver-side flow record: (flow id, stats).
+pub fn put_sink(flow: u64, s: &SinkStats, out: &mut Vec<u8>) {
+    out.extend_from_slice(&flow.to_le_bytes());
+    out.extend_from_slice(&s.bytes_received.to_le_bytes());
+    out.extend_from_slice(&s.packets_received.to_le_bytes());
+    out.extend_from_slice(&s.finish_ps.map_or(u64::MAX, |f| f).to_le_bytes());
+}
+
+/// Decodes receiver-side flow records.
+pub fn get_sinks(b: &[u8]) -> Result<Vec<(u64, SinkStats)>, WireError> {
+    let mut r = Reader { b, at: 0 };
+    let mut v = Vec::new();
+    while !r.done() {
+        let flow = r.u64()?;
+        let bytes_received = r.u64()?;
+        let packets_received = r.u64()?;
+        let f = r.u64()?;
+        v.push((
+            flow,
+            SinkStats {
+                bytes_received,
+                packets_received,
+                finish_ps: (f != u64::MAX).then_some(f),
+            },
+        ));
+    }
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::flags;
+
+    #[test]
+    fn messages_round_trip_exactly() {
+        let m = Message {
+            dst: 77,
+            port: 3,
+            inflight: InFlight {
+                arrive: u64::MAX - 5,
+                src: 12,
+                seq: 99,
+                pkt: Packet {
+                    flow: 1 << 60,
+                    src: 4,
+                    dst: 8191,
+                    seq: 123_456,
+                    ack: 7,
+                    size: 9064,
+                    payload: 9000,
+                    path: 255,
+                    sent_ps: 42,
+                    kind: PacketKind::Nack,
+                    proto: Protocol::Phost,
+                    flags: flags::PULL | flags::LAST,
+                    prio: 1,
+                },
+            },
+        };
+        let mut b = Vec::new();
+        put_message(&m, &mut b);
+        put_message(&m, &mut b);
+        assert_eq!(b.len(), 2 * MESSAGE_BYTES);
+        let back = get_messages(&b).unwrap();
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1].inflight.pkt, m.inflight.pkt);
+        assert_eq!(
+            (
+                back[0].dst,
+                back[0].port,
+                back[0].inflight.arrive,
+                back[0].inflight.seq
+            ),
+            (77, 3, u64::MAX - 5, 99)
+        );
+        assert!(
+            get_messages(&b[..b.len() - 1]).is_err(),
+            "truncation is detected"
+        );
+    }
+
+    #[test]
+    fn notices_and_sinks_round_trip() {
+        let n = vec![(5, 9), (u64::MAX, 0)];
+        assert_eq!(get_notices(&put_notices(&n)).unwrap(), n);
+        let s = SinkStats {
+            bytes_received: 10,
+            packets_received: 2,
+            finish_ps: None,
+        };
+        let t = SinkStats {
+            finish_ps: Some(0),
+            ..s.clone()
+        };
+        let mut b = Vec::new();
+        put_sink(1, &s, &mut b);
+        put_sink(2, &t, &mut b);
+        assert_eq!(get_sinks(&b).unwrap(), vec![(1, s), (2, t)]);
+    }
+}

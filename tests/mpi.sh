@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Multi-rank checks (issue 5): every small scenario under mpirun with 2 and 4
+# ranks x 1 and 2 threads gives a flow table byte-identical to one process;
+# a rank that crashes or rejects its input ends the whole job, non-zero, with
+# no manifest. Needs OpenMPI (Debian: libopenmpi-dev openmpi-bin libclang-dev).
+# Without mpirun it skips, unless PSIM_REQUIRE_MPI=1 (CI sets it).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v mpirun >/dev/null 2>&1; then
+    if [[ "${PSIM_REQUIRE_MPI:-0}" == 1 ]]; then
+        echo "mpirun not found and PSIM_REQUIRE_MPI=1" >&2
+        exit 1
+    fi
+    echo "mpi: skipped (no mpirun on PATH)"
+    exit 0
+fi
+# OpenMPI refuses root unless told; CI runs as root. More ranks than cores need --oversubscribe.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+MPIRUN=(mpirun --oversubscribe)
+
+cargo build -q -p psim --features mpi || exit 1
+cargo clippy -q -p psim --features mpi --all-targets -- -D warnings || exit 1
+PSIM=target/debug/psim
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+passed=0
+failed=0
+pass() { passed=$((passed + 1)); }
+fail() { failed=$((failed + 1)); echo "FAILED: $*"; }
+
+for scenario in scenarios/small/*.toml; do
+    name=$(basename "$scenario" .toml)
+    "$PSIM" run "$scenario" --out "$work/$name-1" --shards 1 --threads 1 -q </dev/null || { fail "$name: single process"; continue; }
+    "$PSIM" flows "$work/$name-1" > "$work/$name-1.csv"
+    for ranks in 2 4; do
+        for threads in 1 2; do
+            out="$work/$name-$ranks-$threads"
+            if ! timeout 300 "${MPIRUN[@]}" -n "$ranks" "$PSIM" run "$scenario" --out "$out" --threads "$threads" -q </dev/null >"$out.log" 2>&1; then
+                fail "$name: $ranks ranks x $threads threads: $(tail -3 "$out.log")"
+                continue
+            fi
+            # An MPI binary started by another MPI's launcher runs as N size-1 jobs: check the rank count.
+            if ! grep -q "\"ranks\": $ranks," "$out/manifest.json"; then
+                fail "$name: manifest does not record $ranks ranks"
+                continue
+            fi
+            if "$PSIM" flows "$out" | cmp -s - "$work/$name-1.csv"; then
+                pass
+            else
+                fail "$name: $ranks ranks x $threads threads differs from one process"
+            fi
+        done
+    done
+done
+
+# A rank that dies mid-run ends the job: non-zero exit, no hang, no manifest.
+out="$work/fault"
+if PSIM_FAULT_RANK=1 timeout 120 "${MPIRUN[@]}" -n 2 -x PSIM_FAULT_RANK "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$out" -q </dev/null >"$out.log" 2>&1; then
+    fail "a crashed rank must fail the job"
+elif [[ $? == 124 ]]; then
+    fail "a crashed rank made the job hang"
+elif [[ -e "$out/manifest.json" ]]; then
+    fail "a crashed run left a manifest"
+elif ! grep -q "rank 1: injected failure" "$out.log"; then
+    fail "the crashed rank did not say why: $(tail -3 "$out.log")"
+else
+    pass
+fi
+
+# Bad input: every rank reports it, one line each, and the job fails.
+out="$work/bad"
+if timeout 120 "${MPIRUN[@]}" -n 2 "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$out" --set topology.k=5 -q </dev/null >"$out.log" 2>&1; then
+    fail "bad input must fail under mpirun"
+elif [[ $(grep -c "topology.k = 5" "$out.log") -lt 2 ]]; then
+    fail "each rank must name the bad key: $(cat "$out.log")"
+else
+    pass
+fi
+
+echo "mpi: $passed passed, $failed failed"
+[[ $failed == 0 ]]
