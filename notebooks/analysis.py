@@ -1,0 +1,162 @@
+# %% [markdown]
+# # Reading psim outputs with Python polars
+#
+# A percent-format notebook: run it as a script,
+#
+#     pip install polars
+#     python3 notebooks/analysis.py DIR
+#
+# or open it cell by cell in VS Code / Jupyter (via jupytext). `DIR` is one
+# run's output directory (`psim run SCENARIO --out DIR`).
+#
+# It prints FCT and slowdown percentiles by flow-size bucket and the sorted
+# per-host goodput. These are **the same numbers** as `psim-analyze DIR`
+# (same buckets, same linear-interpolation percentiles, same goodput formula;
+# see docs/analysis.md): CI runs both on one run and compares them.
+# matplotlib is optional: with it, the last cell also draws the FCT CDF.
+
+# %%
+import json
+import pathlib
+import sys
+
+import polars as pl
+
+DIR = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "out/run")
+BUCKETS = [10_000, 100_000, 1_000_000, 10_000_000]  # upper edges, bytes, as psim-analyze --buckets
+QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999}
+
+manifest = json.loads((DIR / "manifest.json").read_text())
+assert manifest["complete"], f"{DIR}: incomplete run"
+sim_end_ps = manifest["sim_end_ps"]
+flows = pl.scan_parquet(f"{DIR}/flows/*.parquet")  # lazy, all parts at once
+print(f"run {DIR}: {manifest['config'].get('name')}, sim_end {sim_end_ps / 1e6:.3f} us")
+
+# %% [markdown]
+# ## FCT and slowdown by flow-size bucket
+# Bucket i holds sizes in (edge[i-1], edge[i]] (the first from 0), the last
+# bucket everything above the last edge. FCT in microseconds; slowdown =
+# fct_ps / ideal_fct_ps where ideal_fct_ps is non-null and non-zero.
+# Percentiles: linear interpolation (polars `interpolation="linear"`, numpy's default).
+
+# %%
+bucket = pl.lit(len(BUCKETS), dtype=pl.UInt32)
+for i, edge in reversed(list(enumerate(BUCKETS))):
+    bucket = pl.when(pl.col("size_bytes") <= edge).then(pl.lit(i, dtype=pl.UInt32)).otherwise(bucket)
+
+finished = flows.filter(pl.col("fct_ps").is_not_null()).with_columns(
+    fct_us=pl.col("fct_ps").cast(pl.Float64) / 1e6,
+    slowdown=pl.when(pl.col("ideal_fct_ps") > 0)
+    .then(pl.col("fct_ps").cast(pl.Float64) / pl.col("ideal_fct_ps").cast(pl.Float64))
+    .otherwise(None),
+)
+aggs = [pl.col("fct_us").count().alias("flows")]
+aggs += [pl.col("fct_us").quantile(q, interpolation="linear").alias(f"fct_{n}_us") for n, q in QUANTILES.items()]
+aggs += [pl.col("slowdown").count().alias("slowdown_flows")]
+aggs += [pl.col("slowdown").quantile(q, interpolation="linear").alias(f"slowdown_{n}") for n, q in QUANTILES.items()]
+
+edges = [0] + BUCKETS
+labels = pl.DataFrame(
+    {
+        "bucket": list(range(len(BUCKETS) + 1)),
+        "label": [f"[0, {BUCKETS[0]}]"]
+        + [f"({edges[i]}, {edges[i + 1]}]" for i in range(1, len(BUCKETS))]
+        + [f"> {BUCKETS[-1]}"],
+    },
+    schema={"bucket": pl.UInt32, "label": pl.Utf8},
+)
+by_size = (
+    finished.filter(pl.col("size_bytes").is_not_null())
+    .with_columns(bucket=bucket)
+    .group_by("bucket")
+    .agg(aggs)
+    .collect()
+)
+by_size = labels.join(by_size, on="bucket", how="left").with_columns(
+    pl.col("flows").fill_null(0), pl.col("slowdown_flows").fill_null(0)
+)
+overall = finished.select(aggs).collect().with_columns(bucket=pl.lit(None, dtype=pl.UInt32), label=pl.lit("all"))
+fct_table = pl.concat([by_size, overall.select(by_size.columns)])
+with pl.Config(tbl_rows=-1, tbl_cols=-1, tbl_width_chars=200, float_precision=3):
+    print(fct_table.drop("bucket"))
+
+# %% [markdown]
+# ## Per-host goodput, sorted ascending (NDP Fig. 14)
+# Per destination host (every `dst` of at least one flow):
+# sum(bytes_received) x 8 / sim_end_ps, in Gb/s (bits per ps x 1000).
+
+# %%
+goodput = (
+    flows.group_by("dst")
+    .agg(bytes_received=pl.col("bytes_received").sum())
+    .with_columns(goodput_gbps=pl.col("bytes_received").cast(pl.Float64) * 8 / sim_end_ps * 1000)
+    .sort(["goodput_gbps", "dst"])
+    .with_row_index("rank")
+    .rename({"dst": "host"})
+    .collect()
+)
+with pl.Config(tbl_rows=-1, float_precision=4):
+    print(goodput)
+
+# %% [markdown]
+# ## Network utilisation
+# total goodput / (hosts x host link rate): fattree hosts = k^3/4 x
+# oversubscription, leafspine hosts = leaves x hosts_per_leaf; rate =
+# topology.host_link.gbps, else topology.link_gbps.
+
+# %%
+topo = manifest["config"]["topology"]
+if topo["kind"] == "fattree":
+    hosts = topo["k"] ** 3 // 4 * topo.get("oversubscription", 1)
+else:
+    hosts = topo["leaves"] * topo["hosts_per_leaf"]
+rate = (topo.get("host_link") or {}).get("gbps") or topo.get("link_gbps", 10.0)
+total_gbps = goodput["goodput_gbps"].sum()
+print(f"utilisation = {total_gbps:.4f} Gb/s / ({hosts} x {rate} Gb/s) = {total_gbps / (hosts * rate):.4f}")
+
+# %% [markdown]
+# ## Optional: the FCT CDF (needs matplotlib)
+
+# %%
+try:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fct = finished.select("fct_us").sort("fct_us").collect()["fct_us"]
+    if len(fct):
+        plt.step(fct, [(i + 1) / len(fct) for i in range(len(fct))], where="post")
+        plt.xscale("log")
+        plt.xlabel("FCT (us)")
+        plt.ylabel("fraction of flows")
+        plt.savefig(DIR / "notebook_fct_cdf.png")
+        print(f"wrote {DIR / 'notebook_fct_cdf.png'}")
+except ImportError:
+    print("matplotlib not installed: no plot (optional)")
+
+# %% [markdown]
+# ## Optional: check against psim-analyze
+# `python3 notebooks/analysis.py DIR REPORT_DIR`, where REPORT_DIR holds
+# `psim-analyze DIR --format csv --out REPORT_DIR`: asserts that both give the
+# same percentiles and goodput (relative difference below 1e-9).
+
+# %%
+if len(sys.argv) > 2:
+    report = pathlib.Path(sys.argv[2])
+    theirs = pl.read_csv(report / "fct_by_size.csv", infer_schema_length=0)
+    cols = [c for c in fct_table.columns if c not in ("bucket", "label")]
+    for mine, row in zip(fct_table.iter_rows(named=True), theirs.iter_rows(named=True)):
+        assert mine["label"] == row["bucket"], (mine["label"], row["bucket"])
+        for c in cols:
+            a, b = mine[c], row[c]
+            if a is None or b in (None, ""):
+                assert a is None and b in (None, ""), (mine["label"], c, a, b)
+            else:
+                assert abs(float(a) - float(b)) <= 1e-9 * max(1.0, abs(float(a))), (mine["label"], c, a, b)
+    assert len(theirs) == len(fct_table), "bucket rows differ"
+    g = pl.read_csv(report / "goodput.csv")
+    assert g["host"].to_list() == goodput["host"].to_list(), "goodput order differs"
+    for a, b in zip(goodput["goodput_gbps"], g["goodput_gbps"]):
+        assert abs(a - b) <= 1e-9 * max(1.0, abs(a)), (a, b)
+    print(f"OK: the same numbers as psim-analyze ({report})")
