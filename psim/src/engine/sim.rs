@@ -140,6 +140,8 @@ pub struct Simulation {
     pool: rayon::ThreadPool,
     comm: Box<dyn Comm>,
     rank_of_shard: Vec<u32>,
+    /// Index in `shards` of each global shard this rank runs (None elsewhere).
+    local_of: Vec<Option<usize>>,
     lookahead: Option<u64>,
     report: partition::Report,
     windows: u64,
@@ -229,12 +231,18 @@ impl Simulation {
             .and_then(|v| v.parse::<u32>().ok())
             .filter(|&r| r == me)
             .map(|_| 1);
+        // `shards` holds this rank's shards in ascending global order (`mine`).
+        let mut local_of = vec![None; opts.shards as usize];
+        for (i, &s) in mine.iter().enumerate() {
+            local_of[s as usize] = Some(i);
+        }
         Ok(Simulation {
             shards,
             shared,
             pool,
             comm,
             rank_of_shard,
+            local_of,
             lookahead: report.lookahead_ps,
             report,
             windows: 0,
@@ -280,10 +288,6 @@ impl Simulation {
         self.comm.all_sum(v)
     }
 
-    fn local_index(&self, shard: u32) -> Option<usize> {
-        self.shards.iter().position(|s| s.id == shard)
-    }
-
     /// Hands over cross-shard packets and flow completions, locally and across ranks.
     fn exchange(&mut self) -> Result<(), SimError> {
         let ranks = self.comm.size() as usize;
@@ -291,8 +295,7 @@ impl Simulation {
         let mut mail: Vec<Vec<Message>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
         let mut remote: Vec<Vec<u8>> = vec![Vec::new(); ranks];
         let mut notices: Vec<(u64, u64)> = Vec::new();
-        let local_of: Vec<Option<usize>> =
-            (0..self.opts.shards).map(|s| self.local_index(s)).collect();
+        let local_of = &self.local_of;
         for s in &mut self.shards {
             for (d, out) in s.outbox.iter_mut().enumerate() {
                 let r = self.rank_of_shard[d];
