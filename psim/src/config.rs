@@ -6,9 +6,11 @@
 //! Units are in key names (`link_gbps`, `latency_ns`, `stop_us`).
 
 use crate::packet::Protocol;
-use crate::queue::{Capacity, CpQueue, NdpQueue, QueueSpec};
+use crate::queue::{Capacity, CpQueue, Marking, NdpQueue, QueueSpec};
 use crate::topo::{FatTree, LeafSpine, LinkSpec, Topology};
-use crate::transport::{CbrParams, NdpParams, ProtocolParams, Spray};
+use crate::transport::{
+    CbrParams, DctcpParams, MptcpParams, NdpParams, ProtocolParams, Spray, TcpParams,
+};
 use crate::units::{gbps_to_bps, ns_to_ps, us_to_ps};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -91,7 +93,7 @@ pub enum ConfigError {
         index: usize,
     },
     /// A traffic entry names a protocol psim does not have.
-    #[error("traffic[{index}].protocol = {name:?}: unknown protocol (known: cbr, ndp, phost)")]
+    #[error("traffic[{index}].protocol = {name:?}: unknown protocol (known: cbr, ndp, phost, tcp, dctcp, mptcp)")]
     UnknownProtocol {
         /// Entry index.
         index: usize,
@@ -237,7 +239,9 @@ pub struct TierFile {
 #[derive(Clone, Debug, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchFile {
-    /// Queue discipline of every switch output port: `droptail`, `ndp` or `cp`.
+    /// Queue discipline of every switch output port: `droptail`, `ndp`, `cp`,
+    /// `ecn` (DCTCP threshold marking), `red`, or `classes` (NDP and TCP
+    /// classes, fair-queued).
     #[serde(default = "default_discipline")]
     pub queue: String,
     /// Capacity in packets. droptail: the queue (default 100, ns-3's
@@ -255,6 +259,22 @@ pub struct SwitchFile {
     pub return_to_sender: Option<bool>,
     /// cp: total capacity in bytes (default: twice the threshold in MTU payloads).
     pub cp_capacity_bytes: Option<u64>,
+    /// ecn: marking threshold K, in the capacity's unit (default 30 packets, [P] §6.1).
+    pub ecn_threshold: Option<u64>,
+    /// red: minimum threshold, in the capacity's unit (default 5).
+    pub red_min: Option<f64>,
+    /// red: maximum threshold (default 15).
+    pub red_max: Option<f64>,
+    /// red: marking probability at the maximum threshold (default 0.1).
+    pub red_max_p: Option<f64>,
+    /// red: EWMA weight of the average queue (default 0.002).
+    pub red_weight: Option<f64>,
+    /// ecn, red: mark ECN-capable packets instead of dropping them (default true).
+    pub red_ecn: Option<bool>,
+    /// classes: discipline of the non-NDP class, `ecn` (default), `red` or `droptail`.
+    pub tcp_class_queue: Option<String>,
+    /// classes: capacity of the non-NDP class in packets (default 200, [P] §6.1).
+    pub tcp_queue_packets: Option<u32>,
 }
 
 impl Default for SwitchFile {
@@ -267,6 +287,14 @@ impl Default for SwitchFile {
             trim_arrival_only: None,
             return_to_sender: None,
             cp_capacity_bytes: None,
+            ecn_threshold: None,
+            red_min: None,
+            red_max: None,
+            red_max_p: None,
+            red_weight: None,
+            red_ecn: None,
+            tcp_class_queue: None,
+            tcp_queue_packets: None,
         }
     }
 }
@@ -281,6 +309,9 @@ fn default_discipline() -> String {
 pub struct HostFile {
     /// NIC queue capacity in packets (default 1000: hosts should not be the bottleneck).
     pub nic_queue_packets: Option<u32>,
+    /// CE-mark ECN-capable data above this many packets in the NIC queue
+    /// (default: the switches' `ecn_threshold` when they mark, else off; 0 = off).
+    pub nic_ecn_threshold: Option<u32>,
 }
 
 /// `[protocol]`.
@@ -293,6 +324,61 @@ pub struct ProtocolFile {
     /// `[protocol.ndp]` (also used by pHost).
     #[serde(default)]
     pub ndp: NdpFile,
+    /// `[protocol.tcp]` (also used by DCTCP and MPTCP subflows).
+    #[serde(default)]
+    pub tcp: TcpFile,
+    /// `[protocol.dctcp]`.
+    #[serde(default)]
+    pub dctcp: DctcpFile,
+    /// `[protocol.mptcp]`.
+    #[serde(default)]
+    pub mptcp: MptcpFile,
+}
+
+/// `[protocol.tcp]`: see `transport/tcp.rs` for defaults and sources.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TcpFile {
+    /// Payload bytes per segment (default 9000).
+    pub mss_bytes: Option<u32>,
+    /// Initial window, segments (default 10).
+    pub iw_packets: Option<u32>,
+    /// Minimum RTO, µs (default 200000).
+    pub min_rto_us: Option<f64>,
+    /// RTO before the first RTT sample, µs (default 1000000).
+    pub initial_rto_us: Option<f64>,
+    /// Largest backed-off RTO, µs (default 60000000).
+    pub max_rto_us: Option<f64>,
+    /// Duplicate ACKs that trigger fast retransmit (default 3).
+    pub dupack_threshold: Option<u32>,
+    /// ACK every second segment (default false).
+    pub delayed_ack: Option<bool>,
+    /// Delayed-ACK timeout, µs (default 40000).
+    pub delayed_ack_us: Option<f64>,
+    /// SYN / SYN-ACK before data (default false).
+    pub handshake: Option<bool>,
+    /// RFC 3168 ECN for plain TCP (default false).
+    pub ecn: Option<bool>,
+    /// Receiver window, segments (default 0 = unlimited).
+    pub rwnd_packets: Option<u32>,
+}
+
+/// `[protocol.dctcp]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DctcpFile {
+    /// Estimation gain (default 1/16).
+    pub g: Option<f64>,
+    /// Alpha before the first window (default 1).
+    pub initial_alpha: Option<f64>,
+}
+
+/// `[protocol.mptcp]`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpFile {
+    /// Subflows per connection (default 8).
+    pub subflows: Option<u32>,
 }
 
 /// `[protocol.ndp]`: see `transport/ndp.rs` for defaults and sources.
@@ -421,19 +507,41 @@ impl Scenario {
         let topology = build_topology(&file.topology)?;
         let ndp = ndp_params(&file.protocol.ndp)?;
         let switch_queue = switch_queue(&file.switch, ndp.mtu_bytes)?;
-        let nic_queue = match file.host.nic_queue_packets {
+        let cap = match file.host.nic_queue_packets {
             Some(0) => return Err(bad("host.nic_queue_packets", 0, "must be at least 1")),
-            Some(p) => QueueSpec::Priority {
-                cap: Capacity::Packets(p),
-            },
-            None => QueueSpec::Priority {
-                cap: Capacity::Packets(1000),
-            },
+            Some(p) => Capacity::Packets(p),
+            None => Capacity::Packets(1000),
         };
+        // The switches' marking threshold, in packets, when they mark by threshold.
+        let switch_k = match &switch_queue {
+            QueueSpec::Red {
+                cap: Capacity::Packets(_),
+                marking: Marking::Threshold { k },
+                ..
+            } => Some(*k as u32),
+            QueueSpec::Classes { other, .. } => match **other {
+                QueueSpec::Red {
+                    cap: Capacity::Packets(_),
+                    marking: Marking::Threshold { k },
+                    ..
+                } => Some(k as u32),
+                _ => None,
+            },
+            _ => None,
+        };
+        let ecn_threshold = match file.host.nic_ecn_threshold {
+            Some(0) => None,
+            Some(k) => Some(k),
+            None => switch_k,
+        };
+        let nic_queue = QueueSpec::Priority { cap, ecn_threshold };
         let cbr = &file.protocol.cbr;
         let mut protocols = ProtocolParams {
             cbr: CbrParams::default(),
             ndp,
+            tcp: tcp_params(&file.protocol.tcp)?,
+            dctcp: dctcp_params(&file.protocol.dctcp)?,
+            mptcp: mptcp_params(&file.protocol.mptcp)?,
         };
         if let Some(g) = cbr.rate_gbps {
             protocols.cbr.rate_bps = Some(rate("protocol.cbr.rate_gbps", g)?);
@@ -522,50 +630,116 @@ fn switch_queue(sw: &SwitchFile, mtu: u32) -> Result<QueueSpec, ConfigError> {
             (None, None) => Ok(Capacity::Packets(default)),
         }
     };
-    let only = |key: &str, set: bool, kind: &str| -> Result<(), ConfigError> {
-        if set {
+    // Every discipline-specific key, and the disciplines it applies to.
+    let keys: [(&str, bool, &[&str]); 8] = [
+        (
+            "header_bytes",
+            sw.header_bytes.is_some(),
+            &["ndp", "classes"],
+        ),
+        (
+            "trim_arrival_only",
+            sw.trim_arrival_only.is_some(),
+            &["ndp", "classes"],
+        ),
+        (
+            "return_to_sender",
+            sw.return_to_sender.is_some(),
+            &["ndp", "classes"],
+        ),
+        ("cp_capacity_bytes", sw.cp_capacity_bytes.is_some(), &["cp"]),
+        (
+            "ecn_threshold",
+            sw.ecn_threshold.is_some(),
+            &["ecn", "classes"],
+        ),
+        (
+            "red_min / red_max / red_max_p / red_weight",
+            sw.red_min.is_some()
+                || sw.red_max.is_some()
+                || sw.red_max_p.is_some()
+                || sw.red_weight.is_some(),
+            &["red", "classes"],
+        ),
+        ("red_ecn", sw.red_ecn.is_some(), &["ecn", "red", "classes"]),
+        (
+            "tcp_class_queue / tcp_queue_packets",
+            sw.tcp_class_queue.is_some() || sw.tcp_queue_packets.is_some(),
+            &["classes"],
+        ),
+    ];
+    let kind = sw.queue.as_str();
+    const KNOWN: [&str; 6] = ["droptail", "ndp", "cp", "ecn", "red", "classes"];
+    if !KNOWN.contains(&kind) {
+        return Err(ConfigError::BadValue {
+            key: "switch.queue".into(),
+            value: format!("{kind:?}"),
+            message: format!("unknown discipline (known: {})", KNOWN.join(", ")),
+        });
+    }
+    for (key, set, applies) in keys {
+        if set && !applies.contains(&kind) {
             return Err(bad(
                 &format!("switch.{key}"),
                 "set",
-                &format!("only applies to queue = \"{kind}\""),
+                &format!("only applies to queue = {}", applies.join(" or ")),
             ));
         }
-        Ok(())
+    }
+    let ndp = |data: Capacity| -> Result<QueueSpec, ConfigError> {
+        let header = match sw.header_bytes {
+            Some(0) => return Err(bad("switch.header_bytes", 0, "must be at least 64")),
+            Some(b) => b,
+            None => NdpQueue::header_bytes_for(data, mtu),
+        };
+        Ok(QueueSpec::Ndp {
+            data,
+            header: Capacity::Bytes(header),
+            trim_arrival_only: sw.trim_arrival_only.unwrap_or(false),
+            return_to_sender: sw.return_to_sender.unwrap_or(true),
+        })
     };
-    let ndp_keys = sw.header_bytes.is_some()
-        || sw.trim_arrival_only.is_some()
-        || sw.return_to_sender.is_some();
-    match sw.queue.as_str() {
-        "droptail" => {
-            only(
-                "header_bytes / trim_arrival_only / return_to_sender",
-                ndp_keys,
-                "ndp",
-            )?;
-            only("cp_capacity_bytes", sw.cp_capacity_bytes.is_some(), "cp")?;
-            Ok(QueueSpec::DropTail { cap: cap(100)? })
-        }
-        "ndp" => {
-            only("cp_capacity_bytes", sw.cp_capacity_bytes.is_some(), "cp")?;
-            let data = cap(crate::queue::ndp::DEFAULT_DATA_PACKETS)?;
-            let header = match sw.header_bytes {
-                Some(0) => return Err(bad("switch.header_bytes", 0, "must be at least 64")),
-                Some(b) => b,
-                None => NdpQueue::header_bytes_for(data, mtu),
-            };
-            Ok(QueueSpec::Ndp {
-                data,
-                header: Capacity::Bytes(header),
-                trim_arrival_only: sw.trim_arrival_only.unwrap_or(false),
-                return_to_sender: sw.return_to_sender.unwrap_or(true),
-            })
-        }
+    let marking = |cap: Capacity, red: bool| -> Result<QueueSpec, ConfigError> {
+        let marking = if red {
+            let min = sw.red_min.unwrap_or(5.0);
+            let max = sw.red_max.unwrap_or(15.0);
+            let max_p = sw.red_max_p.unwrap_or(0.1);
+            let weight = sw.red_weight.unwrap_or(0.002);
+            if !(min >= 0.0 && max > min) {
+                return Err(bad(
+                    "switch.red_max",
+                    max,
+                    "must exceed red_min, and red_min must be at least 0",
+                ));
+            }
+            if !(max_p > 0.0 && max_p <= 1.0) {
+                return Err(bad("switch.red_max_p", max_p, "must be in (0, 1]"));
+            }
+            if !(weight > 0.0 && weight <= 1.0) {
+                return Err(bad("switch.red_weight", weight, "must be in (0, 1]"));
+            }
+            Marking::Red {
+                min,
+                max,
+                max_p,
+                weight,
+            }
+        } else {
+            let k = sw
+                .ecn_threshold
+                .unwrap_or(crate::queue::red::DEFAULT_ECN_THRESHOLD_PACKETS as u64);
+            Marking::Threshold { k }
+        };
+        Ok(QueueSpec::Red {
+            cap,
+            marking,
+            ecn: sw.red_ecn.unwrap_or(true),
+        })
+    };
+    match kind {
+        "droptail" => Ok(QueueSpec::DropTail { cap: cap(100)? }),
+        "ndp" => ndp(cap(crate::queue::ndp::DEFAULT_DATA_PACKETS)?),
         "cp" => {
-            only(
-                "header_bytes / trim_arrival_only / return_to_sender",
-                ndp_keys,
-                "ndp",
-            )?;
             let threshold = cap(crate::queue::cp::DEFAULT_THRESHOLD_PACKETS)?;
             let capacity = match sw.cp_capacity_bytes {
                 Some(0) => return Err(bad("switch.cp_capacity_bytes", 0, "must be positive")),
@@ -577,11 +751,33 @@ fn switch_queue(sw: &SwitchFile, mtu: u32) -> Result<QueueSpec, ConfigError> {
                 capacity,
             })
         }
-        q => Err(ConfigError::BadValue {
-            key: "switch.queue".into(),
-            value: format!("{q:?}"),
-            message: "unknown discipline (known: droptail, ndp, cp)".into(),
-        }),
+        "ecn" => marking(cap(crate::queue::red::DEFAULT_ECN_QUEUE_PACKETS)?, false),
+        "red" => marking(cap(crate::queue::red::DEFAULT_ECN_QUEUE_PACKETS)?, true),
+        _ => {
+            // "classes": NDP's port for NDP, a large queue for the rest ([P] §3, [O]).
+            let tcp_cap = match sw.tcp_queue_packets {
+                Some(0) => return Err(bad("switch.tcp_queue_packets", 0, "must be at least 1")),
+                Some(p) => Capacity::Packets(p),
+                None => Capacity::Packets(crate::queue::red::DEFAULT_ECN_QUEUE_PACKETS),
+            };
+            let other = match sw.tcp_class_queue.as_deref().unwrap_or("ecn") {
+                "ecn" => marking(tcp_cap, false)?,
+                "red" => marking(tcp_cap, true)?,
+                "droptail" => QueueSpec::DropTail { cap: tcp_cap },
+                q => {
+                    return Err(bad(
+                        "switch.tcp_class_queue",
+                        format!("{q:?}"),
+                        "unknown class discipline (known: ecn, red, droptail)",
+                    ))
+                }
+            };
+            Ok(QueueSpec::Classes {
+                ndp: Box::new(ndp(cap(crate::queue::ndp::DEFAULT_DATA_PACKETS)?)?),
+                other: Box::new(other),
+                quantum: mtu as u64 + crate::packet::HEADER_BYTES as u64,
+            })
+        }
     }
 }
 
@@ -619,6 +815,95 @@ fn ndp_params(f: &NdpFile) -> Result<NdpParams, ConfigError> {
         path_penalty: f.path_penalty.unwrap_or(d.path_penalty),
         pull_jitter,
     })
+}
+
+/// A positive duration in µs at `key`, in ps, or `default`.
+fn positive_us(key: &str, v: Option<f64>, default: u64) -> Result<u64, ConfigError> {
+    match v {
+        Some(us) if us.is_nan() || us <= 0.0 || us_to_ps(us) == 0 => {
+            Err(bad(key, us, "must be positive"))
+        }
+        Some(us) => Ok(us_to_ps(us)),
+        None => Ok(default),
+    }
+}
+
+/// Builds TCP parameters from `[protocol.tcp]`.
+fn tcp_params(f: &TcpFile) -> Result<TcpParams, ConfigError> {
+    let d = TcpParams::default();
+    let mss = f.mss_bytes.unwrap_or(d.mss_bytes);
+    if mss == 0 || mss > 65_000 {
+        return Err(bad("protocol.tcp.mss_bytes", mss, "must be 1 to 65000"));
+    }
+    let iw = f.iw_packets.unwrap_or(d.iw_packets);
+    if iw == 0 {
+        return Err(bad("protocol.tcp.iw_packets", 0, "must be at least 1"));
+    }
+    let dupack_threshold = f.dupack_threshold.unwrap_or(d.dupack_threshold);
+    if dupack_threshold == 0 {
+        return Err(bad(
+            "protocol.tcp.dupack_threshold",
+            0,
+            "must be at least 1",
+        ));
+    }
+    let min_rto_ps = positive_us("protocol.tcp.min_rto_us", f.min_rto_us, d.min_rto_ps)?;
+    let max_rto_ps = positive_us("protocol.tcp.max_rto_us", f.max_rto_us, d.max_rto_ps)?;
+    if max_rto_ps < min_rto_ps {
+        return Err(bad(
+            "protocol.tcp.max_rto_us",
+            max_rto_ps as f64 / 1e6,
+            "must be at least min_rto_us",
+        ));
+    }
+    Ok(TcpParams {
+        mss_bytes: mss,
+        iw_packets: iw,
+        min_rto_ps,
+        initial_rto_ps: positive_us(
+            "protocol.tcp.initial_rto_us",
+            f.initial_rto_us,
+            d.initial_rto_ps,
+        )?,
+        max_rto_ps,
+        dupack_threshold,
+        delayed_ack: f.delayed_ack.unwrap_or(d.delayed_ack),
+        delayed_ack_ps: positive_us(
+            "protocol.tcp.delayed_ack_us",
+            f.delayed_ack_us,
+            d.delayed_ack_ps,
+        )?,
+        handshake: f.handshake.unwrap_or(d.handshake),
+        ecn: f.ecn.unwrap_or(d.ecn),
+        rwnd_packets: f.rwnd_packets.unwrap_or(d.rwnd_packets),
+    })
+}
+
+/// Builds DCTCP parameters from `[protocol.dctcp]`.
+fn dctcp_params(f: &DctcpFile) -> Result<DctcpParams, ConfigError> {
+    let d = DctcpParams::default();
+    let g = f.g.unwrap_or(d.g);
+    if !(g > 0.0 && g <= 1.0) {
+        return Err(bad("protocol.dctcp.g", g, "must be in (0, 1]"));
+    }
+    let initial_alpha = f.initial_alpha.unwrap_or(d.initial_alpha);
+    if !(0.0..=1.0).contains(&initial_alpha) {
+        return Err(bad(
+            "protocol.dctcp.initial_alpha",
+            initial_alpha,
+            "must be in [0, 1]",
+        ));
+    }
+    Ok(DctcpParams { g, initial_alpha })
+}
+
+/// Builds MPTCP parameters from `[protocol.mptcp]`.
+fn mptcp_params(f: &MptcpFile) -> Result<MptcpParams, ConfigError> {
+    let subflows = f.subflows.unwrap_or(MptcpParams::default().subflows);
+    if subflows == 0 || subflows > 255 {
+        return Err(bad("protocol.mptcp.subflows", subflows, "must be 1 to 255"));
+    }
+    Ok(MptcpParams { subflows })
 }
 
 fn bad(key: &str, value: impl std::fmt::Display, message: &str) -> ConfigError {
@@ -968,7 +1253,81 @@ mod tests {
         assert!(load(BASE, &["protocol.ndp.spray=\"sideways\""]).is_err());
         assert!(load(BASE, &["switch.queue_bytes=1", "switch.queue_packets=1"]).is_err());
         assert!(load(BASE, &["switch.queue_packets=0"]).is_err());
-        assert!(load(BASE, &["switch.queue=\"red\""]).is_err());
+        assert!(load(BASE, &["switch.queue=\"wred\""]).is_err());
+    }
+
+    #[test]
+    fn marking_and_class_queues_take_their_defaults_and_reject_bad_keys() {
+        let ecn = load(BASE, &["switch.queue=\"ecn\""]).unwrap();
+        assert_eq!(
+            ecn.switch_queue,
+            QueueSpec::Red {
+                cap: Capacity::Packets(200),
+                marking: Marking::Threshold { k: 30 },
+                ecn: true,
+            }
+        );
+        // Host NICs mark at the switches' K unless told otherwise.
+        assert_eq!(
+            ecn.nic_queue,
+            QueueSpec::Priority {
+                cap: Capacity::Packets(1000),
+                ecn_threshold: Some(30),
+            }
+        );
+        let off = load(BASE, &["switch.queue=\"ecn\"", "host.nic_ecn_threshold=0"]).unwrap();
+        assert!(matches!(
+            off.nic_queue,
+            QueueSpec::Priority {
+                ecn_threshold: None,
+                ..
+            }
+        ));
+        assert!(matches!(
+            load(BASE, &["switch.queue=\"red\""]).unwrap().switch_queue,
+            QueueSpec::Red {
+                marking: Marking::Red { .. },
+                ..
+            }
+        ));
+        let classes = load(BASE, &["switch.queue=\"classes\""]).unwrap();
+        let QueueSpec::Classes { ndp, other, .. } = classes.switch_queue else {
+            panic!("classes")
+        };
+        assert!(matches!(*ndp, QueueSpec::Ndp { .. }));
+        assert!(matches!(*other, QueueSpec::Red { .. }));
+        for (sets, key) in [
+            (&["switch.ecn_threshold=5"][..], "switch.ecn_threshold"),
+            (
+                &["switch.queue=\"red\"", "switch.red_max_p=2.0"][..],
+                "switch.red_max_p",
+            ),
+            (
+                &[
+                    "switch.queue=\"classes\"",
+                    "switch.tcp_class_queue=\"fifo\"",
+                ][..],
+                "switch.tcp_class_queue",
+            ),
+            (
+                &["protocol.tcp.iw_packets=0"][..],
+                "protocol.tcp.iw_packets",
+            ),
+            (
+                &["protocol.tcp.min_rto_us=-1"][..],
+                "protocol.tcp.min_rto_us",
+            ),
+            (&["protocol.dctcp.g=0"][..], "protocol.dctcp.g"),
+            (
+                &["protocol.mptcp.subflows=0"][..],
+                "protocol.mptcp.subflows",
+            ),
+        ] {
+            let e = load(BASE, sets)
+                .err()
+                .unwrap_or_else(|| panic!("{sets:?} accepted"));
+            assert!(e.to_string().contains(key), "{sets:?}: {e}");
+        }
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub struct PortCounters {
     pub trimmed: u64,
     /// Packets returned to their sender.
     pub bounced: u64,
+    /// Packets ECN-marked (CE) on enqueue.
+    pub marked: u64,
 }
 
 impl std::ops::AddAssign for PortCounters {
@@ -44,6 +46,7 @@ impl std::ops::AddAssign for PortCounters {
         self.dropped_bytes += o.dropped_bytes;
         self.trimmed += o.trimmed;
         self.bounced += o.bounced;
+        self.marked += o.marked;
     }
 }
 

@@ -48,11 +48,24 @@ pub enum Protocol {
     Ndp = 1,
     /// pHost-style receiver-driven transport: NDP's endpoints over drop-tail switches ([P] §6.2).
     Phost = 2,
+    /// TCP NewReno with SACK (RFC 5681, 6582, 6675, 6298).
+    Tcp = 3,
+    /// DCTCP (RFC 8257): TCP with ECN-proportional window cuts.
+    Dctcp = 4,
+    /// MPTCP with LIA coupled congestion control (RFC 6356).
+    Mptcp = 5,
 }
 
 impl Protocol {
     /// Every protocol, for lookups by name.
-    pub const ALL: [Protocol; 3] = [Protocol::Cbr, Protocol::Ndp, Protocol::Phost];
+    pub const ALL: [Protocol; 6] = [
+        Protocol::Cbr,
+        Protocol::Ndp,
+        Protocol::Phost,
+        Protocol::Tcp,
+        Protocol::Dctcp,
+        Protocol::Mptcp,
+    ];
 
     /// The protocol called `name` in scenarios.
     pub fn from_name(name: &str) -> Option<Protocol> {
@@ -65,7 +78,22 @@ impl Protocol {
             Protocol::Cbr => "cbr",
             Protocol::Ndp => "ndp",
             Protocol::Phost => "phost",
+            Protocol::Tcp => "tcp",
+            Protocol::Dctcp => "dctcp",
+            Protocol::Mptcp => "mptcp",
         }
+    }
+
+    /// Whether the flow runs NDP's receiver-driven endpoints (NDP, pHost).
+    #[inline]
+    pub fn is_ndp_family(self) -> bool {
+        matches!(self, Protocol::Ndp | Protocol::Phost)
+    }
+
+    /// Whether the flow runs the TCP endpoints (TCP, DCTCP, MPTCP).
+    #[inline]
+    pub fn is_tcp_family(self) -> bool {
+        matches!(self, Protocol::Tcp | Protocol::Dctcp | Protocol::Mptcp)
     }
 }
 
@@ -85,6 +113,8 @@ pub mod flags {
     pub const SYN: u8 = 1 << 5;
     /// A PULL piggybacked on an ACK or NACK (NDP A8).
     pub const PULL: u8 = 1 << 6;
+    /// ECN-Capable Transport: a marking queue may set CE instead of dropping (RFC 3168).
+    pub const ECT: u8 = 1 << 7;
 }
 
 /// One packet.

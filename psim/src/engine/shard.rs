@@ -377,14 +377,15 @@ impl Shard {
         };
         let num_paths = sh.topo.num_paths(f.src, f.dst);
         let node = &mut self.nodes[local];
-        let ideal_fct_ps = match (proto, f.size_bytes) {
-            (Protocol::Ndp | Protocol::Phost, Some(size)) => Some(ideal_fct(
-                &sh.topo,
-                f.src,
-                f.dst,
-                size,
-                sh.protocols.ndp.mtu_bytes,
-            )),
+        let mtu = if proto.is_tcp_family() {
+            sh.protocols.tcp.mss_bytes
+        } else {
+            sh.protocols.ndp.mtu_bytes
+        };
+        let ideal_fct_ps = match f.size_bytes {
+            Some(size) if proto != Protocol::Cbr => {
+                Some(ideal_fct(&sh.topo, f.src, f.dst, size, mtu))
+            }
             _ => None,
         };
         let info = FlowInfo {
@@ -480,7 +481,7 @@ impl Shard {
             None => {
                 let s = host.slots.len() as u32;
                 host.by_flow.insert(pkt.flow, s);
-                if matches!(pkt.proto, Protocol::Ndp | Protocol::Phost) {
+                if pkt.proto.is_ndp_family() {
                     // Spec A9: one pull per MTU payload at the receiver's link rate.
                     let p = &self.shared.protocols.ndp;
                     host.pulls.configure(
@@ -491,7 +492,7 @@ impl Shard {
                 host.slots.push(Slot {
                     flow: pkt.flow,
                     proto: pkt.proto,
-                    ep: Endpoint::sink(&pkt),
+                    ep: Endpoint::sink(&pkt, &self.shared.protocols),
                     info: None,
                     peers: (pkt.src, pkt.dst),
                     timer_at: None,
@@ -592,6 +593,11 @@ impl Shard {
             Enqueued::Queued => {
                 p.counters.enqueued += 1;
                 p.counters.enqueued_bytes += size;
+            }
+            Enqueued::Marked => {
+                p.counters.enqueued += 1;
+                p.counters.enqueued_bytes += size;
+                p.counters.marked += 1;
             }
             Enqueued::Trimmed => {
                 p.counters.enqueued += 1;

@@ -458,6 +458,7 @@ impl Simulation {
             pulls.sent,
             pulls.gaps,
             pulls.gaps_at_interval,
+            ports.marked,
         ];
         let g = self.comm.all_sum(&local);
         let mins = self.comm.all_min(&[
@@ -513,6 +514,7 @@ impl Simulation {
                 dropped_bytes: g[10],
                 trimmed: g[11],
                 bounced: g[12],
+                marked: g[16],
             },
             pulls: crate::transport::PullStats {
                 sent: g[13],

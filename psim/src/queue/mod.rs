@@ -11,15 +11,19 @@
 //! Dispatch is a `match` over the concrete kinds: the hot path has no virtual
 //! calls. One file per discipline.
 
+pub mod classes;
 pub mod cp;
 pub mod droptail;
 pub mod ndp;
 pub mod priority;
+pub mod red;
 
+pub use classes::ClassQueue;
 pub use cp::CpQueue;
 pub use droptail::DropTail;
 pub use ndp::{NdpCounters, NdpQueue};
 pub use priority::PriorityQueue;
+pub use red::{Marking, RedQueue};
 
 use crate::packet::Packet;
 use crate::rng::Rng;
@@ -47,8 +51,10 @@ impl Capacity {
 /// What happened to a packet offered to a queue.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Enqueued {
-    /// Queued unchanged (or ECN-marked in place).
+    /// Queued unchanged.
     Queued,
+    /// Queued with its ECN CE bit set (a marking discipline signalled congestion).
+    Marked,
     /// Queued, after a payload was cut off this or another packet (NDP, CP).
     Trimmed,
     /// No room: the packet is discarded.
@@ -76,6 +82,10 @@ pub enum Queue {
     Ndp(NdpQueue),
     /// Cut payload: trim above a threshold into the same FIFO.
     Cp(CpQueue),
+    /// ECN marking (DCTCP threshold or RED).
+    Red(RedQueue),
+    /// Two classes (NDP, other) under deficit round robin.
+    Classes(Box<ClassQueue>),
 }
 
 impl Queue {
@@ -87,6 +97,8 @@ impl Queue {
             Queue::Priority(q) => q.enqueue(pkt, cx),
             Queue::Ndp(q) => q.enqueue(pkt, cx),
             Queue::Cp(q) => q.enqueue(pkt, cx),
+            Queue::Red(q) => q.enqueue(pkt, cx),
+            Queue::Classes(q) => q.enqueue(pkt, cx),
         }
     }
     /// Takes the next packet to transmit.
@@ -97,6 +109,8 @@ impl Queue {
             Queue::Priority(q) => q.dequeue(now),
             Queue::Ndp(q) => q.dequeue(now),
             Queue::Cp(q) => q.dequeue(now),
+            Queue::Red(q) => q.dequeue(now),
+            Queue::Classes(q) => q.dequeue(now),
         }
     }
     /// Packets waiting.
@@ -107,6 +121,8 @@ impl Queue {
             Queue::Priority(q) => q.len_packets(),
             Queue::Ndp(q) => q.len_packets(),
             Queue::Cp(q) => q.len_packets(),
+            Queue::Red(q) => q.len_packets(),
+            Queue::Classes(q) => q.len_packets(),
         }
     }
     /// Bytes waiting.
@@ -117,6 +133,8 @@ impl Queue {
             Queue::Priority(q) => q.len_bytes(),
             Queue::Ndp(q) => q.len_bytes(),
             Queue::Cp(q) => q.len_bytes(),
+            Queue::Red(q) => q.len_bytes(),
+            Queue::Classes(q) => q.len_bytes(),
         }
     }
 }
@@ -151,6 +169,26 @@ pub enum QueueSpec {
     Priority {
         /// Capacity shared by both classes.
         cap: Capacity,
+        /// CE-mark ECN-capable data above this many queued data packets.
+        ecn_threshold: Option<u32>,
+    },
+    /// ECN marking FIFO.
+    Red {
+        /// Capacity.
+        cap: Capacity,
+        /// When to signal.
+        marking: Marking,
+        /// Mark ECT packets instead of dropping them.
+        ecn: bool,
+    },
+    /// NDP class and another class, fair-queued.
+    Classes {
+        /// The NDP class.
+        ndp: Box<QueueSpec>,
+        /// Every other protocol.
+        other: Box<QueueSpec>,
+        /// DRR quantum, bytes.
+        quantum: u64,
     },
 }
 
@@ -173,7 +211,19 @@ impl QueueSpec {
                 threshold,
                 capacity,
             } => Queue::Cp(CpQueue::new(threshold, capacity)),
-            QueueSpec::Priority { cap } => Queue::Priority(PriorityQueue::new(cap)),
+            QueueSpec::Priority { cap, ecn_threshold } => {
+                Queue::Priority(PriorityQueue::new(cap).with_ecn_threshold(ecn_threshold))
+            }
+            QueueSpec::Red { cap, marking, ecn } => Queue::Red(RedQueue::new(cap, marking, ecn)),
+            QueueSpec::Classes {
+                ref ndp,
+                ref other,
+                quantum,
+            } => Queue::Classes(Box::new(ClassQueue::new(
+                ndp.build(),
+                other.build(),
+                quantum,
+            ))),
         }
     }
 }

@@ -667,7 +667,7 @@ mod tests {
                 };
                 offered += 1;
                 match q.enqueue(p, &mut cx) {
-                    Enqueued::Queued | Enqueued::Trimmed => accepted += 1,
+                    Enqueued::Queued | Enqueued::Marked | Enqueued::Trimmed => accepted += 1,
                     Enqueued::Bounced(_) | Enqueued::Dropped(_) => rejected += 1,
                 }
                 prop_assert_eq!(q.len_bytes(), q.data.q.iter().chain(q.hdr.q.iter()).map(|p| p.size as u64).sum::<u64>());

@@ -8,9 +8,10 @@
 //! | parameter | default | source |
 //! |---|---|---|
 //! | capacity (`[host] nic_queue_packets`), shared by both classes | 1000 packets | spec A6 ([C] uses a 1000-packet NIC buffer) |
+//! | ECN marking of ECN-capable data above K data packets (`[host] nic_ecn_threshold`) | the switches' K when they mark (`queue = "ecn"` or `"classes"`), else off | htsim's host egress queue is of the switches' kind; without it a DCTCP sender's window grows unchecked in its own NIC queue when the NIC is the bottleneck |
 
 use super::{Capacity, Enqueued, QueueCtx};
-use crate::packet::Packet;
+use crate::packet::{flags, Packet};
 use std::collections::VecDeque;
 
 /// Two FIFOs, control first, one shared capacity.
@@ -20,6 +21,7 @@ pub struct PriorityQueue {
     control: VecDeque<Packet>,
     data: VecDeque<Packet>,
     bytes: u64,
+    mark_above: Option<u32>,
 }
 
 impl PriorityQueue {
@@ -30,19 +32,35 @@ impl PriorityQueue {
             control: VecDeque::new(),
             data: VecDeque::new(),
             bytes: 0,
+            mark_above: None,
         }
     }
-    pub(super) fn enqueue(&mut self, pkt: Packet, _cx: &mut QueueCtx<'_>) -> Enqueued {
+    /// Also CE-marks ECN-capable data arriving to more than `k` queued data packets.
+    pub fn with_ecn_threshold(mut self, k: Option<u32>) -> Self {
+        self.mark_above = k;
+        self
+    }
+    pub(super) fn enqueue(&mut self, mut pkt: Packet, _cx: &mut QueueCtx<'_>) -> Enqueued {
         if !self.cap.fits(self.len_packets(), self.bytes, pkt.size) {
             return Enqueued::Dropped(pkt);
         }
         self.bytes += pkt.size as u64;
         if pkt.kind.is_control() {
             self.control.push_back(pkt);
-        } else {
-            self.data.push_back(pkt);
+            return Enqueued::Queued;
         }
-        Enqueued::Queued
+        let mark = self
+            .mark_above
+            .is_some_and(|k| self.data.len() as u32 > k && pkt.has(flags::ECT));
+        if mark {
+            pkt.flags |= flags::ECN_CE;
+        }
+        self.data.push_back(pkt);
+        if mark {
+            Enqueued::Marked
+        } else {
+            Enqueued::Queued
+        }
     }
     pub(super) fn dequeue(&mut self, _now: u64) -> Option<Packet> {
         let p = self.control.pop_front().or_else(|| self.data.pop_front())?;

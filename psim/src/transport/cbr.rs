@@ -232,7 +232,7 @@ mod tests {
         let mut src =
             Endpoint::source(Protocol::Cbr, &flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Endpoint::sink(&sent[0].1);
+        let mut sink = Endpoint::sink(&sent[0].1, &Default::default());
         let mut rng = crate::rng::stream_rng(0, 0);
         let mut pulls = crate::transport::PullQueue::default();
         let mut out = Vec::new();
@@ -260,7 +260,7 @@ mod tests {
         let mut src =
             Endpoint::source(Protocol::Cbr, &flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Endpoint::sink(&sent[0].1);
+        let mut sink = Endpoint::sink(&sent[0].1, &Default::default());
         let mut rng = crate::rng::stream_rng(0, 0);
         let mut pulls = crate::transport::PullQueue::default();
         let mut out = Vec::new();

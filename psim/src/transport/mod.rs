@@ -10,15 +10,21 @@
 //! transport be tested without a network.
 
 pub mod cbr;
+pub mod dctcp;
+pub mod mptcp;
 pub mod ndp;
 pub mod pull;
+pub mod tcp;
 
 use crate::packet::{Packet, Protocol};
 use crate::rng::Rng;
 
 pub use cbr::{CbrParams, CbrSink, CbrSource};
+pub use dctcp::DctcpParams;
+pub use mptcp::MptcpParams;
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
 pub use pull::{PullQueue, PullStats};
+pub use tcp::{TcpParams, TcpSink, TcpSource};
 
 /// What an endpoint may use while handling an input.
 pub struct Ctx<'a> {
@@ -73,6 +79,12 @@ pub struct ProtocolParams {
     pub cbr: CbrParams,
     /// NDP, and pHost (same endpoints).
     pub ndp: NdpParams,
+    /// TCP, DCTCP and MPTCP (shared endpoint parameters).
+    pub tcp: TcpParams,
+    /// DCTCP's estimator.
+    pub dctcp: DctcpParams,
+    /// MPTCP's subflows.
+    pub mptcp: MptcpParams,
 }
 
 /// Static description of a flow that a source endpoint is built from.
@@ -111,6 +123,10 @@ pub enum Endpoint {
     NdpSource(Box<NdpSource>),
     /// NDP or pHost receiver.
     NdpSink(Box<NdpSink>),
+    /// TCP, DCTCP or MPTCP sender.
+    TcpSource(Box<TcpSource>),
+    /// TCP, DCTCP or MPTCP receiver.
+    TcpSink(Box<TcpSink>),
 }
 
 impl Endpoint {
@@ -121,13 +137,19 @@ impl Endpoint {
             Protocol::Ndp | Protocol::Phost => {
                 Endpoint::NdpSource(Box::new(NdpSource::new(flow, proto, &params.ndp)))
             }
+            Protocol::Tcp | Protocol::Dctcp | Protocol::Mptcp => Endpoint::TcpSource(Box::new(
+                TcpSource::new(flow, proto, &params.tcp, &params.dctcp, &params.mptcp),
+            )),
         }
     }
     /// Builds the receiving endpoint for a flow's first packet.
-    pub fn sink(first: &Packet) -> Endpoint {
+    pub fn sink(first: &Packet, params: &ProtocolParams) -> Endpoint {
         match first.proto {
             Protocol::Cbr => Endpoint::CbrSink(CbrSink::default()),
             Protocol::Ndp | Protocol::Phost => Endpoint::NdpSink(Box::new(NdpSink::new(first))),
+            Protocol::Tcp | Protocol::Dctcp | Protocol::Mptcp => {
+                Endpoint::TcpSink(Box::new(TcpSink::new(first, &params.tcp)))
+            }
         }
     }
 
@@ -142,7 +164,8 @@ impl Endpoint {
         match self {
             Endpoint::CbrSource(s) => s.on_start(cx),
             Endpoint::NdpSource(s) => s.on_start(cx),
-            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => {}
+            Endpoint::TcpSource(s) => s.on_start(cx),
+            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) | Endpoint::TcpSink(_) => {}
         }
     }
     /// A packet of this flow arrived at this host.
@@ -152,6 +175,8 @@ impl Endpoint {
             Endpoint::CbrSink(s) => s.on_packet(pkt, cx),
             Endpoint::NdpSource(s) => s.on_packet(pkt, cx),
             Endpoint::NdpSink(s) => s.on_packet(pkt, cx),
+            Endpoint::TcpSource(s) => s.on_packet(pkt, cx),
+            Endpoint::TcpSink(s) => s.on_packet(pkt, cx),
         }
     }
     /// The deadline from [`Endpoint::poll_at`] was reached.
@@ -159,6 +184,8 @@ impl Endpoint {
         match self {
             Endpoint::CbrSource(s) => s.on_timer(cx),
             Endpoint::NdpSource(s) => s.on_timer(cx),
+            Endpoint::TcpSource(s) => s.on_timer(cx),
+            Endpoint::TcpSink(s) => s.on_timer(cx),
             Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => {}
         }
     }
@@ -167,6 +194,8 @@ impl Endpoint {
         match self {
             Endpoint::CbrSource(s) => s.poll_at(),
             Endpoint::NdpSource(s) => s.poll_at(),
+            Endpoint::TcpSource(s) => s.poll_at(),
+            Endpoint::TcpSink(s) => s.poll_at(),
             Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => None,
         }
     }
@@ -175,7 +204,8 @@ impl Endpoint {
         match self {
             Endpoint::CbrSource(s) => Some(&s.stats),
             Endpoint::NdpSource(s) => Some(&s.stats),
-            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) => None,
+            Endpoint::TcpSource(s) => Some(&s.stats),
+            Endpoint::CbrSink(_) | Endpoint::NdpSink(_) | Endpoint::TcpSink(_) => None,
         }
     }
     /// Receiver counters, for sinks.
@@ -183,7 +213,8 @@ impl Endpoint {
         match self {
             Endpoint::CbrSink(s) => Some(&s.stats),
             Endpoint::NdpSink(s) => Some(&s.stats),
-            Endpoint::CbrSource(_) | Endpoint::NdpSource(_) => None,
+            Endpoint::TcpSink(s) => Some(&s.stats),
+            Endpoint::CbrSource(_) | Endpoint::NdpSource(_) | Endpoint::TcpSource(_) => None,
         }
     }
 }

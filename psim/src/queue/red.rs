@@ -1,0 +1,262 @@
+//! ECN marking queues: DCTCP's instantaneous threshold and RED.
+//!
+//! A FIFO with a tail-drop capacity, plus an early-congestion signal taken
+//! on each arrival. A signalled packet that is ECN-capable (`ECT`) is
+//! marked CE and queued. One that is not (pure ACKs, RFC 3168 §6.1.4) is
+//! dropped by RED, as RFC 3168 §5 requires of an ECN-enabled RED router,
+//! but passes unmarked through the DCTCP threshold, which is a marking
+//! rule, not an AQM (as in htsim's ECN queue; dropping ACKs above K would
+//! punish the reverse path of every loaded link).
+//!
+//! | mode (`[switch] queue`) | signal | parameters, defaults, source |
+//! |---|---|---|
+//! | `"ecn"` (threshold) | queue occupancy on arrival greater than K | `ecn_threshold_packets` K = 30, `queue_packets` = 200: [P] §6.1 for DCTCP; RFC 8257 §3.1 / Alizadeh et al. §3.1 ("mark ... if the queue occupancy is greater than K upon its arrival") |
+//! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true |
+//!
+//! Thresholds are in the unit of the capacity (packets or bytes). RED's
+//! average is updated on arrivals only; the idle-time decay of the original
+//! algorithm is not modelled, so after an idle period the average starts
+//! where it was left (it is then high for a few arrivals at most, at the
+//! default weight).
+
+use super::{Capacity, Enqueued, QueueCtx};
+use crate::packet::{flags, Packet};
+use rand::RngExt;
+use std::collections::VecDeque;
+
+/// Default DCTCP marking threshold, packets ([P] §6.1).
+pub const DEFAULT_ECN_THRESHOLD_PACKETS: u32 = 30;
+/// Default buffer of the TCP-family comparisons, packets ([P] §6.1).
+pub const DEFAULT_ECN_QUEUE_PACKETS: u32 = 200;
+
+/// How a marking queue decides to signal congestion.
+#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize)]
+pub enum Marking {
+    /// Signal when the instantaneous occupancy exceeds the threshold (DCTCP).
+    Threshold {
+        /// K, in the capacity's unit.
+        k: u64,
+    },
+    /// Random early detection on the average occupancy.
+    Red {
+        /// Minimum threshold.
+        min: f64,
+        /// Maximum threshold.
+        max: f64,
+        /// Marking probability at `max`.
+        max_p: f64,
+        /// EWMA weight of the average.
+        weight: f64,
+    },
+}
+
+/// A FIFO that ECN-marks (or early-drops) on congestion and tail-drops when full.
+#[derive(Clone, Debug)]
+pub struct RedQueue {
+    cap: Capacity,
+    marking: Marking,
+    /// Mark ECT packets (true) or drop every signalled packet (false).
+    ecn: bool,
+    q: VecDeque<Packet>,
+    bytes: u64,
+    avg: f64,
+    count: i64,
+    /// Packets marked CE here.
+    pub marked: u64,
+    /// Packets dropped early (signalled, not ECN-capable).
+    pub early_drops: u64,
+}
+
+impl RedQueue {
+    /// An empty queue.
+    pub fn new(cap: Capacity, marking: Marking, ecn: bool) -> Self {
+        RedQueue {
+            cap,
+            marking,
+            ecn,
+            q: VecDeque::new(),
+            bytes: 0,
+            avg: 0.0,
+            count: -1,
+            marked: 0,
+            early_drops: 0,
+        }
+    }
+
+    /// Occupancy in the capacity's unit.
+    fn occupancy(&self) -> u64 {
+        match self.cap {
+            Capacity::Packets(_) => self.q.len() as u64,
+            Capacity::Bytes(_) => self.bytes,
+        }
+    }
+
+    fn signal(&mut self, cx: &mut QueueCtx<'_>) -> bool {
+        let occ = self.occupancy();
+        match self.marking {
+            Marking::Threshold { k } => occ > k,
+            Marking::Red {
+                min,
+                max,
+                max_p,
+                weight,
+            } => {
+                self.avg = (1.0 - weight) * self.avg + weight * occ as f64;
+                if self.avg < min {
+                    self.count = -1;
+                    false
+                } else if self.avg >= max {
+                    self.count = 0;
+                    true
+                } else {
+                    self.count += 1;
+                    let pb = max_p * (self.avg - min) / (max - min);
+                    let denom = 1.0 - self.count as f64 * pb;
+                    let pa = if denom <= 0.0 { 1.0 } else { pb / denom };
+                    if cx.rng.random::<f64>() < pa {
+                        self.count = 0;
+                        true
+                    } else {
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    #[inline]
+    pub(super) fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
+        if !self.cap.fits(self.q.len() as u32, self.bytes, pkt.size) {
+            return Enqueued::Dropped(pkt);
+        }
+        let mut result = Enqueued::Queued;
+        if self.signal(cx) {
+            if self.ecn && pkt.has(flags::ECT) {
+                pkt.flags |= flags::ECN_CE;
+                self.marked += 1;
+                result = Enqueued::Marked;
+            } else if self.ecn && matches!(self.marking, Marking::Threshold { .. }) {
+                // Not ECN-capable: the threshold only marks.
+            } else {
+                self.early_drops += 1;
+                return Enqueued::Dropped(pkt);
+            }
+        }
+        self.bytes += pkt.size as u64;
+        self.q.push_back(pkt);
+        result
+    }
+
+    #[inline]
+    pub(super) fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+        let p = self.q.pop_front()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    pub(super) fn len_packets(&self) -> u32 {
+        self.q.len() as u32
+    }
+    pub(super) fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{test_packet, PacketKind};
+
+    fn ect(seq: u64) -> Packet {
+        let mut p = test_packet(PacketKind::Data, seq, 1000);
+        p.flags |= flags::ECT;
+        p
+    }
+
+    #[test]
+    fn threshold_marks_arrivals_above_k_and_drops_at_capacity() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = RedQueue::new(Capacity::Packets(6), Marking::Threshold { k: 3 }, true);
+        let outcomes: Vec<Enqueued> = (0..7).map(|i| q.enqueue(ect(i), &mut cx)).collect();
+        // Occupancy on arrival 0,1,2,3 -> not above 3; 4,5 -> marked; the 7th finds the queue full.
+        assert_eq!(
+            outcomes[..4],
+            [
+                Enqueued::Queued,
+                Enqueued::Queued,
+                Enqueued::Queued,
+                Enqueued::Queued
+            ]
+        );
+        assert_eq!(outcomes[4..6], [Enqueued::Marked, Enqueued::Marked]);
+        assert!(matches!(outcomes[6], Enqueued::Dropped(_)));
+        let ce: Vec<bool> = std::iter::from_fn(|| q.dequeue(0))
+            .map(|p| p.has(flags::ECN_CE))
+            .collect();
+        assert_eq!(ce, [false, false, false, false, true, true]);
+        assert_eq!(q.marked, 2);
+    }
+
+    #[test]
+    fn a_signalled_packet_without_ect_is_dropped_by_red_but_not_by_the_threshold() {
+        let mut rng = crate::rng::stream_rng(0, 0);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        let mut q = RedQueue::new(Capacity::Packets(10), Marking::Threshold { k: 0 }, true);
+        assert_eq!(q.enqueue(ect(0), &mut cx), Enqueued::Queued);
+        let plain = test_packet(PacketKind::Ack, 1, 64);
+        assert_eq!(q.enqueue(plain.clone(), &mut cx), Enqueued::Queued);
+        let red = Marking::Red {
+            min: 0.0,
+            max: 0.5,
+            max_p: 1.0,
+            weight: 1.0,
+        };
+        let mut q = RedQueue::new(Capacity::Packets(10), red, true);
+        assert_eq!(q.enqueue(ect(0), &mut cx), Enqueued::Queued);
+        assert!(matches!(q.enqueue(plain, &mut cx), Enqueued::Dropped(_)));
+        assert_eq!(q.early_drops, 1);
+        assert_eq!(q.len_packets(), 1);
+    }
+
+    /// With the average held between the thresholds, RED's count-based
+    /// probability p_b / (1 − count·p_b) makes the gap X between marks
+    /// uniform: P(X > n) = (1 − (n+1)·p_b) / (1 − p_b), so X is uniform on
+    /// {1, …, 1/p_b − 1}, with mean 1/(2·p_b): a long-run mark fraction of
+    /// 2·p_b (Floyd & Jacobson §7).
+    #[test]
+    fn red_mark_rate_matches_its_closed_form() {
+        let mut rng = crate::rng::stream_rng(7, 7);
+        let mut cx = QueueCtx {
+            now: 0,
+            rng: &mut rng,
+        };
+        // weight 1: avg = instantaneous occupancy; hold it at 10 of [5, 15] -> p_b = 0.05.
+        let marking = Marking::Red {
+            min: 5.0,
+            max: 15.0,
+            max_p: 0.1,
+            weight: 1.0,
+        };
+        let mut q = RedQueue::new(Capacity::Packets(100), marking, true);
+        for i in 0..10 {
+            q.enqueue(ect(i), &mut cx);
+        }
+        let (n, mut marks) = (200_000, 0u64);
+        for i in 0..n {
+            if q.enqueue(ect(i), &mut cx) == Enqueued::Marked {
+                marks += 1;
+            }
+            q.dequeue(0);
+        }
+        let pb: f64 = 0.05;
+        let expected = 2.0 * pb;
+        let got = marks as f64 / n as f64;
+        assert!((got - expected).abs() < 0.004, "{got} vs {expected}");
+    }
+}
