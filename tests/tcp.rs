@@ -1,0 +1,230 @@
+//! The NDP paper's comparisons with the TCP family ([P] §6.1; targets from
+//! shared/spec/ndp.md §3 and the baselines' settings from §1.3 and A18), at a
+//! scale that runs in seconds. Each test names its figure.
+//!
+//! Settings for every protocol: 10 Gb/s, 1 µs links, 9000 B payloads (9064 B
+//! on the wire). NDP: 8-packet trimming queues. DCTCP: ECN marking at K = 30
+//! on 200-packet queues. MPTCP and TCP: 200-packet drop-tail queues; MPTCP
+//! with 8 subflows. The TCP family uses a datacenter-tuned 1 ms minimum RTO
+//! ([P] §6.1 runs MPTCP with "aggressively small timers"; 200 ms would turn
+//! every tail loss into a stall that no figure shows).
+
+use psim::trace::FlowRecord;
+use psim_integration_tests::{run, scenario, Ran};
+
+/// The `[switch]` and `[protocol]` sections each protocol is compared with.
+fn stack(proto: &str) -> &'static str {
+    match proto {
+        "ndp" => "[switch]\nqueue = \"ndp\"\n",
+        "dctcp" => "[switch]\nqueue = \"ecn\"\nqueue_packets = 200\necn_threshold = 30\n",
+        "mptcp" | "tcp" => "[switch]\nqueue = \"droptail\"\nqueue_packets = 200\n",
+        _ => unreachable!("{proto}"),
+    }
+}
+
+const TCP_TIMERS: &str = "[protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n";
+
+/// Runs `traffic` (with `{p}` standing for the protocol) on a k-ary FatTree
+/// under `proto`'s stack.
+fn run_with(proto: &str, k: u32, head: &str, traffic: &str) -> Ran {
+    let text = format!(
+        "seed = 1\n{head}[topology]\nkind = \"fattree\"\nk = {k}\n{}{TCP_TIMERS}{}",
+        stack(proto),
+        traffic.replace("{p}", proto)
+    );
+    run(&scenario(&text, &[]), 2, 2)
+}
+
+fn goodput_gbps(f: &FlowRecord, over_ps: u64) -> f64 {
+    f.bytes_received as f64 * 8.0 / (over_ps as f64 / 1e12) / 1e9
+}
+
+/// (mean, worst) goodput of every flow over `over_ps`.
+fn mean_worst(r: &Ran, over_ps: u64) -> (f64, f64) {
+    let g: Vec<f64> = r.flows.iter().map(|f| goodput_gbps(f, over_ps)).collect();
+    let mean = g.iter().sum::<f64>() / g.len() as f64;
+    (mean, g.iter().copied().fold(f64::MAX, f64::min))
+}
+
+fn median(mut v: Vec<u64>) -> u64 {
+    v.sort_unstable();
+    v[v.len() / 2]
+}
+
+#[test]
+fn v13_permutation_ndp_beats_mptcp_beats_dctcp() {
+    // Fig. 14 on a 128-host FatTree (k = 8), 5 ms of a full permutation.
+    // Paper (432 hosts): NDP 92%, worst >= 9 Gb/s; MPTCP 89%, worst 6 Gb/s;
+    // DCTCP about 40%, some flows under 1 Gb/s (per-flow ECMP collisions).
+    let stop = 5_000_000_000;
+    let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"permutation\"\n";
+    let head = "stop_us = 5000\n";
+    let ndp = mean_worst(&run_with("ndp", 8, head, traffic), stop);
+    let mptcp = mean_worst(&run_with("mptcp", 8, head, traffic), stop);
+    let dctcp = mean_worst(&run_with("dctcp", 8, head, traffic), stop);
+    eprintln!("V13 mean/worst Gb/s: ndp {ndp:.2?} mptcp {mptcp:.2?} dctcp {dctcp:.2?}");
+    assert!(ndp.0 > mptcp.0 && mptcp.0 > dctcp.0, "mean order");
+    assert!(ndp.1 > 9.0, "NDP's worst flow keeps 9 Gb/s");
+    assert!(ndp.1 > mptcp.1 && mptcp.1 > dctcp.1, "worst-flow order");
+    assert!(
+        dctcp.1 < 0.5 * dctcp.0,
+        "DCTCP's worst flows far below its mean"
+    );
+}
+
+#[test]
+fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
+    // Fig. 16 at reduced scale: 100 random senders of 450 KB each into host 0
+    // of a 128-host FatTree. Paper: DCTCP's last flow averages 5% over optimal
+    // and its slowest flow takes up to 7x its fastest; NDP 1% and <= 1.2x.
+    let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 0\nsenders = 100\nsize_bytes = 450000\n";
+    let stats = |r: &Ran| {
+        let fcts: Vec<u64> = r
+            .flows
+            .iter()
+            .map(|f| f.fct_ps.expect("finished"))
+            .collect();
+        let last = *fcts.iter().max().unwrap();
+        let first = *fcts.iter().min().unwrap();
+        // Optimum (spec A16): every wire byte back to back on the receiver's
+        // link, plus one packet's store-and-forward on 5 hops and 6 props.
+        let wire = 100 * (450_000 + 50 * 64) as u64;
+        let optimum = wire * 800 + 5 * 9064 * 800 + 6_000_000;
+        (last as f64 / optimum as f64, last as f64 / first as f64)
+    };
+    let (dctcp_over, dctcp_spread) = stats(&run_with("dctcp", 8, "", traffic));
+    let (ndp_over, ndp_spread) = stats(&run_with("ndp", 8, "", traffic));
+    eprintln!("V15 last/optimum, slowest/fastest: dctcp {dctcp_over:.3} {dctcp_spread:.2}, ndp {ndp_over:.3} {ndp_spread:.2}");
+    assert!(
+        dctcp_over < 1.10,
+        "DCTCP within 10% of optimal: {dctcp_over}"
+    );
+    assert!(ndp_over < 1.02, "NDP within 2% of optimal: {ndp_over}");
+    assert!(
+        dctcp_spread > 2.0,
+        "DCTCP's flows finish far apart: {dctcp_spread}"
+    );
+    assert!(
+        dctcp_spread > 1.4 * ndp_spread,
+        "NDP's flows finish closer together"
+    );
+}
+
+#[test]
+fn v14_short_flows_under_background_load_ndp_median_well_below_dctcp() {
+    // Fig. 15 at reduced scale (k = 4): hosts 0 and 15 (in different pods)
+    // exchange 90 KB transfers back to back, while every other host sources 4
+    // long flows to random destinations. Paper: NDP's median 3x lower than
+    // DCTCP's (DCTCP's 30-packet standing queues sit on every hop).
+    let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"background\"\nflows_per_host = 4\nexclude_hosts = [0, 15]\n\
+        [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 15\nsender_hosts = [0]\nsize_bytes = 90000\nrepeat = 40\n\
+        [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [15]\nsize_bytes = 90000\nrepeat = 40\n";
+    let fcts = |proto: &str| -> Vec<u64> {
+        let r = run_with(proto, 4, "stop_us = 20000\n", traffic);
+        r.flows
+            .iter()
+            .filter(|f| f.size_bytes == Some(90_000))
+            .filter_map(|f| f.fct_ps)
+            .collect()
+    };
+    let ndp = fcts("ndp");
+    let dctcp = fcts("dctcp");
+    let (mn, md) = (median(ndp.clone()), median(dctcp.clone()));
+    let worst_ndp = *ndp.iter().max().unwrap();
+    eprintln!("V14 90 KB FCT median: ndp {mn} ps ({} flows), dctcp {md} ps ({} flows); ndp worst {worst_ndp}", ndp.len(), dctcp.len());
+    assert!(ndp.len() >= 40 && dctcp.len() >= 20);
+    // Ours: about 1.4x lower, not the paper's 3x (docs/validation.md says why).
+    assert!(mn * 6 < md * 5, "NDP's median at least 1.2x below DCTCP's");
+}
+
+#[test]
+fn v18_a_64_to_1_incast_hurts_a_long_dctcp_flow_far_more_than_an_ndp_one() {
+    // Figs. 18-19: a long flow into host 1, then at 1 ms a 64 -> 1 incast of
+    // 900 KB per flow into host 2 on the same ToR. Paper: NDP's long flow dips
+    // for under 1 ms; DCTCP's suffers losses and recovers slowly. We compare
+    // the long flow's bytes by 10 ms with and without the incast.
+    let long = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"many_to_many\"\nsenders = [100]\nreceivers = [1]\n";
+    let incast = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 2\nsenders = 64\nsize_bytes = 900000\nstart_us = 1000\n";
+    let lost_ms = |proto: &str| -> f64 {
+        let alone = run_with(proto, 8, "stop_us = 10000\n", long);
+        let both = run_with(proto, 8, "stop_us = 10000\n", &format!("{long}{incast}"));
+        let bytes = |r: &Ran| {
+            r.flows
+                .iter()
+                .find(|f| f.src == 100)
+                .unwrap()
+                .bytes_received
+        };
+        // Bytes lost, in milliseconds of line rate.
+        (bytes(&alone) as f64 - bytes(&both) as f64) * 8.0 / 10e9 * 1e3
+    };
+    let ndp = lost_ms("ndp");
+    let dctcp = lost_ms("dctcp");
+    eprintln!("V18 long flow loses: ndp {ndp:.3} ms, dctcp {dctcp:.3} ms of line rate");
+    assert!(ndp < 1.0, "NDP's long flow loses under 1 ms of line rate");
+    assert!(
+        dctcp > 2.0 * ndp.max(0.1),
+        "DCTCP's long flow loses far more"
+    );
+}
+
+#[test]
+fn v24_one_degraded_core_link_starves_dctcp_flows_but_not_mptcp_or_ndp() {
+    // Fig. 22 at reduced scale: a k = 4 permutation with one core-pod link at
+    // 1 Gb/s, 10 ms. Paper (128 hosts): NDP with path penalty and MPTCP handle
+    // it well; DCTCP's worst flow gets 0.4 Gb/s (its one path crosses the link).
+    let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"permutation\"\n";
+    let worst = |proto: &str| {
+        let text = format!(
+            "seed = 1\nstop_us = 10000\n[topology]\nkind = \"fattree\"\nk = 4\n[[topology.degraded_links]]\ncore = 1\npod = 1\ngbps = 1\n{}{TCP_TIMERS}{}",
+            stack(proto),
+            traffic.replace("{p}", proto)
+        );
+        let r = run(&scenario(&text, &[]), 2, 2);
+        mean_worst(&r, 10_000_000_000)
+    };
+    let ndp = worst("ndp");
+    let mptcp = worst("mptcp");
+    let dctcp = worst("dctcp");
+    eprintln!("V24 mean/worst Gb/s: ndp {ndp:.2?} mptcp {mptcp:.2?} dctcp {dctcp:.2?}");
+    assert!(dctcp.1 < 1.0, "a DCTCP flow pinned to the 1 Gb/s link");
+    assert!(
+        mptcp.1 > 2.0 * dctcp.1,
+        "MPTCP moves traffic off the slow path"
+    );
+    assert!(
+        ndp.1 > 2.0 * dctcp.1,
+        "NDP's path penalty avoids the slow path"
+    );
+}
+
+#[test]
+fn v27_a_short_ndp_flow_beside_tcp_in_fair_queued_classes_is_at_most_2x_slower() {
+    // [O]: NDP and TCP in separate classes with fair queueing between them; a
+    // short NDP flow's latency is at most 2x that of NDP alone. Four TCP flows
+    // from hosts 1-4 saturate host 0's link (a 200-packet queue); at 2 ms a
+    // 90 KB NDP flow from host 8 goes to host 0 too.
+    let text = |queue: &str, tcp: bool| {
+        let bg = if tcp {
+            "[[traffic]]\nprotocol = \"tcp\"\npattern = \"many_to_many\"\nsenders = [1, 2, 3, 4]\nreceivers = [0]\n"
+        } else {
+            ""
+        };
+        format!(
+            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"{queue}\"\n{TCP_TIMERS}{bg}\
+             [[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [8]\nreceivers = [0]\nsize_bytes = 90000\nstart_us = 2000\n"
+        )
+    };
+    let ndp_fct = |queue: &str, tcp: bool| {
+        let r = run(&scenario(&text(queue, tcp), &[]), 2, 2);
+        r.flows
+            .iter()
+            .find(|f| f.src == 8)
+            .and_then(|f| f.fct_ps)
+            .expect("the NDP flow finishes")
+    };
+    let alone = ndp_fct("ndp", false);
+    let classes = ndp_fct("classes", true);
+    eprintln!("V27 90 KB NDP flow: alone {alone} ps, beside TCP in classes {classes} ps");
+    assert!(classes <= 2 * alone, "at most 2x NDP alone");
+}
