@@ -328,7 +328,7 @@ impl Sweep {
     /// `psim.log`. An error names the task and quotes the log's last line.
     pub fn run_task(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Result<(), String> {
         let dir = self.task_dir(t);
-        let fail = |m: String| format!("task {} ({}): {m}", t.id, t.dir);
+        let fail = |m: String| format!("task {} ({}) FAILED: {m}", t.id, t.dir);
         std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
         let log_path = dir.join(TASK_LOG);
         let log = std::fs::File::create(&log_path)
@@ -356,7 +356,7 @@ impl Sweep {
             })
             .unwrap_or_default();
         Err(fail(format!(
-            "psim run failed ({status}): {last} (log: {})",
+            "psim run {status}: {last} (log: {})",
             log_path.display()
         )))
     }

@@ -99,14 +99,16 @@ fn local(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
                 match sw.run_task(exe, t, Some(threads)) {
                     Ok(()) => {
                         println!(
-                            "task {id}/{total} ({}): done in {:.1} s",
+                            "task {id} ({}): done in {:.1} s",
                             t.dir,
                             start.elapsed().as_secs_f64()
                         );
                         None
                     }
                     Err(e) => {
-                        eprintln!("{e}");
+                        // On stdout with the other task lines: stderr keeps
+                        // the single error line of the whole command.
+                        println!("{e}");
                         Some(t.dir.clone())
                     }
                 }
