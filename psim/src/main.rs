@@ -61,6 +61,9 @@ enum Cmd {
 struct SweepArgs {
     /// Sweep file (TOML: base, out, [grid], optional [local] and [slurm]).
     sweep: PathBuf,
+    /// Sweep folder (default: the sweep file's `out`, relative to the sweep file).
+    #[arg(long)]
+    out: Option<PathBuf>,
     /// Where the tasks run: `local` (child processes here) or `slurm` (a job array).
     #[arg(long, value_enum, default_value_t = Backend::Local)]
     backend: Backend,

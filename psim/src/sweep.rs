@@ -278,6 +278,13 @@ impl Sweep {
         })
     }
 
+    /// Puts the sweep folder at `out` instead of the file's `out` (relative
+    /// paths are relative to the current directory, as on any command line).
+    pub fn with_out(mut self, out: &Path) -> Result<Sweep, SweepError> {
+        self.out = std::path::absolute(out).map_err(io_err(out))?;
+        Ok(self)
+    }
+
     /// The directory of a task.
     pub fn task_dir(&self, t: &Task) -> PathBuf {
         self.out.join(&t.dir)
@@ -296,6 +303,7 @@ impl Sweep {
         let index = serde_json::json!({
             "sweep": self.path.display().to_string(),
             "base": self.base.display().to_string(),
+            "out": self.out.display().to_string(),
             "tasks": self.tasks,
         });
         let mut text = serde_json::to_string_pretty(&index).expect("JSON of strings and maps");
@@ -393,6 +401,9 @@ impl Sweep {
         }
         args.push(script.display().to_string());
         args.push(self.path.display().to_string());
+        // The folder this submission checked, even if it came from --out.
+        args.push("--out".into());
+        args.push(self.out.display().to_string());
         args
     }
 

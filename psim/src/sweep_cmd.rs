@@ -11,7 +11,10 @@ use std::time::Instant;
 use super::{Backend, SweepArgs};
 
 pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
-    let sw = Sweep::load(&a.sweep)?;
+    let mut sw = Sweep::load(&a.sweep)?;
+    if let Some(out) = &a.out {
+        sw = sw.with_out(out)?;
+    }
     let exe = std::env::current_exe().context("cannot locate the psim binary")?;
     if let Some(id) = a.task {
         return one_task(&sw, &exe, id, a.threads);

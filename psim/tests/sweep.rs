@@ -189,10 +189,14 @@ fn slurm_dry_run_prints_the_sbatch_line_and_writes_the_script() {
     ] {
         assert!(line.contains(opt), "missing {opt}: {line}");
     }
-    assert!(line.ends_with(&format!(
-        "sweep.sbatch {}",
-        fs::canonicalize(&sweep).unwrap().display()
-    )));
+    assert!(
+        line.ends_with(&format!(
+            "sweep.sbatch {} --out {}",
+            sweep.display(),
+            d.path().join("out").display()
+        )),
+        "{line}"
+    );
     // The submitted script is the documented template, byte for byte.
     let template = Path::new(env!("CARGO_MANIFEST_DIR")).join("../slurm/sweep_array.sbatch");
     assert_eq!(
@@ -284,4 +288,27 @@ fn bad_sweeps_are_one_line_errors_before_anything_runs() {
         &psim(&["sweep", "/nonexistent/sweep.toml"]),
         &["/nonexistent/sweep.toml"],
     );
+}
+
+#[test]
+fn the_shipped_example_sweep_validates_and_out_overrides_its_folder() {
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/sweep/incast_k4.toml");
+    let d = tempfile::tempdir().unwrap();
+    let out = d.path().join("elsewhere");
+    let r = assert_ok(&psim(&[
+        "sweep",
+        example.to_str().unwrap(),
+        "--backend",
+        "slurm",
+        "--dry-run",
+        "--out",
+        out.to_str().unwrap(),
+    ]));
+    // 3 incast sizes x 2 windows x 2 queue sizes x 2 disciplines x 2 seeds.
+    assert!(r.contains("48 tasks, 0 complete, 48 to run"), "{r}");
+    assert!(r.contains("--array=0-47%16 "), "{r}");
+    assert!(r.contains(&format!("--out {}", out.display())), "{r}");
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("sweep.json")).unwrap()).unwrap();
+    assert_eq!(index["tasks"].as_array().unwrap().len(), 48);
 }
