@@ -65,7 +65,9 @@ else
         munge -n | unmunge >/dev/null || fail "munge does not work"
     fi
 
-    host=$(hostname -s)
+    # slurmd knows itself by the short host name.
+    host=$(uname -n)
+    host=${host%%.*}
     mkdir -p "$work/state" "$work/spool"
     export SLURM_CONF=$work/slurm.conf
     cat > "$SLURM_CONF" <<CONF
