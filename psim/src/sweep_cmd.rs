@@ -15,6 +15,9 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
     if let Some(out) = &a.out {
         sw = sw.with_out(out)?;
     }
+    if a.threads == Some(0) || a.jobs == Some(0) {
+        bail!("--threads and --jobs must be at least 1");
+    }
     let exe = std::env::current_exe().context("cannot locate the psim binary")?;
     if let Some(id) = a.task {
         return one_task(&sw, &exe, id, a.threads);
@@ -70,9 +73,6 @@ fn local(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
         .map(|n| n.get())
         .unwrap_or(1);
     let jobs = a.jobs.or(sw.file.local.jobs).unwrap_or(cores);
-    if jobs == 0 {
-        bail!("--jobs must be at least 1");
-    }
     let threads = a
         .threads
         .or(sw.file.local.threads)

@@ -283,6 +283,20 @@ fn bad_sweeps_are_one_line_errors_before_anything_runs() {
     // A missing base scenario.
     let (_d, sweep) = setup(&sweep_text(GRID).replace("ndp_incast_k4.toml", "nope.toml"));
     assert_fails(&psim(&["sweep", sweep.to_str().unwrap()]), &["nope.toml"]);
+    // No SLURM: a clear error, and no task runs.
+    let (d, sweep) = setup(&sweep_text(GRID));
+    let r = Command::new(env!("CARGO_BIN_EXE_psim"))
+        .args(["sweep", sweep.to_str().unwrap(), "--backend", "slurm"])
+        .env("PATH", "/nonexistent")
+        .output()
+        .unwrap();
+    assert_fails(&r, &["cannot run sbatch", "--backend local"]);
+    assert!(!d.path().join("out").join(TASKS[0].0).exists());
+    // Zero jobs or threads.
+    assert_fails(
+        &psim(&["sweep", sweep.to_str().unwrap(), "--jobs", "0"]),
+        &["--jobs"],
+    );
     // A missing sweep file.
     assert_fails(
         &psim(&["sweep", "/nonexistent/sweep.toml"]),
