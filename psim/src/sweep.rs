@@ -373,7 +373,7 @@ impl Sweep {
     /// tasks `ids` as a job array running `script`.
     pub fn sbatch_args(&self, ids: &[usize], script: &Path, wait: bool) -> Vec<String> {
         let s = &self.file.slurm;
-        let mut args = vec![format!("--job-name=psim-sweep")];
+        let mut args = vec!["--job-name=psim-sweep".to_string()];
         let mut array = format!("--array={}", array_spec(ids));
         if let Some(n) = s.max_parallel {
             let _ = write!(array, "%{n}");
