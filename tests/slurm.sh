@@ -4,6 +4,7 @@
 # answers. Submits a 2 x 2 sweep as a job array with `sbatch --wait`, checks
 # every task's manifest and flows, checks that psim-analyze tabulates all four
 # tasks in one table, then resubmits and checks that nothing is submitted.
+# Also runs slurm/single_node.sbatch and slurm/multi_node_mpi.sbatch (one rank).
 #
 # Without `sbatch` this prints "skipped", unless PSIM_REQUIRE_SLURM=1 (CI sets
 # it). Needs root to start the daemons (CI runs as root).
@@ -193,5 +194,27 @@ rm "$work/out/${dirs[2]}/manifest.json"
 "$psim" sweep "$work/sweep.toml" --backend slurm --wait > "$work/redo.txt" 2>&1 || fail "partial resubmission: $(cat "$work/redo.txt")"
 grep -q -- "--array=2 " "$work/redo.txt" || fail "expected only task 2 in the array: $(cat "$work/redo.txt")"
 grep -q "ran 1, skipped 3, failed 0" "$work/redo.txt" || fail "partial resubmission summary: $(cat "$work/redo.txt")"
+
+# The two other templates, as documented in slurm/README.md (on one node:
+# the MPI template's srun then starts a single rank).
+check_run() { # check_run DIR SENDERS THREADS: a complete run of the incast with that many senders
+    python3 - "$1/manifest.json" "$2" "$3" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+senders, threads = int(sys.argv[2]), int(sys.argv[3])
+assert m["complete"] is True, "not complete"
+assert m["flows_started"] == senders and m["flows_finished"] == senders, (m["flows_started"], m["flows_finished"])
+assert m["threads"] == threads and m["ranks"] == 1, (m["threads"], m["ranks"])
+PY
+}
+PSIM=$psim sbatch --wait --cpus-per-task=1 --time=00:05:00 --output="$work/single.out" \
+    slurm/single_node.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/single" --set traffic.0.senders=3 \
+    > /dev/null || fail "single_node.sbatch: $(cat "$work/single.out")"
+check_run "$work/single" 3 1 || fail "single_node.sbatch: $(cat "$work/single.out")"
+threads=$(( $(nproc) >= 2 ? 2 : 1 ))
+PSIM=$psim sbatch --wait --nodes=1 --cpus-per-task="$threads" --time=00:05:00 --output="$work/mpi.out" \
+    slurm/multi_node_mpi.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/mpi" --set traffic.0.senders=5 \
+    > /dev/null || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+check_run "$work/mpi" 5 "$threads" || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
 
 echo "slurm: 1 passed, 0 failed"
