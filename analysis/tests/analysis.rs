@@ -729,7 +729,7 @@ fn a_psim_sweep_folder_is_one_table_keyed_by_the_swept_parameters() {
         ),
     )
     .unwrap();
-    let sw = psim::sweep::Sweep::load(&sweep_file).unwrap();
+    let mut sw = psim::sweep::Sweep::load(&sweep_file).unwrap();
     sw.validate().unwrap();
     sw.write_index().unwrap();
     std::fs::create_dir_all(sw.out.join("logs")).unwrap();

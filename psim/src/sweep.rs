@@ -22,8 +22,9 @@
 //! directory named by those values (`protocol.ndp.iw_packets=4,seed=1,...`),
 //! so that a task's directory does not depend on the other axes' lengths and
 //! a grown grid still finds the tasks already done. A task whose directory
-//! holds a complete manifest and every data file it lists is skipped; any
-//! other directory is redone from scratch (`psim run --force`).
+//! holds a complete manifest, every data file it lists, and the task's own
+//! resolved scenario is skipped; any other directory (a partial run, or a run
+//! of a base scenario that has since changed) is redone (`psim run --force`).
 //!
 //! Everything that can be checked before running is: the sweep file's
 //! schema, empty axes, and every task's scenario (each key must exist in the
@@ -161,6 +162,10 @@ pub struct Task {
     pub dir: String,
     /// Grid key -> this task's value, as TOML text.
     pub params: BTreeMap<String, String>,
+    /// The resolved scenario its manifest must record, once
+    /// [`Sweep::validate`] (or [`Sweep::validate_task`]) has computed it.
+    #[serde(skip)]
+    pub expected_config: Option<serde_json::Value>,
 }
 
 impl Task {
@@ -197,6 +202,9 @@ pub enum TaskState {
     Missing,
     /// A directory without a valid, complete run: redone.
     Partial,
+    /// A complete run of another scenario than the task's (the base
+    /// scenario or psim's schema changed since): redone.
+    Stale,
 }
 
 impl Sweep {
@@ -252,7 +260,7 @@ impl Sweep {
     /// Checks every grid key on its own (so an unknown key is named as such)
     /// and then every task's full scenario, in parallel. Nothing should run or
     /// be submitted before this passes.
-    pub fn validate(&self) -> Result<(), SweepError> {
+    pub fn validate(&mut self) -> Result<(), SweepError> {
         let invalid = |message: String| SweepError::Invalid {
             path: self.path.clone(),
             message,
@@ -271,11 +279,22 @@ impl Sweep {
                 ))
             })?;
         }
-        self.tasks.par_iter().try_for_each(|t| {
-            Scenario::load(&self.base, &t.sets())
-                .map(|_| ())
-                .map_err(|e| invalid(format!("task {} ({}): {e}", t.id, t.dir)))
-        })
+        let (base, path) = (&self.base, &self.path);
+        self.tasks
+            .par_iter_mut()
+            .try_for_each(|t| resolve_task(base, path, t))
+    }
+
+    /// Validates one task (all a job-array element needs) and records the
+    /// scenario its manifest must hold.
+    pub fn validate_task(&mut self, id: usize) -> Result<(), SweepError> {
+        let n = self.tasks.len();
+        let (base, path) = (&self.base, &self.path);
+        let t = self.tasks.get_mut(id).ok_or_else(|| SweepError::Invalid {
+            path: path.clone(),
+            message: format!("--task {id}: the sweep has {n} tasks (0 to {})", n - 1),
+        })?;
+        resolve_task(base, path, t)
     }
 
     /// Puts the sweep folder at `out` instead of the file's `out` (relative
@@ -292,7 +311,7 @@ impl Sweep {
 
     /// Whether a task is done, absent or to be redone.
     pub fn state(&self, t: &Task) -> TaskState {
-        task_state(&self.task_dir(t))
+        task_state(&self.task_dir(t), t.expected_config.as_ref())
     }
 
     /// Writes `sweep.json` (task id -> directory -> parameters) into the
@@ -417,15 +436,35 @@ impl Sweep {
     }
 }
 
+/// Loads a task's scenario (which validates it) and records its resolved
+/// form as the manifest will hold it: through JSON text and back, so that
+/// floats compare equal to the ones read from a manifest.
+fn resolve_task(base: &Path, sweep: &Path, t: &mut Task) -> Result<(), SweepError> {
+    let scn = Scenario::load(base, &t.sets()).map_err(|e| SweepError::Invalid {
+        path: sweep.to_path_buf(),
+        message: format!("task {} ({}): {e}", t.id, t.dir),
+    })?;
+    let text = serde_json::to_vec(&scn.resolved_json()).expect("JSON values serialise");
+    t.expected_config = Some(serde_json::from_slice(&text).expect("JSON text parses back"));
+    Ok(())
+}
+
 /// Whether `dir` holds a finished run: a manifest that parses, says
-/// `complete`, and every data file it lists present. Anything else that
-/// exists is partial and is redone.
-pub fn task_state(dir: &Path) -> TaskState {
+/// `complete`, has every data file it lists present and, when `expected` is
+/// given, records that scenario. A complete run of another scenario is
+/// stale; anything else that exists is partial. Both are redone.
+pub fn task_state(dir: &Path, expected: Option<&serde_json::Value>) -> TaskState {
     if !dir.exists() {
         return TaskState::Missing;
     }
     match read_manifest(dir) {
-        Ok(m) if m.complete && m.parts.iter().all(|p| dir.join(p).is_file()) => TaskState::Complete,
+        Ok(m) if m.complete && m.parts.iter().all(|p| dir.join(p).is_file()) => {
+            if expected.is_some_and(|c| *c != m.config) {
+                TaskState::Stale
+            } else {
+                TaskState::Complete
+            }
+        }
         _ => TaskState::Partial,
     }
 }
@@ -480,7 +519,12 @@ pub fn expand(grid: &BTreeMap<String, toml::Value>) -> Result<Vec<Task>, String>
                 "tasks {other} and {id} both map to directory `{dir}`: grid values must differ after sanitising"
             ));
         }
-        tasks.push(Task { id, dir, params });
+        tasks.push(Task {
+            id,
+            dir,
+            params,
+            expected_config: None,
+        });
     }
     Ok(tasks)
 }
@@ -634,10 +678,10 @@ mod tests {
     fn task_state_needs_a_complete_manifest_and_its_parts() {
         let d = tempfile::tempdir().unwrap();
         let dir = d.path().join("t");
-        assert_eq!(task_state(&dir), TaskState::Missing);
+        assert_eq!(task_state(&dir, None), TaskState::Missing);
         std::fs::create_dir(&dir).unwrap();
-        assert_eq!(task_state(&dir), TaskState::Partial);
+        assert_eq!(task_state(&dir, None), TaskState::Partial);
         std::fs::write(dir.join("manifest.json"), "{\"complete\": tr").unwrap();
-        assert_eq!(task_state(&dir), TaskState::Partial);
+        assert_eq!(task_state(&dir, None), TaskState::Partial);
     }
 }

@@ -20,6 +20,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
     }
     let exe = std::env::current_exe().context("cannot locate the psim binary")?;
     if let Some(id) = a.task {
+        sw.validate_task(id)?;
         return one_task(&sw, &exe, id, a.threads);
     }
     sw.validate()?;
@@ -38,6 +39,15 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
         pending.len(),
         sw.out.display()
     );
+    let stale = pending
+        .iter()
+        .filter(|&&id| sw.state(&sw.tasks[id]) == TaskState::Stale)
+        .count();
+    if stale > 0 {
+        println!(
+            "{stale} of them hold a complete run of another scenario (the base scenario or psim changed): redone"
+        );
+    }
     match a.backend {
         Backend::Local => local(&sw, &exe, &a, &pending),
         Backend::Slurm => slurm(&sw, &exe, &a, &pending),
@@ -46,14 +56,7 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
 
 /// One task (a job-array element): skipped when already complete.
 fn one_task(sw: &Sweep, exe: &Path, id: usize, threads: Option<u32>) -> Result<()> {
-    let Some(t) = sw.tasks.get(id) else {
-        bail!(
-            "{}: --task {id}: the sweep has {} tasks (0 to {})",
-            sw.path.display(),
-            sw.tasks.len(),
-            sw.tasks.len() - 1
-        );
-    };
+    let t = &sw.tasks[id];
     if sw.state(t) == TaskState::Complete {
         println!("task {id} ({}): skipped (complete)", t.dir);
         return Ok(());

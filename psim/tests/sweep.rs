@@ -326,3 +326,44 @@ fn the_shipped_example_sweep_validates_and_out_overrides_its_folder() {
         serde_json::from_slice(&fs::read(out.join("sweep.json")).unwrap()).unwrap();
     assert_eq!(index["tasks"].as_array().unwrap().len(), 48);
 }
+
+#[test]
+fn tasks_of_a_changed_base_scenario_are_redone() {
+    let d = tempfile::tempdir().unwrap();
+    let base = d.path().join("base.toml");
+    fs::copy(base_scenario(), &base).unwrap();
+    let sweep = d.path().join("sweep.toml");
+    fs::write(
+        &sweep,
+        "base = \"base.toml\"\nout = \"out\"\n[grid]\n\"traffic.0.senders\" = [2, 3]\n",
+    )
+    .unwrap();
+    let sweep_s = sweep.to_str().unwrap();
+    let first = assert_ok(&psim(&["sweep", sweep_s]));
+    assert!(first.contains("ran 2, skipped 0"), "{first}");
+    let again = assert_ok(&psim(&["sweep", sweep_s]));
+    assert!(again.contains("ran 0, skipped 2"), "{again}");
+    // A job-array element agrees.
+    let one = assert_ok(&psim(&["sweep", sweep_s, "--task", "1"]));
+    assert!(one.contains("skipped (complete)"), "{one}");
+
+    // Smaller flows: the finished runs no longer match their tasks.
+    let text = fs::read_to_string(&base).unwrap();
+    fs::write(
+        &base,
+        text.replace("size_bytes = 450000", "size_bytes = 90000"),
+    )
+    .unwrap();
+    let one = assert_ok(&psim(&["sweep", sweep_s, "--task", "1"]));
+    assert!(one.contains("done in"), "{one}");
+    let redo = assert_ok(&psim(&["sweep", sweep_s]));
+    assert!(
+        redo.contains("1 of them hold a complete run of another scenario"),
+        "{redo}"
+    );
+    assert!(redo.contains("ran 1, skipped 1"), "{redo}");
+    for n in [2, 3] {
+        let m = manifest(&d.path().join(format!("out/traffic.0.senders={n}")));
+        assert_eq!(m["config"]["traffic"][0]["size_bytes"], 90000);
+    }
+}
