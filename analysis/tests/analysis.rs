@@ -711,3 +711,57 @@ fn a_real_ndp_incast_analyses_consistently() {
     write_plots(&rep, &t.path().join("plots")).unwrap();
     png_is_drawn(&t.path().join("plots/goodput_sorted.png"));
 }
+
+/// The folder `psim sweep` writes (task directories named `key=value,...`,
+/// `sweep.json`, `logs/`, a `psim.log` in each task, and here one unfinished
+/// task) analyses as one table: one row per finished task, keyed by exactly
+/// the swept parameters, with each task's own values.
+#[test]
+fn a_psim_sweep_folder_is_one_table_keyed_by_the_swept_parameters() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let sweep_file = t.path().join("sweep.toml");
+    std::fs::write(
+        &sweep_file,
+        format!(
+            "base = {:?}\nout = \"out\"\n[grid]\n\"traffic.0.senders\" = [2, 3]\n\"protocol.ndp.iw_packets\" = [4, 23]\nseed = [1, 2, 3]\n",
+            root.join("scenarios/small/ndp_incast_k4.toml").display().to_string()
+        ),
+    )
+    .unwrap();
+    let mut sw = psim::sweep::Sweep::load(&sweep_file).unwrap();
+    sw.validate().unwrap();
+    sw.write_index().unwrap();
+    std::fs::create_dir_all(sw.out.join("logs")).unwrap();
+    let (done, unfinished) = sw.tasks.split_at(sw.tasks.len() - 1);
+    for task in done {
+        let scn = psim::config::Scenario::load(&sw.base, &task.sets()).unwrap();
+        let dir = sw.task_dir(task);
+        let opts = psim::engine::SimOptions {
+            shards: 2,
+            threads: 1,
+        };
+        psim::run::execute(&scn, opts, &dir, false, &mut |_| {}).unwrap();
+        std::fs::write(dir.join(psim::sweep::TASK_LOG), "done\n").unwrap();
+    }
+    // The last task was cut short: flows written, no manifest.
+    std::fs::create_dir_all(sw.task_dir(&unfinished[0]).join("flows")).unwrap();
+
+    let rep = analyze(std::slice::from_ref(&sw.out), &Options::default()).unwrap();
+    assert_eq!(rep.runs.len(), 11);
+    assert_eq!(
+        rep.param_keys,
+        ["protocol.ndp.iw_packets", "seed", "traffic.0.senders"]
+    );
+    for (run, values) in rep.runs.iter().zip(&rep.param_values) {
+        let name = run.dir.file_name().unwrap().to_str().unwrap();
+        let task = done.iter().find(|t| t.dir == name).expect(name);
+        let expected: Vec<&String> = task.params.values().collect();
+        assert_eq!(values.iter().collect::<Vec<_>>(), expected, "{name}");
+        // An incast of N senders is N flows.
+        assert_eq!(
+            run.counters.flows.to_string(),
+            task.params["traffic.0.senders"]
+        );
+    }
+}

@@ -15,6 +15,7 @@ pub mod packet;
 pub mod queue;
 pub mod rng;
 pub mod run;
+pub mod sweep;
 pub mod topo;
 pub mod trace;
 pub mod transport;

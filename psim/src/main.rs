@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
+mod sweep_cmd;
+
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -47,6 +49,47 @@ enum Cmd {
     },
     /// Measure engine speed on a full-load CBR permutation.
     Bench(BenchArgs),
+    /// Run a parameter grid over a base scenario: locally or as a SLURM job array.
+    ///
+    /// Each task writes to its own directory in the sweep folder, named by its
+    /// parameters; a task with a complete run there is skipped, a partial one
+    /// is redone. `psim-analyze SWEEP_DIR` tabulates every task.
+    Sweep(SweepArgs),
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// Sweep file (TOML: base, out, [grid], optional [local] and [slurm]).
+    sweep: PathBuf,
+    /// Sweep folder (default: the sweep file's `out`, relative to the sweep file).
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Where the tasks run: `local` (child processes here) or `slurm` (a job array).
+    #[arg(long, value_enum, default_value_t = Backend::Local)]
+    backend: Backend,
+    /// Local tasks run at once (default: [local] jobs, else the number of cores).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Worker threads per task (default: [local] threads, else cores / jobs).
+    #[arg(long)]
+    threads: Option<u32>,
+    /// Run only the task with this index (what each job-array task does).
+    #[arg(long, value_name = "ID")]
+    task: Option<usize>,
+    /// Validate and list what would run; with --backend slurm, write the
+    /// script and print the sbatch line without submitting.
+    #[arg(long)]
+    dry_run: bool,
+    /// With --backend slurm: wait for the job array to end (`sbatch --wait`)
+    /// and check every task's outputs.
+    #[arg(long)]
+    wait: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Backend {
+    Local,
+    Slurm,
 }
 
 #[derive(Args)]
@@ -141,6 +184,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Cmd::Workload { scn, out } => write_workload(&scn, &out),
         Cmd::Bench(a) => bench(a),
+        Cmd::Sweep(a) => sweep_cmd::sweep(a),
     }
 }
 

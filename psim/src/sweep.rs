@@ -1,0 +1,687 @@
+//! Parameter sweeps: a grid of `--set` overrides over one base scenario,
+//! expanded into tasks that run locally or as a SLURM job array.
+//!
+//! A sweep file is TOML:
+//!
+//! ```toml
+//! base = "../scenarios/small/ndp_incast_k4.toml"   # relative to this file
+//! out = "../out/incast_sweep"                       # the sweep folder, relative to this file
+//! [local]
+//! jobs = 2                                          # tasks at once without SLURM
+//! [slurm]
+//! partition = "compute"
+//! time = "00:10:00"
+//! [grid]                                            # dotted scenario key -> values
+//! "traffic.0.senders" = [4, 8]
+//! "protocol.ndp.iw_packets" = [4, 23]
+//! seed = [1, 2]
+//! ```
+//!
+//! Every combination of grid values is one task. A task is `psim run` of the
+//! base scenario with the task's values as `--set` overrides, into its own
+//! directory named by those values (`protocol.ndp.iw_packets=4,seed=1,...`),
+//! so that a task's directory does not depend on the other axes' lengths and
+//! a grown grid still finds the tasks already done. A task whose directory
+//! holds a complete manifest, every data file it lists, and the task's own
+//! resolved scenario is skipped; any other directory (a partial run, or a run
+//! of a base scenario that has since changed) is redone (`psim run --force`).
+//!
+//! Everything that can be checked before running is: the sweep file's
+//! schema, empty axes, and every task's scenario (each key must exist in the
+//! scenario schema and each combination must validate), so a typo is one
+//! error line before anything runs or is submitted.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::config::Scenario;
+use crate::trace::outdir::TMP_SUFFIX;
+use crate::trace::read_manifest;
+
+/// File name of the sweep's task index inside the sweep folder.
+pub const INDEX_FILE: &str = "sweep.json";
+/// File name of the job-array script written into the sweep folder.
+pub const SCRIPT_FILE: &str = "sweep.sbatch";
+/// Per-task log (the `psim run` child's stdout and stderr), inside the task directory.
+pub const TASK_LOG: &str = "psim.log";
+/// The job-array script, shared with `slurm/sweep_array.sbatch` so that the
+/// documented template and what `psim sweep` submits cannot drift apart.
+pub const ARRAY_TEMPLATE: &str = include_str!("../../slurm/sweep_array.sbatch");
+
+/// Longest task directory name accepted: file systems limit a name to 255
+/// bytes, and a clear error beats a failure halfway through a sweep.
+const MAX_DIR_NAME: usize = 200;
+
+/// A sweep error: one line naming the sweep file, key or task at fault.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The sweep file cannot be read.
+    #[error("cannot read sweep file {path}: {source}")]
+    Read {
+        /// The sweep file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The sweep file is not valid TOML or does not match the schema.
+    #[error("{path}: {message}")]
+    Parse {
+        /// The sweep file.
+        path: PathBuf,
+        /// What is wrong, with its line when known.
+        message: String,
+    },
+    /// A grid key or combination that the base scenario rejects, or any other
+    /// invalid sweep content.
+    #[error("{path}: {message}")]
+    Invalid {
+        /// The sweep file.
+        path: PathBuf,
+        /// What is wrong and where.
+        message: String,
+    },
+    /// Reading or writing the sweep folder failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> SweepError + '_ {
+    move |source| SweepError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The sweep file as written.
+#[derive(Deserialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct SweepFile {
+    /// Base scenario, relative to the sweep file.
+    pub base: PathBuf,
+    /// Sweep folder, relative to the sweep file.
+    pub out: PathBuf,
+    /// Dotted scenario key -> the values it takes.
+    #[serde(default)]
+    pub grid: BTreeMap<String, toml::Value>,
+    /// Settings for running without SLURM.
+    #[serde(default)]
+    pub local: LocalSettings,
+    /// Settings for a SLURM job array.
+    #[serde(default)]
+    pub slurm: SlurmSettings,
+}
+
+/// `[local]`: running the tasks on this machine.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct LocalSettings {
+    /// Tasks run at once (default: the number of cores).
+    pub jobs: Option<usize>,
+    /// Worker threads per task (default: cores / jobs, at least 1).
+    pub threads: Option<u32>,
+}
+
+/// `[slurm]`: options of the job array. Each becomes an `sbatch` option.
+#[derive(Deserialize, Debug, Clone, Default)]
+#[serde(deny_unknown_fields)]
+pub struct SlurmSettings {
+    /// `--partition`.
+    pub partition: Option<String>,
+    /// `--account`.
+    pub account: Option<String>,
+    /// `--time` (e.g. `"00:30:00"`).
+    pub time: Option<String>,
+    /// `--cpus-per-task`; each task runs that many threads.
+    pub cpus_per_task: Option<u32>,
+    /// Environment modules loaded before each task (`module load ...`).
+    #[serde(default)]
+    pub modules: Vec<String>,
+    /// At most this many array tasks run at once (`--array=...%N`).
+    pub max_parallel: Option<u32>,
+    /// Any other `sbatch` options, passed verbatim (e.g. `["--mem=2G"]`).
+    #[serde(default)]
+    pub sbatch_args: Vec<String>,
+}
+
+/// One point of the grid.
+#[derive(Serialize, Debug, Clone, PartialEq)]
+pub struct Task {
+    /// Index in the expansion order (the job-array index).
+    pub id: usize,
+    /// Its directory name inside the sweep folder.
+    pub dir: String,
+    /// Grid key -> this task's value, as TOML text.
+    pub params: BTreeMap<String, String>,
+    /// The resolved scenario its manifest must record, once
+    /// [`Sweep::validate`] (or [`Sweep::validate_task`]) has computed it.
+    #[serde(skip)]
+    pub expected_config: Option<serde_json::Value>,
+}
+
+impl Task {
+    /// The `--set KEY=VALUE` overrides of this task.
+    pub fn sets(&self) -> Vec<String> {
+        self.params
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect()
+    }
+}
+
+/// A loaded and expanded sweep.
+#[derive(Debug, Clone)]
+pub struct Sweep {
+    /// The sweep file (absolute).
+    pub path: PathBuf,
+    /// The sweep file's content.
+    pub file: SweepFile,
+    /// The base scenario (absolute).
+    pub base: PathBuf,
+    /// The sweep folder (absolute).
+    pub out: PathBuf,
+    /// Every task, in expansion order.
+    pub tasks: Vec<Task>,
+}
+
+/// How a task stands on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskState {
+    /// A complete manifest and every data file it lists: skipped.
+    Complete,
+    /// No directory yet.
+    Missing,
+    /// A directory without a valid, complete run: redone.
+    Partial,
+    /// A complete run of another scenario than the task's (the base
+    /// scenario or psim's schema changed since): redone.
+    Stale,
+}
+
+impl Sweep {
+    /// Reads a sweep file and expands its grid, checking its schema and axes.
+    /// Task scenarios are not validated yet; see [`Sweep::validate`].
+    pub fn load(path: &Path) -> Result<Sweep, SweepError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SweepError::Read {
+            path: path.into(),
+            source,
+        })?;
+        let path = std::path::absolute(path).map_err(io_err(path))?;
+        let file: SweepFile = toml::from_str(&text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| {
+                    let before = &text[..s.start.min(text.len())];
+                    format!("line {}: ", before.matches('\n').count() + 1)
+                })
+                .unwrap_or_default();
+            SweepError::Parse {
+                path: path.clone(),
+                message: format!("{at}{}", e.message().trim().replace('\n', " ")),
+            }
+        })?;
+        let dir = path.parent().unwrap_or(Path::new("."));
+        let base = dir.join(&file.base);
+        let out = dir.join(&file.out);
+        let tasks = expand(&file.grid).map_err(|message| SweepError::Invalid {
+            path: path.clone(),
+            message,
+        })?;
+        if file.local.jobs == Some(0) || file.local.threads == Some(0) {
+            return Err(SweepError::Invalid {
+                path,
+                message: "[local] jobs and threads must be at least 1".into(),
+            });
+        }
+        if file.slurm.cpus_per_task == Some(0) || file.slurm.max_parallel == Some(0) {
+            return Err(SweepError::Invalid {
+                path,
+                message: "[slurm] cpus_per_task and max_parallel must be at least 1".into(),
+            });
+        }
+        Ok(Sweep {
+            path,
+            file,
+            base,
+            out,
+            tasks,
+        })
+    }
+
+    /// Checks every grid key on its own (so an unknown key is named as such)
+    /// and then every task's full scenario, in parallel. Nothing should run or
+    /// be submitted before this passes.
+    pub fn validate(&mut self) -> Result<(), SweepError> {
+        let invalid = |message: String| SweepError::Invalid {
+            path: self.path.clone(),
+            message,
+        };
+        if !self.base.is_file() {
+            return Err(invalid(format!(
+                "base scenario {} is not a file",
+                self.base.display()
+            )));
+        }
+        let first = &self.tasks[0];
+        for (key, value) in &first.params {
+            Scenario::load(&self.base, &[format!("{key}={value}")]).map_err(|e| {
+                invalid(format!(
+                    "[grid] key `{key}` is not valid for the base scenario: {e}"
+                ))
+            })?;
+        }
+        let (base, path) = (&self.base, &self.path);
+        self.tasks
+            .par_iter_mut()
+            .try_for_each(|t| resolve_task(base, path, t))
+    }
+
+    /// Validates one task (all a job-array element needs) and records the
+    /// scenario its manifest must hold.
+    pub fn validate_task(&mut self, id: usize) -> Result<(), SweepError> {
+        let n = self.tasks.len();
+        let (base, path) = (&self.base, &self.path);
+        let t = self.tasks.get_mut(id).ok_or_else(|| SweepError::Invalid {
+            path: path.clone(),
+            message: format!("--task {id}: the sweep has {n} tasks (0 to {})", n - 1),
+        })?;
+        resolve_task(base, path, t)
+    }
+
+    /// Puts the sweep folder at `out` instead of the file's `out` (relative
+    /// paths are relative to the current directory, as on any command line).
+    pub fn with_out(mut self, out: &Path) -> Result<Sweep, SweepError> {
+        self.out = std::path::absolute(out).map_err(io_err(out))?;
+        Ok(self)
+    }
+
+    /// The directory of a task.
+    pub fn task_dir(&self, t: &Task) -> PathBuf {
+        self.out.join(&t.dir)
+    }
+
+    /// Whether a task is done, absent or to be redone.
+    pub fn state(&self, t: &Task) -> TaskState {
+        task_state(&self.task_dir(t), t.expected_config.as_ref())
+    }
+
+    /// Writes `sweep.json` (task id -> directory -> parameters) into the
+    /// sweep folder, creating it. Written through a temporary file and a
+    /// rename, so a reader never sees half an index.
+    pub fn write_index(&self) -> Result<PathBuf, SweepError> {
+        std::fs::create_dir_all(&self.out).map_err(io_err(&self.out))?;
+        let index = serde_json::json!({
+            "sweep": self.path.display().to_string(),
+            "base": self.base.display().to_string(),
+            "out": self.out.display().to_string(),
+            "tasks": self.tasks,
+        });
+        let mut text = serde_json::to_string_pretty(&index).expect("JSON of strings and maps");
+        text.push('\n');
+        let path = self.out.join(INDEX_FILE);
+        write_atomic(&path, text.as_bytes())?;
+        Ok(path)
+    }
+
+    /// The `psim run` command of a task, for the psim binary `exe`.
+    pub fn task_command(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Command {
+        let mut cmd = Command::new(exe);
+        cmd.arg("run")
+            .arg(&self.base)
+            .arg("--out")
+            .arg(self.task_dir(t))
+            // A leftover directory is a partial run: replace psim's outputs in it.
+            .arg("--force")
+            .arg("--quiet");
+        if let Some(n) = threads {
+            cmd.arg("--threads").arg(n.to_string());
+        }
+        for s in t.sets() {
+            cmd.arg("--set").arg(s);
+        }
+        cmd
+    }
+
+    /// Runs one task as a child process, its output going to the task's
+    /// `psim.log`. An error names the task and quotes the log's last line.
+    pub fn run_task(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Result<(), String> {
+        let dir = self.task_dir(t);
+        let fail = |m: String| format!("task {} ({}) FAILED: {m}", t.id, t.dir);
+        std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
+        let log_path = dir.join(TASK_LOG);
+        let log = std::fs::File::create(&log_path)
+            .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
+        let status = self
+            .task_command(exe, t, threads)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .status()
+            .map_err(|e| fail(format!("cannot start {}: {e}", exe.display())))?;
+        if status.success() && self.state(t) == TaskState::Complete {
+            return Ok(());
+        }
+        let last = std::fs::read_to_string(&log_path)
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .map(str::to_owned)
+            })
+            .unwrap_or_default();
+        Err(fail(format!(
+            "psim run {status}: {last} (log: {})",
+            log_path.display()
+        )))
+    }
+
+    /// The `sbatch` arguments (without the program name) that submit the
+    /// tasks `ids` as a job array running `script`.
+    pub fn sbatch_args(&self, ids: &[usize], script: &Path, wait: bool) -> Vec<String> {
+        let s = &self.file.slurm;
+        let mut args = vec!["--job-name=psim-sweep".to_string()];
+        let mut array = format!("--array={}", array_spec(ids));
+        if let Some(n) = s.max_parallel {
+            let _ = write!(array, "%{n}");
+        }
+        args.push(array);
+        args.push(format!(
+            "--output={}",
+            self.out.join("logs").join("%A_%a.out").display()
+        ));
+        if let Some(p) = &s.partition {
+            args.push(format!("--partition={p}"));
+        }
+        if let Some(a) = &s.account {
+            args.push(format!("--account={a}"));
+        }
+        if let Some(t) = &s.time {
+            args.push(format!("--time={t}"));
+        }
+        if let Some(c) = s.cpus_per_task {
+            args.push(format!("--cpus-per-task={c}"));
+        }
+        args.extend(s.sbatch_args.iter().cloned());
+        if wait {
+            args.push("--wait".into());
+        }
+        args.push(script.display().to_string());
+        args.push(self.path.display().to_string());
+        // The folder this submission checked, even if it came from --out.
+        args.push("--out".into());
+        args.push(self.out.display().to_string());
+        args
+    }
+
+    /// Environment of the submission: the psim binary and the modules, read
+    /// by the job-array script (sbatch exports the submitting environment).
+    pub fn sbatch_env(&self, exe: &Path) -> Vec<(String, String)> {
+        vec![
+            ("PSIM".into(), exe.display().to_string()),
+            ("PSIM_MODULES".into(), self.file.slurm.modules.join(" ")),
+        ]
+    }
+}
+
+/// Loads a task's scenario (which validates it) and records its resolved
+/// form as the manifest will hold it: through JSON text and back, so that
+/// floats compare equal to the ones read from a manifest.
+fn resolve_task(base: &Path, sweep: &Path, t: &mut Task) -> Result<(), SweepError> {
+    let scn = Scenario::load(base, &t.sets()).map_err(|e| SweepError::Invalid {
+        path: sweep.to_path_buf(),
+        message: format!("task {} ({}): {e}", t.id, t.dir),
+    })?;
+    let text = serde_json::to_vec(&scn.resolved_json()).expect("JSON values serialise");
+    t.expected_config = Some(serde_json::from_slice(&text).expect("JSON text parses back"));
+    Ok(())
+}
+
+/// Whether `dir` holds a finished run: a manifest that parses, says
+/// `complete`, has every data file it lists present and, when `expected` is
+/// given, records that scenario. A complete run of another scenario is
+/// stale; anything else that exists is partial. Both are redone.
+pub fn task_state(dir: &Path, expected: Option<&serde_json::Value>) -> TaskState {
+    if !dir.exists() {
+        return TaskState::Missing;
+    }
+    match read_manifest(dir) {
+        Ok(m) if m.complete && m.parts.iter().all(|p| dir.join(p).is_file()) => {
+            if expected.is_some_and(|c| *c != m.config) {
+                TaskState::Stale
+            } else {
+                TaskState::Complete
+            }
+        }
+        _ => TaskState::Partial,
+    }
+}
+
+/// Expands a grid into tasks: the cartesian product of its axes, keys in
+/// sorted order, the last key varying fastest. Errors (as a message) on an
+/// empty grid, an axis that is not a non-empty array, or two tasks whose
+/// directory names collide.
+pub fn expand(grid: &BTreeMap<String, toml::Value>) -> Result<Vec<Task>, String> {
+    if grid.is_empty() {
+        return Err("[grid] is empty: the sweep has no tasks".into());
+    }
+    let mut axes: Vec<(&str, Vec<String>)> = Vec::new();
+    for (key, v) in grid {
+        if key.trim().is_empty() {
+            return Err("[grid] has an empty key".into());
+        }
+        let values = match v {
+            toml::Value::Array(a) if a.is_empty() => {
+                return Err(format!(
+                    "[grid] `{key}` has no values: the sweep would have no tasks"
+                ))
+            }
+            toml::Value::Array(a) => a.iter().map(toml_text).collect(),
+            other => {
+                return Err(format!(
+                    "[grid] `{key}` must be an array of values, found {}",
+                    other.type_str()
+                ))
+            }
+        };
+        axes.push((key, values));
+    }
+    let total: usize = axes.iter().map(|(_, v)| v.len()).product();
+    let mut tasks = Vec::with_capacity(total);
+    let mut seen = BTreeMap::new();
+    for id in 0..total {
+        let mut rest = id;
+        let mut params = BTreeMap::new();
+        for (key, values) in axes.iter().rev() {
+            params.insert(key.to_string(), values[rest % values.len()].clone());
+            rest /= values.len();
+        }
+        let dir = dir_name(&params);
+        if dir.len() > MAX_DIR_NAME {
+            return Err(format!(
+                "task {id}: directory name `{dir}` is longer than {MAX_DIR_NAME} bytes; use shorter grid values"
+            ));
+        }
+        if let Some(other) = seen.insert(dir.clone(), id) {
+            return Err(format!(
+                "tasks {other} and {id} both map to directory `{dir}`: grid values must differ after sanitising"
+            ));
+        }
+        tasks.push(Task {
+            id,
+            dir,
+            params,
+            expected_config: None,
+        });
+    }
+    Ok(tasks)
+}
+
+/// A value as `--set` reads it: TOML text, so that strings keep their quotes
+/// and are not re-parsed as numbers.
+fn toml_text(v: &toml::Value) -> String {
+    v.to_string()
+}
+
+/// `key=value,key=value` in key order, with every byte outside
+/// `[A-Za-z0-9._+=-]` (quotes, spaces, slashes...) replaced by `_`, so that
+/// the name is safe in a path and in a shell, and the same on every run.
+pub fn dir_name(params: &BTreeMap<String, String>) -> String {
+    let raw = params
+        .iter()
+        .map(|(k, v)| format!("{k}={}", v.trim_matches('"')))
+        .collect::<Vec<_>>()
+        .join(",");
+    raw.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "._+=-,".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// SLURM's `--array` list for `ids` (sorted ascending): runs of consecutive
+/// ids as ranges, e.g. `0-3,5,7-8`.
+pub fn array_spec(ids: &[usize]) -> String {
+    let mut out = String::new();
+    let mut i = 0;
+    while i < ids.len() {
+        let start = ids[i];
+        let mut end = start;
+        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
+            i += 1;
+            end = ids[i];
+        }
+        if !out.is_empty() {
+            out.push(',');
+        }
+        if end == start {
+            let _ = write!(out, "{start}");
+        } else {
+            let _ = write!(out, "{start}-{end}");
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Writes `bytes` to `path` through `path.tmp` and a rename.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
+    let mut tmp = path.as_os_str().to_owned();
+    tmp.push(TMP_SUFFIX);
+    let tmp = PathBuf::from(tmp);
+    std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
+    std::fs::rename(&tmp, path).map_err(io_err(path))
+}
+
+/// Quotes `s` for a POSIX shell when it holds anything but safe characters,
+/// so that a printed command line can be pasted back.
+pub fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._+=-,/:%@".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grid(text: &str) -> BTreeMap<String, toml::Value> {
+        let t: toml::Table = toml::from_str(text).unwrap();
+        t.into_iter().collect()
+    }
+
+    #[test]
+    fn expands_the_cartesian_product_last_key_fastest() {
+        let tasks = expand(&grid(
+            "\"traffic.0.senders\" = [4, 8]\nseed = [1, 2, 3]\n\"switch.queue\" = [\"ndp\"]",
+        ))
+        .unwrap();
+        assert_eq!(tasks.len(), 6);
+        let dirs: Vec<&str> = tasks.iter().map(|t| t.dir.as_str()).collect();
+        assert_eq!(
+            dirs,
+            [
+                "seed=1,switch.queue=ndp,traffic.0.senders=4",
+                "seed=1,switch.queue=ndp,traffic.0.senders=8",
+                "seed=2,switch.queue=ndp,traffic.0.senders=4",
+                "seed=2,switch.queue=ndp,traffic.0.senders=8",
+                "seed=3,switch.queue=ndp,traffic.0.senders=4",
+                "seed=3,switch.queue=ndp,traffic.0.senders=8",
+            ]
+        );
+        assert!(tasks.iter().enumerate().all(|(i, t)| t.id == i));
+        // Strings keep their TOML quotes in --set, so "1" stays a string.
+        assert_eq!(
+            tasks[5].sets(),
+            ["seed=3", "switch.queue=\"ndp\"", "traffic.0.senders=8"]
+        );
+    }
+
+    #[test]
+    fn bad_grids_are_errors_naming_the_axis() {
+        assert!(expand(&grid("")).unwrap_err().contains("[grid] is empty"));
+        let e = expand(&grid("seed = [1]\n\"topology.k\" = []")).unwrap_err();
+        assert!(e.contains("`topology.k` has no values"), "{e}");
+        let e = expand(&grid("seed = 3")).unwrap_err();
+        assert!(e.contains("`seed` must be an array"), "{e}");
+        // "a b" and "a/b" both sanitise to "a_b".
+        let e = expand(&grid("name = [\"a b\", \"a/b\"]")).unwrap_err();
+        assert!(e.contains("both map to directory `name=a_b`"), "{e}");
+    }
+
+    #[test]
+    fn names_are_filesystem_safe() {
+        let tasks = expand(&grid(
+            "name = [\"x/../y z\"]\n\"protocol.ndp.min_rto_us\" = [0.5]",
+        ))
+        .unwrap();
+        assert_eq!(tasks[0].dir, "name=x_.._y_z,protocol.ndp.min_rto_us=0.5");
+        assert!(!tasks[0].dir.contains('/'));
+    }
+
+    #[test]
+    fn array_spec_compresses_runs() {
+        assert_eq!(array_spec(&[0, 1, 2, 3]), "0-3");
+        assert_eq!(array_spec(&[0, 2, 3, 5, 7, 8, 9]), "0,2-3,5,7-9");
+        assert_eq!(array_spec(&[4]), "4");
+    }
+
+    #[test]
+    fn shell_quote_leaves_plain_words() {
+        assert_eq!(shell_quote("--array=0-3%2"), "--array=0-3%2");
+        assert_eq!(shell_quote("gcc openmpi"), "'gcc openmpi'");
+        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn task_state_needs_a_complete_manifest_and_its_parts() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("t");
+        assert_eq!(task_state(&dir, None), TaskState::Missing);
+        std::fs::create_dir(&dir).unwrap();
+        assert_eq!(task_state(&dir, None), TaskState::Partial);
+        std::fs::write(dir.join("manifest.json"), "{\"complete\": tr").unwrap();
+        assert_eq!(task_state(&dir, None), TaskState::Partial);
+    }
+}

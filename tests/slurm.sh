@@ -1,0 +1,220 @@
+#!/usr/bin/env bash
+# `psim sweep` on a real SLURM: a one-node cluster on localhost (munge,
+# slurmctld, slurmd from Debian's slurm-wlm), started here unless one already
+# answers. Submits a 2 x 2 sweep as a job array with `sbatch --wait`, checks
+# every task's manifest and flows, checks that psim-analyze tabulates all four
+# tasks in one table, then resubmits and checks that nothing is submitted.
+# Also runs slurm/single_node.sbatch and slurm/multi_node_mpi.sbatch (one rank).
+#
+# Without `sbatch` this prints "skipped", unless PSIM_REQUIRE_SLURM=1 (CI sets
+# it). Needs root to start the daemons (CI runs as root).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+repo=$PWD
+
+if ! command -v sbatch >/dev/null 2>&1 || ! command -v slurmctld >/dev/null 2>&1; then
+    if [[ "${PSIM_REQUIRE_SLURM:-0}" == 1 ]]; then
+        echo "slurm: sbatch or slurmctld not found and PSIM_REQUIRE_SLURM=1 (apt-get install slurm-wlm munge)" >&2
+        exit 1
+    fi
+    echo "slurm: skipped (sbatch not found)"
+    exit 0
+fi
+
+fail() {
+    echo "slurm: FAILED: $*" >&2
+    echo "slurm: 0 passed, 1 failed"
+    exit 1
+}
+
+work=$(mktemp -d /tmp/psim-slurm.XXXXXX)
+chmod 755 "$work"
+started=()
+cleanup() {
+    local pid
+    for pid in "${started[@]}"; do
+        kill "$pid" 2>/dev/null
+    done
+    # Give the daemons a moment to exit before their state directory goes.
+    for pid in "${started[@]}"; do
+        for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    done
+    rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The binaries: the same dev profile as `cargo test`, so no release build.
+cargo build -q -p psim -p analysis --bin psim --bin psim-analyze || fail "cargo build"
+psim=$repo/target/debug/psim
+analyze=$repo/target/debug/psim-analyze
+
+# ---------------------------------------------------------------------------
+# A one-node cluster, unless a configured one already answers.
+if sinfo -h -o %T >/dev/null 2>&1; then
+    echo "slurm: using the running cluster ($(sinfo -h -o '%N %T' | head -1))"
+else
+    # munge: the key comes with the Debian package; create one if it is missing.
+    if [[ ! -s /etc/munge/munge.key ]]; then
+        runuser -u munge -- mungekey --create || fail "mungekey --create"
+    fi
+    if ! munge -n >/dev/null 2>&1; then
+        mkdir -p /run/munge && chown munge:munge /run/munge && chmod 755 /run/munge
+        rm -f /run/munge/munged.pid
+        runuser -u munge -- munged || fail "munged did not start"
+        for _ in $(seq 50); do [[ -s /run/munge/munged.pid ]] && break; sleep 0.1; done
+        started+=("$(cat /run/munge/munged.pid)")
+        munge -n | unmunge >/dev/null || fail "munge does not work"
+    fi
+
+    # slurmd knows itself by the short host name.
+    host=$(uname -n)
+    host=${host%%.*}
+    mkdir -p "$work/state" "$work/spool"
+    export SLURM_CONF=$work/slurm.conf
+    cat > "$SLURM_CONF" <<CONF
+ClusterName=psimtest
+SlurmctldHost=$host(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+StateSaveLocation=$work/state
+SlurmdSpoolDir=$work/spool
+SlurmctldPidFile=$work/slurmctld.pid
+SlurmdPidFile=$work/slurmd.pid
+SlurmctldLogFile=$work/slurmctld.log
+SlurmdLogFile=$work/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+MpiDefault=none
+SchedulerType=sched/backfill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+ReturnToService=2
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+CONF
+    slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start (log: $(tail -3 "$work/slurmctld.log" 2>/dev/null))"
+    for _ in $(seq 50); do [[ -s $work/slurmctld.pid ]] && break; sleep 0.1; done
+    started+=("$(cat "$work/slurmctld.pid")")
+    slurmd -f "$SLURM_CONF" || fail "slurmd did not start (log: $(tail -3 "$work/slurmd.log" 2>/dev/null))"
+    for _ in $(seq 50); do [[ -s $work/slurmd.pid ]] && break; sleep 0.1; done
+    started+=("$(cat "$work/slurmd.pid")")
+    state=""
+    for _ in $(seq 60); do
+        state=$(sinfo -h -n "$host" -o %T 2>/dev/null)
+        [[ $state == idle ]] && break
+        sleep 1
+    done
+    [[ $state == idle ]] || fail "node $host is '${state}', not idle after 60 s (logs in $work: $(tail -2 "$work/slurmd.log" "$work/slurmctld.log" 2>/dev/null | tr '\n' ' '))"
+    echo "slurm: one-node cluster $host up ($(nproc) CPUs)"
+fi
+
+# ---------------------------------------------------------------------------
+# The sweep: 2 incast sizes x 2 initial windows on a k = 4 FatTree.
+cat > "$work/sweep.toml" <<TOML
+base = "$repo/scenarios/small/ndp_incast_k4.toml"
+out = "out"
+[slurm]
+time = "00:05:00"
+cpus_per_task = 1
+[grid]
+"traffic.0.senders" = [4, 8]
+"protocol.ndp.iw_packets" = [4, 23]
+TOML
+dirs=(
+    "protocol.ndp.iw_packets=4,traffic.0.senders=4"
+    "protocol.ndp.iw_packets=4,traffic.0.senders=8"
+    "protocol.ndp.iw_packets=23,traffic.0.senders=4"
+    "protocol.ndp.iw_packets=23,traffic.0.senders=8"
+)
+
+# The dry run prints the sbatch line and submits nothing.
+"$psim" sweep "$work/sweep.toml" --backend slurm --dry-run > "$work/dry.txt" || fail "dry run: $(cat "$work/dry.txt")"
+grep -q -- "sbatch .*--array=0-3 " "$work/dry.txt" || fail "dry run printed no sbatch line for tasks 0-3: $(cat "$work/dry.txt")"
+[[ -z $(squeue -h) ]] || fail "the dry run submitted a job: $(squeue -h)"
+
+# A bad grid is refused before anything is submitted.
+sed 's/"protocol.ndp.iw_packets"/"protocol.ndp.no_such_key"/' "$work/sweep.toml" > "$work/bad.toml"
+if "$psim" sweep "$work/bad.toml" --backend slurm > "$work/bad.txt" 2>&1; then
+    fail "a sweep with an unknown key was accepted"
+fi
+grep -q "no_such_key" "$work/bad.txt" || fail "the error does not name the key: $(cat "$work/bad.txt")"
+[[ -z $(squeue -h) ]] || fail "the bad sweep submitted a job: $(squeue -h)"
+
+timeout 300 "$psim" sweep "$work/sweep.toml" --backend slurm --wait > "$work/submit.txt" 2>&1 \
+    || fail "sweep --backend slurm --wait: $(cat "$work/submit.txt"; cat "$work"/out/logs/* 2>/dev/null)"
+grep -q "Submitted batch job" "$work/submit.txt" || fail "no job was submitted: $(cat "$work/submit.txt")"
+grep -q "ran 4, skipped 0, failed 0" "$work/submit.txt" || fail "unexpected summary: $(cat "$work/submit.txt")"
+
+# Every task ran as an array element (its own log) and left a complete run
+# whose manifest carries its own parameters.
+[[ $(find "$work/out/logs" -name '*.out' | wc -l) == 4 ]] || fail "expected 4 array-task logs: $(ls "$work/out/logs")"
+for d in "${dirs[@]}"; do
+    m="$work/out/$d/manifest.json"
+    [[ -s $m ]] || fail "$d: no manifest"
+    senders=${d##*senders=}
+    iw=${d#*iw_packets=}; iw=${iw%%,*}
+    python3 - "$m" "$senders" "$iw" <<'PY' || fail "$d: manifest check"
+import json, sys
+m = json.load(open(sys.argv[1]))
+senders, iw = int(sys.argv[2]), int(sys.argv[3])
+assert m["complete"] is True, "not complete"
+assert m["flows_started"] == senders and m["flows_finished"] == senders, (m["flows_started"], m["flows_finished"])
+cfg = json.dumps(m["config"])
+assert f'"iw_packets": {iw}' in cfg, f"iw_packets {iw} not in config"
+PY
+    [[ -n $(find "$work/out/$d/flows" -name 'part-*.parquet') ]] || fail "$d: no flows parts"
+done
+
+# One table across all tasks, keyed by the two swept parameters.
+"$analyze" "$work/out" --format csv --out "$work/report" --no-plots > /dev/null 2>&1 || fail "psim-analyze on the sweep folder"
+summary="$work/report/summary.csv"
+[[ -s $summary ]] || fail "no summary.csv: $(ls "$work/report")"
+rows=$(($(wc -l < "$summary") - 1))
+[[ $rows == 4 ]] || fail "summary.csv has $rows rows, expected 4"
+head -1 "$summary" | grep -q "protocol.ndp.iw_packets" || fail "summary.csv is not keyed by iw_packets: $(head -1 "$summary")"
+head -1 "$summary" | grep -q "traffic.0.senders" || fail "summary.csv is not keyed by senders: $(head -1 "$summary")"
+for d in "${dirs[@]}"; do
+    grep -qF "$d" "$summary" || fail "summary.csv has no row for $d"
+done
+
+# Resubmitting skips every finished task and submits nothing.
+jobs_before=$(scontrol show jobs -o 2>/dev/null | grep -c JobId=)
+"$psim" sweep "$work/sweep.toml" --backend slurm --wait > "$work/again.txt" 2>&1 || fail "resubmission: $(cat "$work/again.txt")"
+grep -q "nothing submitted" "$work/again.txt" || fail "resubmission submitted: $(cat "$work/again.txt")"
+grep -q "skipped 4" "$work/again.txt" || fail "resubmission did not skip 4: $(cat "$work/again.txt")"
+jobs_after=$(scontrol show jobs -o 2>/dev/null | grep -c JobId=)
+[[ $jobs_before == "$jobs_after" ]] || fail "resubmission created a job ($jobs_before -> $jobs_after jobs)"
+
+# A task lost since then is the only one resubmitted.
+rm "$work/out/${dirs[2]}/manifest.json"
+"$psim" sweep "$work/sweep.toml" --backend slurm --wait > "$work/redo.txt" 2>&1 || fail "partial resubmission: $(cat "$work/redo.txt")"
+grep -q -- "--array=2 " "$work/redo.txt" || fail "expected only task 2 in the array: $(cat "$work/redo.txt")"
+grep -q "ran 1, skipped 3, failed 0" "$work/redo.txt" || fail "partial resubmission summary: $(cat "$work/redo.txt")"
+
+# The two other templates, as documented in slurm/README.md (on one node:
+# the MPI template's srun then starts a single rank).
+check_run() { # check_run DIR SENDERS THREADS: a complete run of the incast with that many senders
+    python3 - "$1/manifest.json" "$2" "$3" <<'PY'
+import json, sys
+m = json.load(open(sys.argv[1]))
+senders, threads = int(sys.argv[2]), int(sys.argv[3])
+assert m["complete"] is True, "not complete"
+assert m["flows_started"] == senders and m["flows_finished"] == senders, (m["flows_started"], m["flows_finished"])
+assert m["threads"] == threads and m["ranks"] == 1, (m["threads"], m["ranks"])
+PY
+}
+PSIM=$psim sbatch --wait --cpus-per-task=1 --time=00:05:00 --output="$work/single.out" \
+    slurm/single_node.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/single" --set traffic.0.senders=3 \
+    > /dev/null || fail "single_node.sbatch: $(cat "$work/single.out")"
+check_run "$work/single" 3 1 || fail "single_node.sbatch: $(cat "$work/single.out")"
+threads=$(( $(nproc) >= 2 ? 2 : 1 ))
+PSIM=$psim sbatch --wait --nodes=1 --cpus-per-task="$threads" --time=00:05:00 --output="$work/mpi.out" \
+    slurm/multi_node_mpi.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/mpi" --set traffic.0.senders=5 \
+    > /dev/null || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+check_run "$work/mpi" 5 "$threads" || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+
+echo "slurm: 1 passed, 0 failed"
