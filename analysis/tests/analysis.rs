@@ -711,3 +711,53 @@ fn a_real_ndp_incast_analyses_consistently() {
     write_plots(&rep, &t.path().join("plots")).unwrap();
     png_is_drawn(&t.path().join("plots/goodput_sorted.png"));
 }
+
+#[test]
+fn queue_occupancy_is_plotted_from_the_queue_traces() {
+    let text = "name = \"tiny-incast-queues\"\nseed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"ndp\"\nqueue_packets = 8\n\
+                [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 90000\n\
+                [trace.queues]\nenabled = true\ninterval_us = 5\n";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let scn = psim::config::Scenario::from_str(text, &root.join("inline.toml"), &[]).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("run");
+    let opts = psim::engine::SimOptions {
+        shards: 2,
+        threads: 1,
+    };
+    psim::run::execute(&scn, opts, &out, false, &mut |_| {}).unwrap();
+
+    // The busiest port of an incast into host 0 is the ToR port facing it.
+    let lines = analysis::queues::busiest_ports(&out, 3).unwrap().unwrap();
+    assert_eq!(lines.len(), 3);
+    let to_host0 = (0..scn.topology.entities())
+        .flat_map(|e| (0..scn.topology.port_count(e)).map(move |p| (e, p)))
+        .find(|&(e, p)| e >= scn.topology.hosts() && scn.topology.port(e, p).peer == 0)
+        .unwrap();
+    assert_eq!(
+        lines[0].0,
+        format!("node {} port {}", to_host0.0, to_host0.1)
+    );
+    let peak = lines[0].1.iter().map(|p| p.1).fold(0.0, f64::max);
+    assert!(
+        peak >= 9.0,
+        "{peak} KB: the receiver's ToR queue should build up"
+    );
+
+    let rep = analyze(std::slice::from_ref(&out), &Options::default()).unwrap();
+    let plots = t.path().join("plots");
+    let files = write_plots(&rep, &plots).unwrap();
+    assert_eq!(files.len(), 8);
+    png_is_drawn(&plots.join(format!("{}.png", analysis::queues::QUEUE_PLOT)));
+    let svg = std::fs::read_to_string(plots.join("queue_occupancy.svg")).unwrap();
+    assert!(
+        svg.contains("<polyline"),
+        "queue_occupancy.svg draws no data"
+    );
+
+    // A damaged queue part is an error naming it, not a silently missing plot.
+    let part = out.join("queues/part-00001.parquet");
+    std::fs::write(&part, b"PAR1 truncated").unwrap();
+    let e = write_plots(&rep, &plots).unwrap_err().to_string();
+    assert!(e.contains(&part.display().to_string()), "{e}");
+}

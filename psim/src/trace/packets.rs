@@ -26,9 +26,10 @@ pub const PACKETS: Table = Table {
     dir: "packets",
     columns: &[
         ("time_ps", DataType::UInt64),
-        ("event", DataType::Utf8),
         ("entity", DataType::UInt32),
+        ("entity_seq", DataType::UInt64),
         ("port", DataType::UInt16),
+        ("event", DataType::Utf8),
         ("flow", DataType::UInt64),
         ("seq", DataType::UInt64),
         ("kind", DataType::Utf8),
@@ -54,6 +55,10 @@ pub struct PacketRow {
     pub event: PacketEvent,
     /// Entity owning the output port.
     pub entity: u32,
+    /// 1-based position of the event among every queue event of `entity`
+    /// (counted before all filters but the entity filter): orders rows that
+    /// tie on time, and shows where filtered-out events were.
+    pub entity_seq: u64,
     /// Output port index on that entity.
     pub port: u16,
     /// The packet's flow.
@@ -77,39 +82,10 @@ pub struct PacketRow {
 }
 
 impl PacketRow {
-    /// The total order of rows: time, entity, port, event, flow, seq, then
-    /// every remaining column, so that sorting is canonical even for rows
-    /// that tie on the first six.
-    #[allow(clippy::type_complexity)]
-    pub fn key(
-        &self,
-    ) -> (
-        (u64, u32, u16, PacketEvent, u64, u64),
-        (&str, u32, u32, u32, u32, u64, u32),
-    ) {
-        (
-            (
-                self.time_ps,
-                self.entity,
-                self.port,
-                self.event,
-                self.flow,
-                self.seq,
-            ),
-            self.rest(),
-        )
-    }
-
-    fn rest(&self) -> (&str, u32, u32, u32, u32, u64, u32) {
-        (
-            self.kind,
-            self.src,
-            self.dst,
-            self.size_bytes,
-            self.payload_bytes,
-            self.queue_bytes,
-            self.queue_pkts,
-        )
+    /// The total order of rows: time, entity, then the entity's own event
+    /// order, which is the causal order of rows that tie on time.
+    pub fn key(&self) -> (u64, u32, u64) {
+        (self.time_ps, self.entity, self.entity_seq)
     }
 }
 
@@ -148,6 +124,7 @@ impl PacketFields {
 #[derive(Debug)]
 pub struct PacketTracer {
     filter: Arc<PacketFilter>,
+    counts: rustc_hash::FxHashMap<u32, u64>,
     rows: Vec<PacketRow>,
     seen: u64,
 }
@@ -157,6 +134,7 @@ impl PacketTracer {
     pub fn new(filter: Arc<PacketFilter>) -> PacketTracer {
         PacketTracer {
             filter,
+            counts: Default::default(),
             rows: Vec::new(),
             seen: 0,
         }
@@ -177,8 +155,13 @@ impl PacketTracer {
         queue_bytes: u64,
         queue_pkts: u32,
     ) {
-        if !self.filter.wants_at(ev, now, entity, port) || !self.filter.wants_packet(p.flow, p.seq)
-        {
+        if !self.filter.wants_entity(entity) {
+            return;
+        }
+        let n = self.counts.entry(entity).or_insert(0);
+        *n += 1;
+        let entity_seq = *n;
+        if !self.filter.wants_at(ev, now, port) || !self.filter.wants_packet(p.flow, p.seq) {
             return;
         }
         self.seen += 1;
@@ -189,6 +172,7 @@ impl PacketTracer {
             time_ps: now,
             event: ev,
             entity,
+            entity_seq,
             port,
             flow: p.flow,
             seq: p.seq,
@@ -237,15 +221,18 @@ pub fn write_packets_part(
     rows: &[PacketRow],
 ) -> Result<PathBuf, OutputError> {
     let mut order: Vec<&PacketRow> = rows.iter().collect();
-    order.sort_by(|a, b| a.key().cmp(&b.key()));
+    order.sort_by_key(|r| r.key());
     let mut chunks = order.chunks(1 << 16).map(|c| -> Vec<ArrayRef> {
         vec![
             Arc::new(UInt64Array::from_iter_values(c.iter().map(|r| r.time_ps))),
+            Arc::new(UInt32Array::from_iter_values(c.iter().map(|r| r.entity))),
+            Arc::new(UInt64Array::from_iter_values(
+                c.iter().map(|r| r.entity_seq),
+            )),
+            Arc::new(UInt16Array::from_iter_values(c.iter().map(|r| r.port))),
             Arc::new(StringArray::from_iter_values(
                 c.iter().map(|r| r.event.name()),
             )),
-            Arc::new(UInt32Array::from_iter_values(c.iter().map(|r| r.entity))),
-            Arc::new(UInt16Array::from_iter_values(c.iter().map(|r| r.port))),
             Arc::new(UInt64Array::from_iter_values(c.iter().map(|r| r.flow))),
             Arc::new(UInt64Array::from_iter_values(c.iter().map(|r| r.seq))),
             Arc::new(StringArray::from_iter_values(c.iter().map(|r| r.kind))),
@@ -276,18 +263,19 @@ pub fn read_packets(dir: &Path) -> Result<Vec<PacketRow>, OutputError> {
         PACKETS.read_part(&path, &mut |b| {
             let t = &PACKETS;
             let time = t.col::<UInt64Type>(&path, b, 0)?;
-            let event = b.column(1).as_string_opt::<i32>();
-            let entity = t.col::<UInt32Type>(&path, b, 2)?;
+            let entity = t.col::<UInt32Type>(&path, b, 1)?;
+            let entity_seq = t.col::<UInt64Type>(&path, b, 2)?;
             let port = t.col::<UInt16Type>(&path, b, 3)?;
-            let flow = t.col::<UInt64Type>(&path, b, 4)?;
-            let seq = t.col::<UInt64Type>(&path, b, 5)?;
-            let kind = b.column(6).as_string_opt::<i32>();
-            let src = t.col::<UInt32Type>(&path, b, 7)?;
-            let dst = t.col::<UInt32Type>(&path, b, 8)?;
-            let size = t.col::<UInt32Type>(&path, b, 9)?;
-            let payload = t.col::<UInt32Type>(&path, b, 10)?;
-            let qb = t.col::<UInt64Type>(&path, b, 11)?;
-            let qp = t.col::<UInt32Type>(&path, b, 12)?;
+            let event = b.column(4).as_string_opt::<i32>();
+            let flow = t.col::<UInt64Type>(&path, b, 5)?;
+            let seq = t.col::<UInt64Type>(&path, b, 6)?;
+            let kind = b.column(7).as_string_opt::<i32>();
+            let src = t.col::<UInt32Type>(&path, b, 8)?;
+            let dst = t.col::<UInt32Type>(&path, b, 9)?;
+            let size = t.col::<UInt32Type>(&path, b, 10)?;
+            let payload = t.col::<UInt32Type>(&path, b, 11)?;
+            let qb = t.col::<UInt64Type>(&path, b, 12)?;
+            let qp = t.col::<UInt32Type>(&path, b, 13)?;
             let (Some(event), Some(kind)) = (event, kind) else {
                 return Err(OutputError::SchemaMismatch {
                     path: path.clone(),
@@ -309,6 +297,7 @@ pub fn read_packets(dir: &Path) -> Result<Vec<PacketRow>, OutputError> {
                     time_ps: time.value(i),
                     event: ev,
                     entity: entity.value(i),
+                    entity_seq: entity_seq.value(i),
                     port: port.value(i),
                     flow: flow.value(i),
                     seq: seq.value(i),
@@ -324,7 +313,7 @@ pub fn read_packets(dir: &Path) -> Result<Vec<PacketRow>, OutputError> {
             Ok(())
         })?;
     }
-    rows.sort_by(|a, b| a.key().cmp(&b.key()));
+    rows.sort_by_key(|r| r.key());
     Ok(rows)
 }
 
@@ -346,9 +335,10 @@ mod tests {
             cols,
             [
                 "time_ps:UInt64:false",
-                "event:Utf8:false",
                 "entity:UInt32:false",
+                "entity_seq:UInt64:false",
                 "port:UInt16:false",
+                "event:Utf8:false",
                 "flow:UInt64:false",
                 "seq:UInt64:false",
                 "kind:Utf8:false",
@@ -387,6 +377,7 @@ mod tests {
             time_ps: t,
             event: ev,
             entity: 3,
+            entity_seq: t,
             port: 1,
             flow,
             seq: t * 10,

@@ -146,17 +146,21 @@ pub struct PacketFilter {
 }
 
 impl PacketFilter {
-    /// Whether an event at `entity`/`port` at time `now` passes the filters
-    /// that do not need the packet. Checked first: it is the cheap part.
+    /// Whether events at `entity` are recorded at all.
     #[inline]
-    pub fn wants_at(&self, ev: PacketEvent, now: u64, entity: u32, port: u16) -> bool {
+    pub fn wants_entity(&self, entity: u32) -> bool {
+        self.entities
+            .as_ref()
+            .is_none_or(|v| v.binary_search(&entity).is_ok())
+    }
+
+    /// Whether event `ev` at `port` at time `now` passes the filters that do
+    /// not need the packet.
+    #[inline]
+    pub fn wants_at(&self, ev: PacketEvent, now: u64, port: u16) -> bool {
         self.events & (1 << ev as u8) != 0
             && now >= self.start_ps
             && now < self.end_ps
-            && self
-                .entities
-                .as_ref()
-                .is_none_or(|v| v.binary_search(&entity).is_ok())
             && self
                 .ports
                 .as_ref()
@@ -463,12 +467,12 @@ mod tests {
         .unwrap();
         let f = s.packets.unwrap();
         assert_eq!(f.flows, Some(vec![3, 9]));
-        assert!(f.wants_at(PacketEvent::Drop, 1_000_000, 2, 1));
-        assert!(!f.wants_at(PacketEvent::Enqueue, 1_000_000, 2, 1));
-        assert!(!f.wants_at(PacketEvent::Drop, 999_999, 2, 1));
-        assert!(!f.wants_at(PacketEvent::Drop, 2_000_000, 2, 1));
-        assert!(!f.wants_at(PacketEvent::Drop, 1_000_000, 3, 1));
-        assert!(!f.wants_at(PacketEvent::Drop, 1_000_000, 2, 0));
+        assert!(f.wants_entity(2) && f.wants_entity(4) && !f.wants_entity(3));
+        assert!(f.wants_at(PacketEvent::Drop, 1_000_000, 1));
+        assert!(!f.wants_at(PacketEvent::Enqueue, 1_000_000, 1));
+        assert!(!f.wants_at(PacketEvent::Drop, 999_999, 1));
+        assert!(!f.wants_at(PacketEvent::Drop, 2_000_000, 1));
+        assert!(!f.wants_at(PacketEvent::Drop, 1_000_000, 0));
         assert!(f.wants_packet(3, 77) && !f.wants_packet(4, 77));
     }
 
