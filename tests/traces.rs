@@ -91,8 +91,14 @@ fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
         assert!(delivered_total > 0, "{name}");
         // No flow appears at a last hop without delivering (e.g. all dropped).
         let delivering = t.flows.iter().filter(|f| f.bytes_received > 0).count();
-        assert_eq!(last_hop.values().filter(|&&b| b > 0).count(), delivering, "{name}");
-        assert!(last_hop.keys().all(|k| t.flows.iter().any(|f| f.flow_id == *k)));
+        assert_eq!(
+            last_hop.values().filter(|&&b| b > 0).count(),
+            delivering,
+            "{name}"
+        );
+        assert!(last_hop
+            .keys()
+            .all(|k| t.flows.iter().any(|f| f.flow_id == *k)));
     }
 }
 

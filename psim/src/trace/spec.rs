@@ -316,7 +316,7 @@ pub fn validate(f: &TraceFile, seed: u64, entities: u32) -> Result<TraceSpec, Co
             return Err(bad("trace.packets.sample", sample, "must be in (0, 1]"));
         }
         // 2^64 * sample, exactly representable for the thresholds that matter.
-        let sample_below = (sample < 1.0).then(|| (sample * 18_446_744_073_709_551_616.0) as u64);
+        let sample_below = (sample < 1.0).then_some((sample * 18_446_744_073_709_551_616.0) as u64);
         let max_rows = p.max_rows.unwrap_or(DEFAULT_MAX_ROWS);
         if max_rows == 0 {
             return Err(bad("trace.packets.max_rows", 0, "must be at least 1"));
