@@ -67,7 +67,16 @@ fn draw<DB: DrawingBackend>(
     let text = text_available();
     root.fill(&WHITE).map_err(e)?;
     let pts = || lines.iter().flat_map(|l| l.1.iter());
-    let xmax = pts().map(|p| p.0).fold(0.0, f64::max).max(1e-3);
+    // Queues are often busy only early in a run: end the axis shortly after
+    // the last non-empty sample rather than at the end of the run.
+    let busy_until = pts().filter(|p| p.1 > 0.0).map(|p| p.0).fold(0.0, f64::max);
+    let end = pts().map(|p| p.0).fold(0.0, f64::max);
+    let xmax = if busy_until > 0.0 {
+        (busy_until * 1.2).min(end)
+    } else {
+        end
+    }
+    .max(1e-3);
     let ymax = pts().map(|p| p.1).fold(0.0, f64::max).max(1e-3) * 1.05;
     let mut builder = ChartBuilder::on(root);
     builder.margin(20);
