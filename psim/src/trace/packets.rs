@@ -10,8 +10,10 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, AsArray, StringArray, UInt16Array, UInt32Array, UInt64Array};
-use arrow::datatypes::{DataType, UInt16Type, UInt32Type, UInt64Type};
+use arrow::array::{
+    ArrayRef, AsArray, StringArray, UInt16Array, UInt32Array, UInt64Array, UInt8Array,
+};
+use arrow::datatypes::{DataType, UInt16Type, UInt32Type, UInt64Type, UInt8Type};
 
 use super::spec::{PacketEvent, PacketFilter};
 use super::table::Table;
@@ -33,6 +35,7 @@ pub const PACKETS: Table = Table {
         ("flow", DataType::UInt64),
         ("seq", DataType::UInt64),
         ("kind", DataType::Utf8),
+        ("flags", DataType::UInt8),
         ("src", DataType::UInt32),
         ("dst", DataType::UInt32),
         ("size_bytes", DataType::UInt32),
@@ -67,6 +70,9 @@ pub struct PacketRow {
     pub seq: u64,
     /// The packet's kind, one of [`KIND_NAMES`].
     pub kind: &'static str,
+    /// The packet's flag bits (`crate::packet::flags`: 1 ECN CE, 2 ECE, 4
+    /// last, 8 bounced, 16 retransmission, 32 SYN, 64 piggybacked PULL).
+    pub flags: u8,
     /// The packet's source host, as carried in the packet.
     pub src: u32,
     /// The packet's destination host.
@@ -96,6 +102,7 @@ pub struct PacketFields {
     flow: u64,
     seq: u64,
     kind: PacketKind,
+    flags: u8,
     src: u32,
     dst: u32,
     size: u32,
@@ -110,6 +117,7 @@ impl PacketFields {
             flow: p.flow,
             seq: p.seq,
             kind: p.kind,
+            flags: p.flags,
             src: p.src,
             dst: p.dst,
             size: p.size,
@@ -177,6 +185,7 @@ impl PacketTracer {
             flow: p.flow,
             seq: p.seq,
             kind: KIND_NAMES[p.kind as usize],
+            flags: p.flags,
             src: p.src,
             dst: p.dst,
             size_bytes: p.size,
@@ -236,6 +245,7 @@ pub fn write_packets_part(
             Arc::new(UInt64Array::from_iter_values(c.iter().map(|r| r.flow))),
             Arc::new(UInt64Array::from_iter_values(c.iter().map(|r| r.seq))),
             Arc::new(StringArray::from_iter_values(c.iter().map(|r| r.kind))),
+            Arc::new(UInt8Array::from_iter_values(c.iter().map(|r| r.flags))),
             Arc::new(UInt32Array::from_iter_values(c.iter().map(|r| r.src))),
             Arc::new(UInt32Array::from_iter_values(c.iter().map(|r| r.dst))),
             Arc::new(UInt32Array::from_iter_values(
@@ -270,12 +280,13 @@ pub fn read_packets(dir: &Path) -> Result<Vec<PacketRow>, OutputError> {
             let flow = t.col::<UInt64Type>(&path, b, 5)?;
             let seq = t.col::<UInt64Type>(&path, b, 6)?;
             let kind = b.column(7).as_string_opt::<i32>();
-            let src = t.col::<UInt32Type>(&path, b, 8)?;
-            let dst = t.col::<UInt32Type>(&path, b, 9)?;
-            let size = t.col::<UInt32Type>(&path, b, 10)?;
-            let payload = t.col::<UInt32Type>(&path, b, 11)?;
-            let qb = t.col::<UInt64Type>(&path, b, 12)?;
-            let qp = t.col::<UInt32Type>(&path, b, 13)?;
+            let flags = t.col::<UInt8Type>(&path, b, 8)?;
+            let src = t.col::<UInt32Type>(&path, b, 9)?;
+            let dst = t.col::<UInt32Type>(&path, b, 10)?;
+            let size = t.col::<UInt32Type>(&path, b, 11)?;
+            let payload = t.col::<UInt32Type>(&path, b, 12)?;
+            let qb = t.col::<UInt64Type>(&path, b, 13)?;
+            let qp = t.col::<UInt32Type>(&path, b, 14)?;
             let (Some(event), Some(kind)) = (event, kind) else {
                 return Err(OutputError::SchemaMismatch {
                     path: path.clone(),
@@ -302,6 +313,7 @@ pub fn read_packets(dir: &Path) -> Result<Vec<PacketRow>, OutputError> {
                     flow: flow.value(i),
                     seq: seq.value(i),
                     kind: k,
+                    flags: flags.value(i),
                     src: src.value(i),
                     dst: dst.value(i),
                     size_bytes: size.value(i),
@@ -342,6 +354,7 @@ mod tests {
                 "flow:UInt64:false",
                 "seq:UInt64:false",
                 "kind:Utf8:false",
+                "flags:UInt8:false",
                 "src:UInt32:false",
                 "dst:UInt32:false",
                 "size_bytes:UInt32:false",
@@ -382,6 +395,7 @@ mod tests {
             flow,
             seq: t * 10,
             kind: "data",
+            flags: 1,
             src: 0,
             dst: 5,
             size_bytes: 1500,

@@ -118,6 +118,8 @@ pub struct QueueSeries {
     interval: u64,
     index: FxHashMap<(u32, u16), u32>,
     ports: Vec<PortSeries>,
+    /// Per port, when its latest serialisation ends (to cut it at the run's end).
+    busy_until: Vec<u64>,
 }
 
 impl QueueSeries {
@@ -127,10 +129,12 @@ impl QueueSeries {
             interval: interval_ps,
             index: FxHashMap::default(),
             ports: Vec::new(),
+            busy_until: Vec::new(),
         };
         for (node, port, peer) in ports {
             s.index.insert((node, port), s.ports.len() as u32);
             s.ports.push(PortSeries::new(node, port, peer));
+            s.busy_until.push(0);
         }
         s
     }
@@ -149,19 +153,30 @@ impl QueueSeries {
     pub fn transmitted(&mut self, node: u32, port: u16, start: u64, end: u64, bytes: u64) {
         if let Some(&i) = self.index.get(&(node, port)) {
             self.ports[i as usize].add_tx(self.interval, start, end, bytes);
+            self.busy_until[i as usize] = end;
         }
     }
 
     /// Completes every series up to `sim_end_ps` (`state` gives a port's
-    /// final queue) and returns them. Busy time past the last interval is
-    /// cut off.
+    /// final queue) and returns them. Busy time after `sim_end_ps` is cut
+    /// off: serialisations do not overlap and all start by `sim_end_ps`, so
+    /// only the latest can extend past it.
     pub fn finish(
         mut self,
         sim_end_ps: u64,
         state: impl Fn(u32, u16) -> (u64, u32),
     ) -> Vec<PortSeries> {
         let n = intervals(sim_end_ps, self.interval);
-        for p in &mut self.ports {
+        for (p, &until) in self.ports.iter_mut().zip(&self.busy_until) {
+            if until > sim_end_ps {
+                let mut t = sim_end_ps;
+                while t < until {
+                    let i = (t / self.interval) as usize;
+                    let stop = until.min((i as u64 + 1) * self.interval);
+                    p.busy_ps[i] -= stop - t;
+                    t = stop;
+                }
+            }
             let (b, k) = state(p.node, p.port);
             p.catch_up(self.interval, (n as u64 - 1) * self.interval, b, k);
             p.queue_bytes.truncate(n);
@@ -334,6 +349,17 @@ mod tests {
         assert_eq!(p.busy_ps, vec![0, 0, 50, 100, 20]);
         assert_eq!(out[1].queue_bytes, vec![0; 5]);
         assert_eq!(out[1].busy_ps, vec![0; 5]);
+    }
+
+    #[test]
+    fn busy_time_after_the_end_is_cut_off() {
+        let mut s = QueueSeries::new(100, [(0, 0, 1)]);
+        s.transmitted(0, 0, 180, 260, 64);
+        s.transmitted(0, 0, 260, 390, 64); // runs past the end at 330
+        let p = &s.finish(330, |_, _| (0, 0))[0];
+        assert_eq!(p.busy_ps, vec![0, 20, 100, 30]);
+        assert_eq!(p.busy_ps.iter().sum::<u64>(), 330 - 180);
+        assert_eq!(p.tx_bytes, vec![0, 64, 64, 0]);
     }
 
     #[test]

@@ -102,6 +102,24 @@ impl ShardTrace {
         t.record(ev, now, node, port, &fields, q.len_bytes(), q.len_packets());
     }
 
+    /// After a discipline marked `pkt` ECN Congestion Experienced at port
+    /// `port` of `node`; `q` is the queue after the enqueue. The one call an
+    /// ECN-marking queue needs (recorded in addition to the `enqueue` row).
+    #[inline]
+    pub fn ecn_marked(&mut self, node: u32, port: u16, now: u64, pkt: &PacketFields, q: &Queue) {
+        if let Some(t) = &mut self.packets {
+            t.record(
+                PacketEvent::EcnMark,
+                now,
+                node,
+                port,
+                pkt,
+                q.len_bytes(),
+                q.len_packets(),
+            );
+        }
+    }
+
     /// After `pkt` was dequeued from `q` to be serialised from `now` to `done`.
     #[inline]
     pub fn dequeued(&mut self, node: u32, port: u16, now: u64, done: u64, pkt: &Packet, q: &Queue) {
