@@ -231,6 +231,11 @@ mod tests {
         fs::create_dir(d.join("flows")).unwrap();
         fs::write(d.join("flows/part-00000.parquet"), "x").unwrap();
         fs::write(d.join("manifest.json.tmp"), "x").unwrap();
+        for sub in ["packets", "queues"] {
+            fs::create_dir(d.join(sub)).unwrap();
+            fs::write(d.join(sub).join("part-00000.parquet"), "x").unwrap();
+        }
+        fs::write(d.join("queues.h5"), "x").unwrap();
         fs::write(d.join("notes.txt"), "keep").unwrap();
         fs::create_dir(d.join("plots")).unwrap();
         fs::write(d.join("plots/fct.png"), "keep").unwrap();
