@@ -8,7 +8,8 @@ use std::path::Path;
 use psim::config::Scenario;
 use psim::engine::SimOptions;
 use psim::run::execute;
-use psim::trace::hdf5::read_queues_h5;
+use psim::trace::hdf5::{read_queues_h5, write_queues_h5, H5Meta, QUEUES_H5};
+use psim::trace::PortSeries;
 use psim::trace::{read_manifest, read_queues};
 
 const SCENARIO: &str = "name = \"h5-incast\"\nseed = 7\n[topology]\nkind = \"fattree\"\nk = 4\n\
@@ -78,4 +79,37 @@ fn hdf5_holds_the_same_series_as_parquet() {
         busiest = busiest.max(*p.queue_bytes.iter().max().unwrap());
     }
     assert!(busiest > 9000, "the incast should build a queue: {busiest}");
+}
+
+#[test]
+fn round_trip_and_errors_name_the_file() {
+    let t = tempfile::tempdir().unwrap();
+    let s = |node, port| PortSeries {
+        node,
+        port,
+        peer: 9,
+        queue_bytes: vec![1, 2, 3],
+        queue_pkts: vec![4, 5, 6],
+        tx_bytes: vec![7, 8, u64::MAX],
+        busy_ps: vec![0, 10, 20],
+    };
+    let meta = H5Meta {
+        scenario: "x".into(),
+        seed: 5,
+        interval_ps: 10,
+        sim_end_ps: 25,
+    };
+    write_queues_h5(t.path(), &meta, &[s(3, 1), s(2, 0)]).unwrap();
+    let (m, back) = read_queues_h5(t.path()).unwrap();
+    assert_eq!(m, meta);
+    assert_eq!(back, vec![s(2, 0), s(3, 1)]);
+    let names: Vec<_> = std::fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, vec![QUEUES_H5]);
+
+    std::fs::write(t.path().join(QUEUES_H5), b"not hdf5").unwrap();
+    let err = read_queues_h5(t.path()).unwrap_err().to_string();
+    assert!(err.contains("queues.h5") && !err.contains('\n'), "{err}");
 }
