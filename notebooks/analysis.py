@@ -115,6 +115,35 @@ total_gbps = goodput["goodput_gbps"].sum()
 print(f"utilisation = {total_gbps:.4f} Gb/s / ({hosts} x {rate} Gb/s) = {total_gbps / (hosts * rate):.4f}")
 
 # %% [markdown]
+# ## Queue traces (runs with `[trace.queues]`, Parquet format)
+# The ports whose queue peaked highest (as in psim-analyze's queue_occupancy
+# plot) with their link utilisation, busy time / run time. Columns are
+# defined in docs/outputs.md.
+
+# %%
+if (DIR / "queues").is_dir():
+    queues = pl.scan_parquet(f"{DIR}/queues/*.parquet")
+    busiest = (
+        queues.group_by("node", "port")
+        .agg(
+            peak_queue_bytes=pl.col("queue_bytes").max(),
+            tx_bytes=pl.col("tx_bytes").sum(),
+            busy_ps=pl.col("busy_ps").sum(),
+        )
+        .with_columns(utilisation=pl.col("busy_ps") / sim_end_ps)
+        .sort(["peak_queue_bytes", "node", "port"], descending=[True, False, False])
+        .head(5)
+        .collect()
+    )
+    print(busiest)
+    assert busiest["utilisation"].max() <= 1.0, "a link busier than the run is long"
+    sent = manifest["packets"]["ports"]["dequeued_bytes"]
+    total_tx = queues.select(pl.col("tx_bytes").sum()).collect().item()
+    assert total_tx == sent, (total_tx, sent)  # holds when every port is traced
+else:
+    print("no queue traces (set [trace.queues] enabled = true to record them)")
+
+# %% [markdown]
 # ## Optional: the FCT CDF (needs matplotlib)
 
 # %%

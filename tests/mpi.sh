@@ -54,6 +54,31 @@ for scenario in scenarios/small/*.toml; do
     done
 done
 
+# Traces: with the same shard count, every packets/queues part written under
+# 2 ranks is byte-identical to the one process's (each part is one shard's rows, sorted).
+trace_sets=(--set trace.packets.enabled=true --set trace.packets.sample=0.5 --set trace.queues.enabled=true)
+if "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$work/trace-1" --shards 4 -q "${trace_sets[@]}" </dev/null &&
+    timeout 300 "${MPIRUN[@]}" -n 2 "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$work/trace-2" --shards 4 -q "${trace_sets[@]}" </dev/null >"$work/trace-2.log" 2>&1; then
+    same=1
+    for part in "$work"/trace-1/packets/part-*.parquet "$work"/trace-1/queues/part-*.parquet; do
+        rel=${part#"$work/trace-1/"}
+        cmp -s "$part" "$work/trace-2/$rel" || { same=0; fail "trace part $rel differs under 2 ranks"; }
+    done
+    [[ $(ls "$work"/trace-1/packets/part-*.parquet | wc -l) == 4 ]] || { same=0; fail "expected 4 packets parts"; }
+    [[ $same == 1 ]] && pass
+else
+    fail "traced run: $(tail -3 "$work/trace-2.log" 2>/dev/null)"
+fi
+# The trace row limit is judged on the run's total: every rank stops, no manifest.
+out="$work/trace-limit"
+if timeout 120 "${MPIRUN[@]}" -n 2 "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$out" -q "${trace_sets[@]}" --set trace.packets.max_rows=100 </dev/null >"$out.log" 2>&1; then
+    fail "a trace over max_rows must fail under mpirun"
+elif [[ -e "$out/manifest.json" ]] || ! grep -q "trace.packets.max_rows = 100" "$out.log"; then
+    fail "trace limit under mpirun: $(tail -3 "$out.log")"
+else
+    pass
+fi
+
 # A rank that dies mid-run ends the job: non-zero exit, no hang, no manifest.
 out="$work/fault"
 if PSIM_FAULT_RANK=1 timeout 120 "${MPIRUN[@]}" -n 2 -x PSIM_FAULT_RANK "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$out" -q </dev/null >"$out.log" 2>&1; then

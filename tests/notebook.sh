@@ -17,9 +17,9 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 cargo build -q -p psim -p analysis || exit 1
-./target/debug/psim run scenarios/small/ndp_incast_k4.toml --out "$work/run" --quiet || exit 1
+./target/debug/psim run scenarios/small/ndp_incast_k4.toml --out "$work/run" --quiet --set trace.queues.enabled=true || exit 1
 ./target/debug/psim-analyze "$work/run" --out "$work/report" > "$work/report.md" || exit 1
-for plot in fct_cdf slowdown_vs_size goodput_sorted; do
+for plot in fct_cdf slowdown_vs_size goodput_sorted queue_occupancy; do
     for ext in png svg; do
         [[ -s "$work/report/$plot.$ext" ]] || { echo "missing plot $plot.$ext"; echo "notebook: 0 passed, 1 failed"; exit 1; }
     done

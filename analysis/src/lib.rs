@@ -23,6 +23,7 @@
 pub mod error;
 pub mod flows;
 pub mod plots;
+pub mod queues;
 pub mod report;
 pub mod runs;
 pub mod stats;

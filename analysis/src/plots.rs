@@ -307,7 +307,7 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
 
 /// Without text there is no mesh; a light frame around the plotting area
 /// stands in for the axes.
-fn draw_frame<DB: DrawingBackend, X: Ranged, Y: Ranged>(
+pub(crate) fn draw_frame<DB: DrawingBackend, X: Ranged, Y: Ranged>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
 ) -> std::result::Result<(), DrawingAreaErrorKind<DB::ErrorType>> {
     let area = chart.plotting_area();
@@ -343,7 +343,8 @@ fn write_one(out: &Path, stem: &str, rep: &Report, kind: Kind) -> Result<Vec<Pat
 }
 
 /// Writes every plot of [`PLOTS`] as `OUT/STEM.png` and `OUT/STEM.svg`
-/// (creating `OUT`). Returns the files written.
+/// (creating `OUT`), and [`QUEUE_PLOT`] when a run has queue traces.
+/// Returns the files written.
 pub fn write_plots(rep: &Report, out: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).map_err(|e| AnalysisError::io(out, e))?;
     let mut files = Vec::new();
@@ -353,5 +354,6 @@ pub fn write_plots(rep: &Report, out: &Path) -> Result<Vec<PathBuf>> {
     {
         files.extend(write_one(out, stem, rep, kind)?);
     }
+    files.extend(crate::queues::write_queue_plot(rep, out, &labels(rep))?);
     Ok(files)
 }

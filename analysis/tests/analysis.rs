@@ -765,3 +765,55 @@ fn a_psim_sweep_folder_is_one_table_keyed_by_the_swept_parameters() {
         );
     }
 }
+
+#[test]
+fn queue_occupancy_is_plotted_from_the_queue_traces() {
+    let text = "name = \"tiny-incast-queues\"\nseed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"ndp\"\nqueue_packets = 8\n\
+                [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 90000\n\
+                [trace.queues]\nenabled = true\ninterval_us = 5\n";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let scn = psim::config::Scenario::from_str(text, &root.join("inline.toml"), &[]).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("run");
+    let opts = psim::engine::SimOptions {
+        shards: 2,
+        threads: 1,
+    };
+    psim::run::execute(&scn, opts, &out, false, &mut |_| {}).unwrap();
+
+    // The lines are the ports with the highest peaks, highest first, checked
+    // against psim's own reader of the same parts.
+    let lines = analysis::queues::busiest_ports(&out, 3).unwrap().unwrap();
+    assert_eq!(lines.len(), 3);
+    let (_, rows) = psim::trace::read_queues(&out).unwrap();
+    let mut peaks: std::collections::BTreeMap<(u32, u16), u64> = Default::default();
+    for r in &rows {
+        let p = peaks.entry((r.node, r.port)).or_default();
+        *p = (*p).max(r.queue_bytes);
+    }
+    let mut order: Vec<_> = peaks.into_iter().collect();
+    order.sort_by_key(|&(k, m)| (std::cmp::Reverse(m), k));
+    for (line, ((node, port), peak)) in lines.iter().zip(&order) {
+        assert_eq!(line.0, format!("node {node} port {port}"));
+        let drawn = line.1.iter().map(|p| p.1).fold(0.0, f64::max);
+        assert_eq!(drawn, *peak as f64 / 1e3);
+    }
+    assert!(order[0].1 >= 9000, "an incast builds queues: {order:?}");
+
+    let rep = analyze(std::slice::from_ref(&out), &Options::default()).unwrap();
+    let plots = t.path().join("plots");
+    let files = write_plots(&rep, &plots).unwrap();
+    assert_eq!(files.len(), 8);
+    png_is_drawn(&plots.join(format!("{}.png", analysis::queues::QUEUE_PLOT)));
+    let svg = std::fs::read_to_string(plots.join("queue_occupancy.svg")).unwrap();
+    assert!(
+        svg.contains("<polyline"),
+        "queue_occupancy.svg draws no data"
+    );
+
+    // A damaged queue part is an error naming it, not a silently missing plot.
+    let part = out.join("queues/part-00001.parquet");
+    std::fs::write(&part, b"PAR1 truncated").unwrap();
+    let e = write_plots(&rep, &plots).unwrap_err().to_string();
+    assert!(e.contains(&part.display().to_string()), "{e}");
+}

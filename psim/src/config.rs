@@ -143,6 +143,9 @@ pub struct ScenarioFile {
     /// Default shard and thread counts (the command line overrides them).
     #[serde(default)]
     pub run: RunFile,
+    /// Packet-event and queue traces (off by default); see `trace/spec.rs`.
+    #[serde(default)]
+    pub trace: crate::trace::TraceFile,
 }
 
 fn default_seed() -> u64 {
@@ -442,6 +445,8 @@ pub struct Scenario {
     pub traffic_protocols: Vec<Protocol>,
     /// The traffic.
     pub workload: std::sync::Arc<workloads::Workload>,
+    /// What to trace.
+    pub trace: crate::trace::TraceSpec,
 }
 
 impl std::fmt::Debug for Scenario {
@@ -594,7 +599,9 @@ impl Scenario {
             base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         };
         let workload = workloads::Workload::new(patterns, env)?;
+        let trace = crate::trace::spec::validate(&file.trace, file.seed, topology.entities())?;
         Ok(Scenario {
+            trace,
             path: path.into(),
             seed: file.seed,
             stop_ps,

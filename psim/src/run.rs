@@ -13,7 +13,7 @@
 
 use crate::config::Scenario;
 use crate::engine::{Comm, Progress, RunSummary, SimError, SimOptions, Simulation, SingleProcess};
-use crate::trace::{self, Manifest, OutputError};
+use crate::trace::{self, Manifest, OutputError, QueueFormat};
 use std::path::Path;
 
 /// Errors of [`execute`].
@@ -25,6 +25,9 @@ pub enum RunError {
     /// Writing outputs failed.
     #[error(transparent)]
     Output(#[from] OutputError),
+    /// The trace settings cannot be honoured by this run.
+    #[error("{0}")]
+    Trace(String),
     /// Another rank failed while writing outputs (it prints its own message).
     #[error("rank {rank}: stopping because another rank failed to write its outputs")]
     RemoteOutput {
@@ -64,6 +67,12 @@ pub fn execute_with(
 ) -> Result<RunOutcome, RunError> {
     let mut sim = Simulation::with_comm(scn, opts, comm)?;
     let (rank, ranks) = sim.rank();
+    if ranks > 1 && scn.trace.queues.as_ref().map(|q| q.format) == Some(QueueFormat::Hdf5) {
+        // One dense file would need the series gathered on one rank.
+        return Err(RunError::Trace(format!(
+            "trace.queues.format = \"hdf5\" is not supported with {ranks} MPI ranks; use format = \"parquet\""
+        )));
+    }
     let prepared = if rank == 0 {
         trace::prepare_out_dir(out, force)
     } else {
@@ -89,11 +98,17 @@ pub fn execute_with(
         written?;
         return Err(RunError::RemoteOutput { rank });
     }
+    let traced = write_traces(scn, &mut sim, out, summary.sim_end_ps);
+    if sim.any_rank_failed(traced.is_err()) {
+        traced?;
+        return Err(RunError::RemoteOutput { rank });
+    }
     let groups = sim.completed_groups();
     let totals = sim_totals(&mut sim, started, finished);
-    let parts = (0..opts.shards)
+    let mut parts: Vec<String> = (0..opts.shards)
         .map(|s| format!("{}/part-{s:05}.parquet", trace::FLOWS_DIR))
         .collect();
+    parts.extend(trace_parts(scn, opts.shards));
     let manifest = Manifest {
         psim_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: trace::git_commit(),
@@ -152,4 +167,89 @@ pub fn execute_with(
 fn sim_totals(sim: &mut Simulation, started: u64, finished: u64) -> (u64, u64) {
     let v = sim.sum_over_ranks(&[started, finished]);
     (v[0], v[1])
+}
+
+/// Ends the trace recorders and writes what this rank's shards recorded: a
+/// packets part and a queues part per shard, or one `queues.h5` (single rank
+/// only). The row limit of the packet trace is checked on the run's total,
+/// which every rank learns, so all ranks fail together.
+fn write_traces(
+    scn: &Scenario,
+    sim: &mut Simulation,
+    out: &Path,
+    sim_end_ps: u64,
+) -> Result<(), RunError> {
+    let outputs = sim.finish_traces(sim_end_ps);
+    if let Some(f) = &scn.trace.packets {
+        let seen: u64 = outputs
+            .iter()
+            .filter_map(|(_, t)| t.packets.as_ref().map(|p| p.1))
+            .sum();
+        if sim.sum_over_ranks(&[seen])[0] > f.max_rows {
+            return Err(
+                SimError::from(crate::engine::shard::ShardError::TraceTooLarge {
+                    max_rows: f.max_rows,
+                })
+                .into(),
+            );
+        }
+    }
+    let format = scn.trace.queues.as_ref().map(|q| q.format);
+    let mut dense = Vec::new();
+    for (shard, t) in outputs {
+        if let Some((rows, _)) = &t.packets {
+            trace::write_packets_part(out, shard, rows)?;
+        }
+        if let (Some(series), Some(q)) = (t.queues, &scn.trace.queues) {
+            match q.format {
+                QueueFormat::Parquet => {
+                    trace::write_queues_part(out, shard, q.interval_ps, &series)?;
+                }
+                QueueFormat::Hdf5 => dense.extend(series),
+            }
+        }
+    }
+    if format == Some(QueueFormat::Hdf5) {
+        write_h5(scn, out, sim_end_ps, &dense)?;
+    }
+    Ok(())
+}
+
+#[cfg(feature = "hdf5")]
+fn write_h5(
+    scn: &Scenario,
+    out: &Path,
+    sim_end_ps: u64,
+    series: &[trace::PortSeries],
+) -> Result<(), RunError> {
+    let meta = trace::hdf5::H5Meta {
+        scenario: scn.file.name.clone().unwrap_or_default(),
+        seed: scn.seed,
+        interval_ps: scn.trace.queues.as_ref().map_or(1, |q| q.interval_ps),
+        sim_end_ps,
+    };
+    trace::hdf5::write_queues_h5(out, &meta, series)?;
+    Ok(())
+}
+
+#[cfg(not(feature = "hdf5"))]
+fn write_h5(_: &Scenario, _: &Path, _: u64, _: &[trace::PortSeries]) -> Result<(), RunError> {
+    // Unreachable in practice: the scenario is refused at load time.
+    Err(RunError::Trace(
+        "trace.queues.format = \"hdf5\": this psim was built without HDF5 support".into(),
+    ))
+}
+
+/// Manifest entries of the trace files a run with `shards` shards writes.
+fn trace_parts(scn: &Scenario, shards: u32) -> Vec<String> {
+    let mut v = Vec::new();
+    if scn.trace.packets.is_some() {
+        v.extend((0..shards).map(|s| trace::PACKETS.part_name(s)));
+    }
+    match scn.trace.queues.as_ref().map(|q| q.format) {
+        Some(QueueFormat::Parquet) => v.extend((0..shards).map(|s| trace::QUEUES.part_name(s))),
+        Some(QueueFormat::Hdf5) => v.push("queues.h5".into()),
+        None => {}
+    }
+    v
 }

@@ -97,6 +97,16 @@ pub enum ShardError {
         /// Flow id.
         flow: u64,
     },
+    /// The packet trace passed `trace.packets.max_rows` (in this shard alone,
+    /// so in the whole run too).
+    #[error(
+        "the packet trace exceeds trace.packets.max_rows = {max_rows} rows; narrow its filters, \
+         lower trace.packets.sample or raise max_rows"
+    )]
+    TraceTooLarge {
+        /// The limit.
+        max_rows: u64,
+    },
     /// A dependency released a flow in another shard's past.
     #[error(
         "flow {flow}: an event due at {start_ps} ps reached a shard already at {now_ps} ps \
@@ -151,6 +161,8 @@ pub struct Shard {
     pub counters: PacketCounters,
     /// First model error, if any; the shard stops processing.
     pub error: Option<ShardError>,
+    /// Trace recorders; None (one branch per port operation) when nothing is traced.
+    pub trace: Option<Box<crate::trace::ShardTrace>>,
 }
 
 impl Shard {
@@ -196,6 +208,16 @@ impl Shard {
             }
             v
         };
+        let trace = crate::trace::ShardTrace::new(
+            &scn.trace,
+            nodes.iter().flat_map(|n: &Node| {
+                let id = n.id;
+                n.ports
+                    .iter()
+                    .enumerate()
+                    .map(move |(i, p)| (id, i as u16, p.link.peer))
+            }),
+        );
         let generator = scn
             .workload
             .generator(&|h: u32| owned.get(h as usize).copied().unwrap_or(false));
@@ -217,6 +239,7 @@ impl Shard {
             horizon: 0,
             counters: PacketCounters::default(),
             error: None,
+            trace,
         }
     }
 
@@ -302,6 +325,10 @@ impl Shard {
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
             self.last_event_ps = now;
+        }
+        if let Some(max_rows) = self.trace.as_deref().and_then(|t| t.over_limit()) {
+            self.error
+                .get_or_insert(ShardError::TraceTooLarge { max_rows });
         }
         self.horizon = end;
     }
@@ -583,13 +610,24 @@ impl Shard {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
         let size = pkt.size as u64;
-        match p.queue.enqueue(
+        let arriving = match self.trace.as_deref_mut() {
+            Some(t) => {
+                t.before(node.id, port, &p.queue, now);
+                Some(crate::trace::PacketFields::of(&pkt))
+            }
+            None => None,
+        };
+        let outcome = p.queue.enqueue(
             pkt,
             &mut QueueCtx {
                 now,
                 rng: &mut node.rng,
             },
-        ) {
+        );
+        if let (Some(t), Some(a)) = (self.trace.as_deref_mut(), &arriving) {
+            t.enqueued(node.id, port, now, a, &outcome, &p.queue);
+        }
+        match outcome {
             Enqueued::Queued => {
                 p.counters.enqueued += 1;
                 p.counters.enqueued_bytes += size;
@@ -631,6 +669,9 @@ impl Shard {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
         debug_assert!(!p.busy);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.before(node.id, port, &p.queue, now);
+        }
         let Some(pkt) = p.queue.dequeue(now) else {
             return;
         };
@@ -640,6 +681,9 @@ impl Shard {
         let link = p.link;
         let done = now + tx_time_ps(pkt.size as u64, link.link.rate_bps);
         let id = node.id;
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.dequeued(id, port, now, done, &pkt, &p.queue);
+        }
         schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
         let seq = node.next_seq();
         let inflight = InFlight {
@@ -673,6 +717,16 @@ impl Shard {
                 inflight,
             });
         }
+    }
+
+    /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.
+    pub fn finish_trace(&mut self, sim_end_ps: u64) -> Option<crate::trace::TraceOutput> {
+        let t = self.trace.take()?;
+        let (nodes, local) = (&self.nodes, &self.shared.local);
+        Some(t.finish(sim_end_ps, |n, p| {
+            let q = &nodes[local[n as usize] as usize].ports[p as usize].queue;
+            (q.len_bytes(), q.len_packets())
+        }))
     }
 
     /// Packets waiting in queues.

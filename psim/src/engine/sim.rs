@@ -568,6 +568,15 @@ impl Simulation {
             .collect())
     }
 
+    /// Ends every local shard's trace recorders at `sim_end_ps`: (global shard
+    /// id, what it recorded), empty when nothing is traced.
+    pub fn finish_traces(&mut self, sim_end_ps: u64) -> Vec<(u32, crate::trace::TraceOutput)> {
+        self.shards
+            .iter_mut()
+            .filter_map(|s| s.finish_trace(sim_end_ps).map(|t| (s.id, t)))
+            .collect()
+    }
+
     /// Pull-pacer statistics of this rank's hosts that sent PULLs, by host.
     pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
         let mut v: Vec<_> = self.shards.iter().flat_map(|s| s.pull_stats()).collect();

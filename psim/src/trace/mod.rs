@@ -7,6 +7,9 @@
 //! DIR/
 //!   flows/part-00000.parquet   one file per shard, written by `write_flows_part`
 //!   flows/part-00001.parquet
+//!   packets/part-00000.parquet optional packet-event trace, one part per shard
+//!   queues/part-00000.parquet  optional queue/link time series, one part per shard
+//!   queues.h5                  the same series as dense arrays (format = "hdf5")
 //!   manifest.json              written LAST by `write_manifest`
 //! ```
 //!
@@ -21,8 +24,15 @@
 //! `manifest.json` is an incomplete run.
 
 pub mod flows;
+#[cfg(feature = "hdf5")]
+pub mod hdf5;
 pub mod manifest;
 pub mod outdir;
+pub mod packets;
+pub mod queues;
+pub mod recorder;
+pub mod spec;
+pub mod table;
 
 use std::path::PathBuf;
 
@@ -34,6 +44,10 @@ pub use manifest::{
     git_commit, peak_rss_bytes, read_manifest, write_manifest, GroupRecord, Manifest, MANIFEST_FILE,
 };
 pub use outdir::prepare_out_dir;
+pub use packets::{read_packets, write_packets_part, PacketFields, PacketRow, PACKETS};
+pub use queues::{read_queues, write_queues_part, PortSeries, QueueSample, QUEUES};
+pub use recorder::{ShardTrace, TraceOutput};
+pub use spec::{PacketEvent, QueueFormat, TraceFile, TraceSpec};
 
 /// Everything that can go wrong while writing or reading psim outputs.
 ///

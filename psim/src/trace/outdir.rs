@@ -21,8 +21,9 @@ pub const TMP_SUFFIX: &str = ".tmp";
 /// * Exists and non-empty: refused with [`OutputError::NotEmpty`] unless
 ///   `force`, so that a typo in `--out` cannot silently mix two runs. With
 ///   `force` only psim's own outputs are removed (`manifest.json` first, so an
-///   interrupted clean-up still reads as an incomplete run, then `flows/` and
-///   top-level `*.tmp` files); anything else the user keeps there survives.
+///   interrupted clean-up still reads as an incomplete run, then `flows/`,
+///   the traces `packets/`, `queues/`, `queues.h5`, and top-level `*.tmp`
+///   files); anything else the user keeps there survives.
 /// * Exists and is not a directory: [`OutputError::NotADirectory`].
 ///
 /// Finally a probe file is created and removed, so that an unwritable
@@ -79,6 +80,9 @@ fn clear_psim_outputs(dir: &Path) -> Result<(), OutputError> {
     // must not claim to hold a complete run.
     remove_entry(&dir.join(MANIFEST_FILE))?;
     remove_entry(&dir.join(FLOWS_DIR))?;
+    for traced in ["packets", "queues", "queues.h5"] {
+        remove_entry(&dir.join(traced))?;
+    }
     let entries = fs::read_dir(dir).map_err(|e| OutputError::io(dir, e))?;
     for entry in entries {
         let entry = entry.map_err(|e| OutputError::io(dir, e))?;
@@ -227,6 +231,11 @@ mod tests {
         fs::create_dir(d.join("flows")).unwrap();
         fs::write(d.join("flows/part-00000.parquet"), "x").unwrap();
         fs::write(d.join("manifest.json.tmp"), "x").unwrap();
+        for sub in ["packets", "queues"] {
+            fs::create_dir(d.join(sub)).unwrap();
+            fs::write(d.join(sub).join("part-00000.parquet"), "x").unwrap();
+        }
+        fs::write(d.join("queues.h5"), "x").unwrap();
         fs::write(d.join("notes.txt"), "keep").unwrap();
         fs::create_dir(d.join("plots")).unwrap();
         fs::write(d.join("plots/fct.png"), "keep").unwrap();

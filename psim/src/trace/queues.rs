@@ -1,0 +1,392 @@
+//! Queue occupancy and link utilisation per output port, as time series at a
+//! fixed interval `I`.
+//!
+//! Interval `k` covers `[k*I, (k+1)*I)`; a run of `sim_end_ps` has
+//! `sim_end_ps / I + 1` intervals (the last one partial), so every event time
+//! `<= sim_end_ps` falls in one. For each traced port and interval:
+//!
+//! * `queue_bytes`, `queue_pkts`: the queue at the instant `k*I`, **before**
+//!   any event at exactly that time (the left limit of the piecewise-constant
+//!   queue length). Recorded lazily: just before a port's queue changes, the
+//!   samples of every boundary crossed since its last change are filled in
+//!   with the unchanged state, so quiet ports cost nothing per interval.
+//! * `tx_bytes`: wire bytes of packets whose serialisation *started* in the
+//!   interval (integer, so sums over intervals equal the port counters).
+//! * `busy_ps`: picoseconds of the interval during which the link was
+//!   serialising, split exactly across interval boundaries; `busy_ps / I` is
+//!   the link utilisation.
+//!
+//! Every value is a function of the port's own event history, so the series
+//! do not depend on the partition. Each shard records its own ports.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use arrow::array::{ArrayRef, UInt16Array, UInt32Array, UInt64Array};
+use arrow::datatypes::{DataType, UInt16Type, UInt32Type, UInt64Type};
+use rustc_hash::FxHashMap;
+
+use super::table::Table;
+use super::OutputError;
+
+/// Version of the queues table layout.
+pub const QUEUES_SCHEMA_VERSION: u32 = 1;
+
+/// Parquet metadata key holding the interval, ps.
+pub const INTERVAL_KEY: &str = "psim.interval_ps";
+
+/// The queues table (Parquet long format).
+pub const QUEUES: Table = Table {
+    dir: "queues",
+    columns: &[
+        ("time_ps", DataType::UInt64),
+        ("node", DataType::UInt32),
+        ("port", DataType::UInt16),
+        ("peer", DataType::UInt32),
+        ("queue_bytes", DataType::UInt64),
+        ("queue_pkts", DataType::UInt32),
+        ("tx_bytes", DataType::UInt64),
+        ("busy_ps", DataType::UInt64),
+    ],
+    version: QUEUES_SCHEMA_VERSION,
+};
+
+/// The dense series of one port: element `k` of each vector is interval `k`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PortSeries {
+    /// Entity owning the port.
+    pub node: u32,
+    /// Port index.
+    pub port: u16,
+    /// Entity at the far end of the port's link.
+    pub peer: u32,
+    /// Queue bytes at each interval start.
+    pub queue_bytes: Vec<u64>,
+    /// Queue packets at each interval start.
+    pub queue_pkts: Vec<u32>,
+    /// Bytes whose serialisation started in each interval.
+    pub tx_bytes: Vec<u64>,
+    /// Serialising time within each interval, ps.
+    pub busy_ps: Vec<u64>,
+}
+
+impl PortSeries {
+    fn new(node: u32, port: u16, peer: u32) -> PortSeries {
+        PortSeries {
+            node,
+            port,
+            peer,
+            queue_bytes: Vec::new(),
+            queue_pkts: Vec::new(),
+            tx_bytes: Vec::new(),
+            busy_ps: Vec::new(),
+        }
+    }
+
+    /// Fill in the samples of every boundary `<= now` not yet recorded.
+    #[inline]
+    fn catch_up(&mut self, interval: u64, now: u64, bytes: u64, pkts: u32) {
+        let upto = now / interval + 1; // boundaries 0..upto are <= now
+        while (self.queue_bytes.len() as u64) < upto {
+            self.queue_bytes.push(bytes);
+            self.queue_pkts.push(pkts);
+        }
+    }
+
+    fn add_tx(&mut self, interval: u64, start: u64, end: u64, bytes: u64) {
+        let k = (start / interval) as usize;
+        let last = (end.saturating_sub(1) / interval) as usize;
+        let need = last.max(k) + 1;
+        if self.tx_bytes.len() < need {
+            self.tx_bytes.resize(need, 0);
+            self.busy_ps.resize(need, 0);
+        }
+        self.tx_bytes[k] += bytes;
+        let mut t = start;
+        while t < end {
+            let i = t / interval;
+            let stop = end.min((i + 1) * interval);
+            self.busy_ps[i as usize] += stop - t;
+            t = stop;
+        }
+    }
+}
+
+/// A shard's queue-series recorder.
+#[derive(Debug)]
+pub struct QueueSeries {
+    interval: u64,
+    index: FxHashMap<(u32, u16), u32>,
+    ports: Vec<PortSeries>,
+    /// Per port, when its latest serialisation ends (to cut it at the run's end).
+    busy_until: Vec<u64>,
+}
+
+impl QueueSeries {
+    /// A recorder at `interval_ps` for `ports`: (node, port, peer).
+    pub fn new(interval_ps: u64, ports: impl IntoIterator<Item = (u32, u16, u32)>) -> QueueSeries {
+        let mut s = QueueSeries {
+            interval: interval_ps,
+            index: FxHashMap::default(),
+            ports: Vec::new(),
+            busy_until: Vec::new(),
+        };
+        for (node, port, peer) in ports {
+            s.index.insert((node, port), s.ports.len() as u32);
+            s.ports.push(PortSeries::new(node, port, peer));
+            s.busy_until.push(0);
+        }
+        s
+    }
+
+    /// Call just before port `port` of `node` changes, with its queue as it
+    /// still is.
+    #[inline]
+    pub fn before_change(&mut self, node: u32, port: u16, now: u64, bytes: u64, pkts: u32) {
+        if let Some(&i) = self.index.get(&(node, port)) {
+            self.ports[i as usize].catch_up(self.interval, now, bytes, pkts);
+        }
+    }
+
+    /// A packet of `bytes` started serialising at `start` and ends at `end`.
+    #[inline]
+    pub fn transmitted(&mut self, node: u32, port: u16, start: u64, end: u64, bytes: u64) {
+        if let Some(&i) = self.index.get(&(node, port)) {
+            self.ports[i as usize].add_tx(self.interval, start, end, bytes);
+            self.busy_until[i as usize] = end;
+        }
+    }
+
+    /// Completes every series up to `sim_end_ps` (`state` gives a port's
+    /// final queue) and returns them. Busy time after `sim_end_ps` is cut
+    /// off: serialisations do not overlap and all start by `sim_end_ps`, so
+    /// only the latest can extend past it.
+    pub fn finish(
+        mut self,
+        sim_end_ps: u64,
+        state: impl Fn(u32, u16) -> (u64, u32),
+    ) -> Vec<PortSeries> {
+        let n = intervals(sim_end_ps, self.interval);
+        for (p, &until) in self.ports.iter_mut().zip(&self.busy_until) {
+            if until > sim_end_ps {
+                let mut t = sim_end_ps;
+                while t < until {
+                    let i = (t / self.interval) as usize;
+                    let stop = until.min((i as u64 + 1) * self.interval);
+                    p.busy_ps[i] -= stop - t;
+                    t = stop;
+                }
+            }
+            let (b, k) = state(p.node, p.port);
+            p.catch_up(self.interval, (n as u64 - 1) * self.interval, b, k);
+            p.queue_bytes.truncate(n);
+            p.queue_pkts.truncate(n);
+            p.tx_bytes.resize(n, 0);
+            p.busy_ps.resize(n, 0);
+        }
+        self.ports.sort_by_key(|p| (p.node, p.port));
+        self.ports
+    }
+}
+
+/// Number of intervals of a run ending at `sim_end_ps`.
+pub fn intervals(sim_end_ps: u64, interval_ps: u64) -> usize {
+    (sim_end_ps / interval_ps + 1) as usize
+}
+
+/// One row of the long format.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueueSample {
+    /// Interval start `k * interval`, ps.
+    pub time_ps: u64,
+    /// Entity owning the port.
+    pub node: u32,
+    /// Port index.
+    pub port: u16,
+    /// Entity at the far end of the link.
+    pub peer: u32,
+    /// Queue bytes at `time_ps`.
+    pub queue_bytes: u64,
+    /// Queue packets at `time_ps`.
+    pub queue_pkts: u32,
+    /// Bytes whose serialisation started in the interval.
+    pub tx_bytes: u64,
+    /// Serialising time within the interval, ps.
+    pub busy_ps: u64,
+}
+
+/// Writes `series` in long format as `DIR/queues/part-{part:05}.parquet`,
+/// rows sorted by (node, port, time_ps).
+pub fn write_queues_part(
+    dir: &Path,
+    part: u32,
+    interval_ps: u64,
+    series: &[PortSeries],
+) -> Result<PathBuf, OutputError> {
+    let mut order: Vec<&PortSeries> = series.iter().collect();
+    order.sort_by_key(|p| (p.node, p.port));
+    let mut batches = order.into_iter().map(|p| -> Vec<ArrayRef> {
+        let n = p.queue_bytes.len();
+        let rep32 = |v: u32| Arc::new(UInt32Array::from(vec![v; n])) as ArrayRef;
+        vec![
+            Arc::new(UInt64Array::from_iter_values(
+                (0..n as u64).map(|k| k * interval_ps),
+            )),
+            rep32(p.node),
+            Arc::new(UInt16Array::from(vec![p.port; n])),
+            rep32(p.peer),
+            Arc::new(UInt64Array::from(p.queue_bytes.clone())),
+            Arc::new(UInt32Array::from(p.queue_pkts.clone())),
+            Arc::new(UInt64Array::from(p.tx_bytes.clone())),
+            Arc::new(UInt64Array::from(p.busy_ps.clone())),
+        ]
+    });
+    QUEUES.write_part(
+        dir,
+        part,
+        &[(INTERVAL_KEY, interval_ps.to_string())],
+        &mut batches,
+    )
+}
+
+/// Reads every `DIR/queues/part-*.parquet`: the interval (the same in every
+/// part, or an error naming the part that differs) and the rows sorted by
+/// (node, port, time_ps).
+pub fn read_queues(dir: &Path) -> Result<(u64, Vec<QueueSample>), OutputError> {
+    let mut rows = Vec::new();
+    let mut interval: Option<u64> = None;
+    for path in QUEUES.parts(dir)? {
+        let kv = QUEUES.read_part(&path, &mut |b| {
+            let t = &QUEUES;
+            let time = t.col::<UInt64Type>(&path, b, 0)?;
+            let node = t.col::<UInt32Type>(&path, b, 1)?;
+            let port = t.col::<UInt16Type>(&path, b, 2)?;
+            let peer = t.col::<UInt32Type>(&path, b, 3)?;
+            let qb = t.col::<UInt64Type>(&path, b, 4)?;
+            let qp = t.col::<UInt32Type>(&path, b, 5)?;
+            let tx = t.col::<UInt64Type>(&path, b, 6)?;
+            let busy = t.col::<UInt64Type>(&path, b, 7)?;
+            for i in 0..b.num_rows() {
+                rows.push(QueueSample {
+                    time_ps: time.value(i),
+                    node: node.value(i),
+                    port: port.value(i),
+                    peer: peer.value(i),
+                    queue_bytes: qb.value(i),
+                    queue_pkts: qp.value(i),
+                    tx_bytes: tx.value(i),
+                    busy_ps: busy.value(i),
+                });
+            }
+            Ok(())
+        })?;
+        let this = kv
+            .iter()
+            .find(|(k, _)| k == INTERVAL_KEY)
+            .and_then(|(_, v)| v.parse::<u64>().ok())
+            .filter(|&v| v > 0)
+            .ok_or_else(|| OutputError::InvalidData {
+                path: path.clone(),
+                detail: format!("missing or invalid {INTERVAL_KEY} metadata"),
+            })?;
+        if interval.is_some_and(|i| i != this) {
+            return Err(OutputError::InvalidData {
+                path: path.clone(),
+                detail: format!("{INTERVAL_KEY} = {this} differs from the other parts"),
+            });
+        }
+        interval = Some(this);
+    }
+    rows.sort_by_key(|r| (r.node, r.port, r.time_ps));
+    Ok((interval.unwrap_or(1), rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schema_is_pinned() {
+        let cols: Vec<String> = QUEUES
+            .schema()
+            .fields()
+            .iter()
+            .map(|f| format!("{}:{}:{}", f.name(), f.data_type(), f.is_nullable()))
+            .collect();
+        assert_eq!(
+            cols,
+            [
+                "time_ps:UInt64:false",
+                "node:UInt32:false",
+                "port:UInt16:false",
+                "peer:UInt32:false",
+                "queue_bytes:UInt64:false",
+                "queue_pkts:UInt32:false",
+                "tx_bytes:UInt64:false",
+                "busy_ps:UInt64:false",
+            ]
+        );
+        assert_eq!(QUEUES_SCHEMA_VERSION, 1);
+        assert_eq!(QUEUES.dir, "queues");
+    }
+
+    #[test]
+    fn samples_are_left_limits_and_busy_time_splits_exactly() {
+        let mut s = QueueSeries::new(100, [(4, 1, 9), (4, 2, 8)]);
+        // Port (4,1): empty until 150, 2 packets from 150, 1 from 250.
+        s.before_change(4, 1, 150, 0, 0);
+        s.before_change(4, 1, 250, 3000, 2); // boundary 200 sees 2 packets
+        s.transmitted(4, 1, 250, 420, 1500); // busy 250..420
+        s.before_change(4, 1, 300, 1500, 1); // boundary 300 (== now) sees the old state
+        s.before_change(4, 3, 300, 7, 7); // untraced port: ignored
+        let out = s.finish(450, |_, _| (0, 0));
+        assert_eq!(out.len(), 2);
+        let p = &out[0];
+        assert_eq!((p.node, p.port, p.peer), (4, 1, 9));
+        assert_eq!(p.queue_bytes, vec![0, 0, 3000, 1500, 0]);
+        assert_eq!(p.queue_pkts, vec![0, 0, 2, 1, 0]);
+        assert_eq!(p.tx_bytes, vec![0, 0, 1500, 0, 0]);
+        assert_eq!(p.busy_ps, vec![0, 0, 50, 100, 20]);
+        assert_eq!(out[1].queue_bytes, vec![0; 5]);
+        assert_eq!(out[1].busy_ps, vec![0; 5]);
+    }
+
+    #[test]
+    fn busy_time_after_the_end_is_cut_off() {
+        let mut s = QueueSeries::new(100, [(0, 0, 1)]);
+        s.transmitted(0, 0, 180, 260, 64);
+        s.transmitted(0, 0, 260, 390, 64); // runs past the end at 330
+        let p = &s.finish(330, |_, _| (0, 0))[0];
+        assert_eq!(p.busy_ps, vec![0, 20, 100, 30]);
+        assert_eq!(p.busy_ps.iter().sum::<u64>(), 330 - 180);
+        assert_eq!(p.tx_bytes, vec![0, 64, 64, 0]);
+    }
+
+    #[test]
+    fn long_format_round_trip_and_errors_name_files() {
+        let t = tempfile::tempdir().unwrap();
+        let mut s = QueueSeries::new(10, [(1, 0, 2)]);
+        s.before_change(1, 0, 5, 0, 0);
+        s.transmitted(1, 0, 5, 25, 64);
+        let a = s.finish(30, |_, _| (64, 1));
+        write_queues_part(t.path(), 0, 10, &a).unwrap();
+        write_queues_part(t.path(), 1, 10, &[]).unwrap();
+        let (interval, rows) = read_queues(t.path()).unwrap();
+        assert_eq!(interval, 10);
+        assert_eq!(rows.len(), 4);
+        assert_eq!(rows.iter().map(|r| r.busy_ps).sum::<u64>(), 20);
+        assert_eq!(rows[3].queue_bytes, 64);
+        assert_eq!(rows[2].time_ps, 20);
+
+        write_queues_part(t.path(), 2, 20, &[]).unwrap();
+        let e = read_queues(t.path()).unwrap_err().to_string();
+        assert!(e.contains("part-00002.parquet"), "{e}");
+        let p = t.path().join("queues/part-00002.parquet");
+        std::fs::write(&p, b"garbage").unwrap();
+        let e = read_queues(t.path()).unwrap_err().to_string();
+        assert!(e.contains(&p.display().to_string()), "{e}");
+        std::fs::remove_dir_all(t.path().join("queues")).unwrap();
+        let e = read_queues(t.path()).unwrap_err().to_string();
+        assert!(e.contains("queues"), "{e}");
+    }
+}

@@ -1,0 +1,144 @@
+//! What a shard records for the traces: the glue between the engine's port
+//! operations and the packet-event and queue-series recorders.
+//!
+//! The shard holds an `Option<Box<ShardTrace>>`, None when nothing is traced,
+//! so a run without traces pays one predictable branch per port operation.
+
+use std::sync::Arc;
+
+use super::packets::{PacketFields, PacketRow, PacketTracer};
+use super::queues::{PortSeries, QueueSeries};
+use super::spec::{PacketEvent, TraceSpec};
+use crate::packet::Packet;
+use crate::queue::{Enqueued, Queue};
+
+/// What a shard recorded, ready to write.
+#[derive(Debug, Default)]
+pub struct TraceOutput {
+    /// Packet rows and the number of rows that passed the filters.
+    pub packets: Option<(Vec<PacketRow>, u64)>,
+    /// Port series, sorted by (node, port).
+    pub queues: Option<Vec<PortSeries>>,
+}
+
+/// A shard's trace recorders.
+#[derive(Debug)]
+pub struct ShardTrace {
+    /// Packet events, if traced.
+    pub packets: Option<PacketTracer>,
+    /// Queue series, if traced.
+    pub queues: Option<QueueSeries>,
+}
+
+impl ShardTrace {
+    /// Recorders for `spec`; `ports` lists the shard's ports as
+    /// (node, port, peer). None when `spec` traces nothing.
+    pub fn new(
+        spec: &TraceSpec,
+        ports: impl Iterator<Item = (u32, u16, u32)>,
+    ) -> Option<Box<ShardTrace>> {
+        if !spec.any() {
+            return None;
+        }
+        let queues = spec
+            .queues
+            .as_ref()
+            .map(|q| QueueSeries::new(q.interval_ps, ports.filter(|&(n, p, _)| q.wants(n, p))));
+        Some(Box::new(ShardTrace {
+            packets: spec
+                .packets
+                .as_ref()
+                .map(|f| PacketTracer::new(Arc::new(f.clone()))),
+            queues,
+        }))
+    }
+
+    /// The row limit, if this shard's packet trace has passed it.
+    pub fn over_limit(&self) -> Option<u64> {
+        self.packets
+            .as_ref()
+            .filter(|t| t.over_limit())
+            .map(PacketTracer::max_rows)
+    }
+
+    /// Ends recording at `sim_end_ps`; `state` gives a port's final queue
+    /// (bytes, packets).
+    pub fn finish(self, sim_end_ps: u64, state: impl Fn(u32, u16) -> (u64, u32)) -> TraceOutput {
+        TraceOutput {
+            packets: self.packets.map(|t| {
+                let seen = t.seen();
+                (t.into_rows(), seen)
+            }),
+            queues: self.queues.map(|q| q.finish(sim_end_ps, state)),
+        }
+    }
+
+    /// Just before `q` (port `port` of `node`) is offered or asked for a packet.
+    #[inline]
+    pub fn before(&mut self, node: u32, port: u16, q: &Queue, now: u64) {
+        if let Some(s) = &mut self.queues {
+            s.before_change(node, port, now, q.len_bytes(), q.len_packets());
+        }
+    }
+
+    /// After an enqueue of `arriving` with `outcome`; `q` is the queue after it.
+    #[inline]
+    pub fn enqueued(
+        &mut self,
+        node: u32,
+        port: u16,
+        now: u64,
+        arriving: &PacketFields,
+        outcome: &Enqueued,
+        q: &Queue,
+    ) {
+        let Some(t) = &mut self.packets else { return };
+        let (ev, fields) = match outcome {
+            Enqueued::Queued | Enqueued::Marked => (PacketEvent::Enqueue, *arriving),
+            Enqueued::Trimmed => (PacketEvent::Trim, *arriving),
+            Enqueued::Dropped(d) => (PacketEvent::Drop, PacketFields::of(d)),
+            Enqueued::Bounced(b) => (PacketEvent::Bounce, PacketFields::of(b)),
+        };
+        t.record(ev, now, node, port, &fields, q.len_bytes(), q.len_packets());
+        if matches!(outcome, Enqueued::Marked) {
+            self.ecn_marked(node, port, now, &fields, q);
+        }
+    }
+
+    /// After a discipline marked `pkt` ECN Congestion Experienced at port
+    /// `port` of `node`; `q` is the queue after the enqueue. The one call an
+    /// ECN-marking queue needs (recorded in addition to the `enqueue` row).
+    #[inline]
+    pub fn ecn_marked(&mut self, node: u32, port: u16, now: u64, pkt: &PacketFields, q: &Queue) {
+        if let Some(t) = &mut self.packets {
+            t.record(
+                PacketEvent::EcnMark,
+                now,
+                node,
+                port,
+                pkt,
+                q.len_bytes(),
+                q.len_packets(),
+            );
+        }
+    }
+
+    /// After `pkt` was dequeued from `q` to be serialised from `now` to `done`.
+    #[inline]
+    pub fn dequeued(&mut self, node: u32, port: u16, now: u64, done: u64, pkt: &Packet, q: &Queue) {
+        if let Some(t) = &mut self.packets {
+            t.record(
+                PacketEvent::Dequeue,
+                now,
+                node,
+                port,
+                &PacketFields::of(pkt),
+                q.len_bytes(),
+                q.len_packets(),
+            );
+        }
+        if let Some(s) = &mut self.queues {
+            s.transmitted(node, port, now, done, pkt.size as u64);
+        }
+    }
+}
