@@ -5,9 +5,13 @@
 //! Settings for every protocol: 10 Gb/s, 1 µs links, 9000 B payloads (9064 B
 //! on the wire). NDP: 8-packet trimming queues. DCTCP: ECN marking at K = 30
 //! on 200-packet queues. MPTCP and TCP: 200-packet drop-tail queues; MPTCP
-//! with 8 subflows. The TCP family uses a datacenter-tuned 1 ms minimum RTO
-//! ([P] §6.1 runs MPTCP with "aggressively small timers"; 200 ms would turn
-//! every tail loss into a stall that no figure shows).
+//! with 8 subflows. The TCP family uses datacenter-tuned timers: a 1 ms
+//! minimum RTO for incasts ([P] §6.1 runs them with the "aggressively small
+//! timers" of Vasudevan et al.), and 10 ms for permutations, where a single
+//! 200-packet queue of 9 KB packets adds 1.45 ms to a round trip and a 1 ms
+//! minimum makes most timeouts spurious (MPTCP at 128 hosts: about 400
+//! timeouts in 5 ms with 1 ms, none with 10 ms). Linux's 200 ms would turn
+//! every real tail loss into a stall that no figure shows.
 
 use psim::trace::FlowRecord;
 use psim_integration_tests::{run, scenario, Ran};
@@ -22,14 +26,22 @@ fn stack(proto: &str) -> &'static str {
     }
 }
 
-const TCP_TIMERS: &str = "[protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n";
+/// Minimum (and initial) RTO for incast experiments, µs.
+const INCAST_RTO_US: u32 = 1000;
+/// Minimum (and initial) RTO for permutation experiments, µs.
+const PERMUTATION_RTO_US: u32 = 10_000;
+
+fn timers(rto_us: u32) -> String {
+    format!("[protocol.tcp]\nmin_rto_us = {rto_us}\ninitial_rto_us = {rto_us}\n")
+}
 
 /// Runs `traffic` (with `{p}` standing for the protocol) on a k-ary FatTree
-/// under `proto`'s stack.
-fn run_with(proto: &str, k: u32, head: &str, traffic: &str) -> Ran {
+/// under `proto`'s stack, with TCP's minimum RTO `rto_us`.
+fn run_with(proto: &str, k: u32, head: &str, traffic: &str, rto_us: u32) -> Ran {
     let text = format!(
-        "seed = 1\n{head}[topology]\nkind = \"fattree\"\nk = {k}\n{}{TCP_TIMERS}{}",
+        "seed = 1\n{head}[topology]\nkind = \"fattree\"\nk = {k}\n{}{}{}",
         stack(proto),
+        timers(rto_us),
         traffic.replace("{p}", proto)
     );
     run(&scenario(&text, &[]), 2, 2)
@@ -59,9 +71,15 @@ fn v13_permutation_ndp_beats_mptcp_beats_dctcp() {
     let stop = 5_000_000_000;
     let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"permutation\"\n";
     let head = "stop_us = 5000\n";
-    let ndp = mean_worst(&run_with("ndp", 8, head, traffic), stop);
-    let mptcp = mean_worst(&run_with("mptcp", 8, head, traffic), stop);
-    let dctcp = mean_worst(&run_with("dctcp", 8, head, traffic), stop);
+    let ndp = mean_worst(&run_with("ndp", 8, head, traffic, PERMUTATION_RTO_US), stop);
+    let mptcp = mean_worst(
+        &run_with("mptcp", 8, head, traffic, PERMUTATION_RTO_US),
+        stop,
+    );
+    let dctcp = mean_worst(
+        &run_with("dctcp", 8, head, traffic, PERMUTATION_RTO_US),
+        stop,
+    );
     eprintln!("V13 mean/worst Gb/s: ndp {ndp:.2?} mptcp {mptcp:.2?} dctcp {dctcp:.2?}");
     assert!(ndp.0 > mptcp.0 && mptcp.0 > dctcp.0, "mean order");
     assert!(ndp.1 > 9.0, "NDP's worst flow keeps 9 Gb/s");
@@ -92,8 +110,8 @@ fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
         let optimum = wire * 800 + 5 * 9064 * 800 + 6_000_000;
         (last as f64 / optimum as f64, last as f64 / first as f64)
     };
-    let (dctcp_over, dctcp_spread) = stats(&run_with("dctcp", 8, "", traffic));
-    let (ndp_over, ndp_spread) = stats(&run_with("ndp", 8, "", traffic));
+    let (dctcp_over, dctcp_spread) = stats(&run_with("dctcp", 8, "", traffic, INCAST_RTO_US));
+    let (ndp_over, ndp_spread) = stats(&run_with("ndp", 8, "", traffic, INCAST_RTO_US));
     eprintln!("V15 last/optimum, slowest/fastest: dctcp {dctcp_over:.3} {dctcp_spread:.2}, ndp {ndp_over:.3} {ndp_spread:.2}");
     assert!(
         dctcp_over < 1.10,
@@ -120,7 +138,7 @@ fn v14_short_flows_under_background_load_ndp_median_well_below_dctcp() {
         [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 15\nsender_hosts = [0]\nsize_bytes = 90000\nrepeat = 40\n\
         [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [15]\nsize_bytes = 90000\nrepeat = 40\n";
     let fcts = |proto: &str| -> Vec<u64> {
-        let r = run_with(proto, 4, "stop_us = 20000\n", traffic);
+        let r = run_with(proto, 4, "stop_us = 20000\n", traffic, PERMUTATION_RTO_US);
         r.flows
             .iter()
             .filter(|f| f.size_bytes == Some(90_000))
@@ -146,8 +164,14 @@ fn v18_a_64_to_1_incast_hurts_a_long_dctcp_flow_far_more_than_an_ndp_one() {
     let long = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"many_to_many\"\nsenders = [100]\nreceivers = [1]\n";
     let incast = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 2\nsenders = 64\nsize_bytes = 900000\nstart_us = 1000\n";
     let lost_ms = |proto: &str| -> f64 {
-        let alone = run_with(proto, 8, "stop_us = 10000\n", long);
-        let both = run_with(proto, 8, "stop_us = 10000\n", &format!("{long}{incast}"));
+        let alone = run_with(proto, 8, "stop_us = 10000\n", long, INCAST_RTO_US);
+        let both = run_with(
+            proto,
+            8,
+            "stop_us = 10000\n",
+            &format!("{long}{incast}"),
+            INCAST_RTO_US,
+        );
         let bytes = |r: &Ran| {
             r.flows
                 .iter()
@@ -176,8 +200,9 @@ fn v24_one_degraded_core_link_starves_dctcp_flows_but_not_mptcp_or_ndp() {
     let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"permutation\"\n";
     let worst = |proto: &str| {
         let text = format!(
-            "seed = 1\nstop_us = 10000\n[topology]\nkind = \"fattree\"\nk = 4\n[[topology.degraded_links]]\ncore = 1\npod = 1\ngbps = 1\n{}{TCP_TIMERS}{}",
+            "seed = 1\nstop_us = 10000\n[topology]\nkind = \"fattree\"\nk = 4\n[[topology.degraded_links]]\ncore = 1\npod = 1\ngbps = 1\n{}{}{}",
             stack(proto),
+            timers(PERMUTATION_RTO_US),
             traffic.replace("{p}", proto)
         );
         let r = run(&scenario(&text, &[]), 2, 2);
@@ -211,8 +236,9 @@ fn v27_a_short_ndp_flow_beside_tcp_in_fair_queued_classes_is_at_most_2x_slower()
             ""
         };
         format!(
-            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"{queue}\"\n{TCP_TIMERS}{bg}\
-             [[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [8]\nreceivers = [0]\nsize_bytes = 90000\nstart_us = 2000\n"
+            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"{queue}\"\n{}{bg}\
+             [[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [8]\nreceivers = [0]\nsize_bytes = 90000\nstart_us = 2000\n",
+            timers(INCAST_RTO_US)
         )
     };
     let ndp_fct = |queue: &str, tcp: bool| {

@@ -58,23 +58,22 @@ fn run(scn: &Scenario, shards: u32) -> Traced {
 
 const FULL: [&str; 2] = ["trace.packets.enabled=true", "trace.queues.enabled=true"];
 
-/// Every shipped small scenario: drops (CBR over drop-tail), trims (NDP, CP),
-/// stop times with packets still on the wires, collectives.
-const SCENARIOS: [&str; 9] = [
-    "cbr_background_mix_k4.toml",
-    "cbr_incast_leafspine.toml",
-    "cbr_permutation_k4.toml",
-    "cbr_poisson_hadoop_k4.toml",
-    "cbr_ring_allreduce_k4.toml",
-    "cp_incast_k4.toml",
-    "ndp_incast_k4.toml",
-    "ndp_permutation_k4.toml",
-    "phost_incast_k4.toml",
-];
+/// Every shipped small scenario (`scenarios/small/`): drops (CBR over
+/// drop-tail), trims (NDP, CP), ECN marks (DCTCP), stop times with packets
+/// still on the wires, collectives.
+fn scenarios() -> Vec<String> {
+    let v: Vec<String> = psim_integration_tests::small_scenarios()
+        .iter()
+        .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    assert!(v.len() >= 9, "{v:?}");
+    v
+}
 
 #[test]
 fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
-    for name in SCENARIOS {
+    for name in scenarios() {
+        let name = name.as_str();
         let scn = load(name, &FULL);
         let t = run(&scn, 3);
         let topo = &scn.topology;
@@ -125,7 +124,8 @@ fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
 
 #[test]
 fn event_counts_match_the_port_counters_and_queue_lengths_replay() {
-    for name in SCENARIOS {
+    for name in scenarios() {
+        let name = name.as_str();
         let scn = load(name, &FULL);
         let t = run(&scn, 2);
         let s = &t.outcome.summary;
@@ -136,6 +136,7 @@ fn event_counts_match_the_port_counters_and_queue_lengths_replay() {
         assert_eq!(count(PacketEvent::Dequeue), s.ports.dequeued, "{name}");
         assert_eq!(count(PacketEvent::Drop), s.ports.dropped, "{name}");
         assert_eq!(count(PacketEvent::Bounce), s.ports.bounced, "{name}");
+        assert_eq!(count(PacketEvent::EcnMark), s.ports.marked, "{name}");
         assert_eq!(admitted - count(PacketEvent::Dequeue), s.queued, "{name}");
         let wire: u64 = t
             .packets
@@ -147,6 +148,7 @@ fn event_counts_match_the_port_counters_and_queue_lengths_replay() {
         match name {
             "cbr_incast_leafspine.toml" => assert!(s.ports.dropped > 0, "{name} should drop"),
             "ndp_incast_k4.toml" => assert!(s.ports.trimmed > 0, "{name} should trim"),
+            "dctcp_permutation_k4.toml" => assert!(s.ports.marked > 0, "{name} should mark"),
             _ => {}
         }
 
@@ -170,7 +172,8 @@ fn event_counts_match_the_port_counters_and_queue_lengths_replay() {
 
 #[test]
 fn queue_series_agree_with_the_packet_trace_and_the_counters() {
-    for name in SCENARIOS {
+    for name in scenarios() {
+        let name = name.as_str();
         let scn = load(name, &FULL);
         let t = run(&scn, 3);
         let (interval, rows) = t.queues.as_ref().unwrap();
@@ -246,7 +249,8 @@ fn queue_series_agree_with_the_packet_trace_and_the_counters() {
 
 #[test]
 fn traces_do_not_depend_on_the_partition() {
-    for name in SCENARIOS {
+    for name in scenarios() {
+        let name = name.as_str();
         let scn = load(
             name,
             &[

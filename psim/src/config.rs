@@ -354,6 +354,8 @@ pub struct TcpFile {
     pub max_rto_us: Option<f64>,
     /// Duplicate ACKs that trigger fast retransmit (default 3).
     pub dupack_threshold: Option<u32>,
+    /// RFC 5827 early retransmit (default true).
+    pub early_retransmit: Option<bool>,
     /// ACK every second segment (default false).
     pub delayed_ack: Option<bool>,
     /// Delayed-ACK timeout, µs (default 40000).
@@ -874,6 +876,7 @@ fn tcp_params(f: &TcpFile) -> Result<TcpParams, ConfigError> {
         )?,
         max_rto_ps,
         dupack_threshold,
+        early_retransmit: f.early_retransmit.unwrap_or(d.early_retransmit),
         delayed_ack: f.delayed_ack.unwrap_or(d.delayed_ack),
         delayed_ack_ps: positive_us(
             "protocol.tcp.delayed_ack_us",

@@ -124,6 +124,12 @@ impl PacketFields {
             payload: p.payload,
         }
     }
+
+    /// The same fields with the flag bits `f` also set.
+    pub fn with_flags(mut self, f: u8) -> PacketFields {
+        self.flags |= f;
+        self
+    }
 }
 
 /// A shard's packet-event recorder. Filters are applied at record time, so

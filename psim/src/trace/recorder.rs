@@ -94,15 +94,20 @@ impl ShardTrace {
     ) {
         let Some(t) = &mut self.packets else { return };
         let (ev, fields) = match outcome {
-            Enqueued::Queued | Enqueued::Marked => (PacketEvent::Enqueue, *arriving),
+            Enqueued::Queued => (PacketEvent::Enqueue, *arriving),
+            Enqueued::Marked => {
+                // Admitted like any packet, then marked: two rows, the second
+                // showing the CE bit the queue set.
+                let (b, n) = (q.len_bytes(), q.len_packets());
+                t.record(PacketEvent::Enqueue, now, node, port, arriving, b, n);
+                let marked = arriving.with_flags(crate::packet::flags::ECN_CE);
+                (PacketEvent::EcnMark, marked)
+            }
             Enqueued::Trimmed => (PacketEvent::Trim, *arriving),
             Enqueued::Dropped(d) => (PacketEvent::Drop, PacketFields::of(d)),
             Enqueued::Bounced(b) => (PacketEvent::Bounce, PacketFields::of(b)),
         };
         t.record(ev, now, node, port, &fields, q.len_bytes(), q.len_packets());
-        if matches!(outcome, Enqueued::Marked) {
-            self.ecn_marked(node, port, now, &fields, q);
-        }
     }
 
     /// After a discipline marked `pkt` ECN Congestion Experienced at port

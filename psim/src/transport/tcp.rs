@@ -22,6 +22,7 @@
 //! | `initial_rto_us` | 1000000 (1 s) | RFC 6298 §2.1 (the RTO before any RTT sample; never below `min_rto_us`) |
 //! | `max_rto_us` | 60000000 (60 s) | RFC 6298 §2.5 |
 //! | `dupack_threshold` | 3 | RFC 5681 §3.2 / RFC 6675 DupThresh |
+//! | `early_retransmit` | true | RFC 5827 (on by default in Linux since 3.5): with fewer than 4 segments outstanding and none new allowed, oseg − 1 duplicate ACKs signal a loss |
 //! | `delayed_ack` | false (ACK every segment) | RFC 5681 §4.2 when true: every 2nd full segment, or after `delayed_ack_us` |
 //! | `delayed_ack_us` | 40000 (40 ms) | Linux `TCP_DELACK_MIN` |
 //! | `handshake` | false | [P] §5.1 (Linux TCP uses one); when true, SYN / SYN-ACK before data |
@@ -61,6 +62,8 @@ pub struct TcpParams {
     pub max_rto_ps: u64,
     /// Duplicate ACKs (or SACKed segments above a hole) that signal a loss.
     pub dupack_threshold: u32,
+    /// RFC 5827 early retransmit for windows under four segments.
+    pub early_retransmit: bool,
     /// ACK every second segment.
     pub delayed_ack: bool,
     /// Delayed-ACK timer, ps.
@@ -82,6 +85,7 @@ impl Default for TcpParams {
             initial_rto_ps: 1_000_000_000_000,
             max_rto_ps: 60_000_000_000_000,
             dupack_threshold: 3,
+            early_retransmit: true,
             delayed_ack: false,
             delayed_ack_ps: 40_000_000_000,
             handshake: false,
@@ -286,6 +290,21 @@ impl Subflow {
         }
     }
 
+    /// Duplicate ACKs (or SACKed segments above a hole) that signal a loss:
+    /// DupThresh, or with RFC 5827 early retransmit, when fewer than four
+    /// segments are outstanding and no new one may be sent, one fewer than
+    /// the outstanding segments (so that a small window, such as an MPTCP
+    /// subflow's, recovers without waiting for the RTO).
+    fn dup_threshold(&self, p: &TcpParams, more_data: bool) -> u32 {
+        let oseg = self.segs.len() as u32;
+        let can_send = more_data && (self.pipe + self.mss) as f64 <= self.cwnd;
+        if p.early_retransmit && oseg < 4 && !can_send {
+            oseg.saturating_sub(1).clamp(1, p.dupack_threshold)
+        } else {
+            p.dupack_threshold
+        }
+    }
+
     fn enter_recovery(&mut self) {
         self.in_recovery = true;
         self.recover = self.snd_nxt;
@@ -305,7 +324,14 @@ impl Subflow {
     }
 
     /// Handles an ACK. `lia` is the coupling for MPTCP.
-    fn on_ack(&mut self, a: AckInfo, now: u64, p: &TcpParams, lia: Option<LiaCoupling>) {
+    fn on_ack(
+        &mut self,
+        a: AckInfo,
+        now: u64,
+        p: &TcpParams,
+        lia: Option<LiaCoupling>,
+        more_data: bool,
+    ) {
         let AckInfo {
             ack,
             sack,
@@ -390,13 +416,14 @@ impl Subflow {
                 }
             }
         }
+        let thresh = self.dup_threshold(p, more_data);
         if self.sacked > 0 {
-            self.mark_losses(p.dupack_threshold);
+            self.mark_losses(thresh);
         }
         let front_lost = self.segs.front().is_some_and(|s| s.flags & LOST != 0);
         if !self.in_recovery
             && self.snd_una >= self.recover
-            && (self.dupacks >= p.dupack_threshold || front_lost)
+            && (self.dupacks >= thresh || front_lost)
             && !self.segs.is_empty()
         {
             self.enter_recovery();
@@ -752,7 +779,8 @@ impl TcpSource {
             ece,
             echo: pkt.sent_ps,
         };
-        self.subs[i].on_ack(a, cx.now, &self.p, lia);
+        let more_data = self.supply.remaining();
+        self.subs[i].on_ack(a, cx.now, &self.p, lia, more_data);
         self.pump(cx);
     }
 
@@ -1347,6 +1375,35 @@ mod tests {
         assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, size);
         assert!(n.finish().is_some());
         assert_eq!(n.src.stats.retransmissions, 0);
+    }
+
+    /// A 3-segment flow whose first segment is lost gets only two duplicate
+    /// ACKs: early retransmit (RFC 5827) repairs it at once; without it only
+    /// the RTO can.
+    #[test]
+    fn early_retransmit_repairs_a_small_window_without_the_rto() {
+        for er in [true, false] {
+            let p = TcpParams {
+                early_retransmit: er,
+                ..params()
+            };
+            let mut n = Net::new(Protocol::Tcp, p, Some(3 * MSS));
+            let mut dropped = false;
+            let mut drop = |pk: &Packet| {
+                let hit = !dropped && split_seq(pk.seq).1 == 0;
+                dropped |= hit;
+                hit
+            };
+            n.run(u64::MAX, &mut drop, &mut never);
+            let retx = n.sent.iter().find(|s| s.2).expect("retransmitted").0;
+            if er {
+                assert_eq!(retx, 2 * DELAY, "on the second duplicate ACK");
+                assert_eq!(n.src.stats.timeouts, 0);
+            } else {
+                assert_eq!(n.src.stats.timeouts, 1);
+            }
+            assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, 3 * MSS);
+        }
     }
 
     #[test]
