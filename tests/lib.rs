@@ -63,3 +63,24 @@ pub fn scenario(text: &str, sets: &[&str]) -> Scenario {
     Scenario::from_str(text, &repo_root().join("inline.toml"), &sets)
         .unwrap_or_else(|e| panic!("{e}"))
 }
+
+/// Serialisation of `bytes` at 10 Gb/s, ps.
+pub fn ser10(bytes: u64) -> u64 {
+    bytes * 800
+}
+
+/// Spec A16, computed here independently of psim: every wire byte crosses the
+/// receiver's link back to back, plus one full packet's store-and-forward on
+/// the 5 other hops and 6 propagation delays.
+pub fn optimum(flows: &[FlowRecord]) -> u64 {
+    let wire: u64 = flows
+        .iter()
+        .map(|f| f.size_bytes.unwrap() + f.size_bytes.unwrap().div_ceil(9000) * 64)
+        .sum();
+    ser10(wire) + 5 * ser10(9064) + 6 * 1_000_000
+}
+
+/// A flow's goodput over `over_ps`, Gb/s.
+pub fn goodput_gbps(f: &FlowRecord, over_ps: u64) -> f64 {
+    f.bytes_received as f64 * 8.0 / (over_ps as f64 / 1e12) / 1e9
+}

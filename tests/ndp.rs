@@ -3,34 +3,13 @@
 //! its figure. Defaults everywhere: 10 Gb/s, 1 µs links, 9000 B payloads
 //! (9064 B on the wire), 8-packet data queues, IW 23 unless stated.
 
-use psim::trace::FlowRecord;
-use psim_integration_tests::{run, scenario, Ran};
-
-/// Serialisation of `bytes` at 10 Gb/s, ps.
-fn ser10(bytes: u64) -> u64 {
-    bytes * 800
-}
-
-/// Spec A16, computed here independently of psim: every wire byte crosses the
-/// receiver's link back to back, plus one full packet's store-and-forward on
-/// the 5 other hops and 6 propagation delays.
-fn optimum(flows: &[FlowRecord]) -> u64 {
-    let wire: u64 = flows
-        .iter()
-        .map(|f| f.size_bytes.unwrap() + f.size_bytes.unwrap().div_ceil(9000) * 64)
-        .sum();
-    ser10(wire) + 5 * ser10(9064) + 6 * 1_000_000
-}
+use psim_integration_tests::{goodput_gbps, optimum, run, scenario, ser10, Ran};
 
 fn ndp(k: u32, traffic: &str, extra: &[&str]) -> Ran {
     let text = format!(
         "seed = 1\n[topology]\nkind = \"fattree\"\nk = {k}\n[switch]\nqueue = \"ndp\"\n{traffic}"
     );
     run(&scenario(&text, extra), 2, 2)
-}
-
-fn goodput_gbps(f: &FlowRecord, over_ps: u64) -> f64 {
-    f.bytes_received as f64 * 8.0 / (over_ps as f64 / 1e12) / 1e9
 }
 
 #[test]

@@ -13,8 +13,7 @@
 //! timeouts in 5 ms with 1 ms, none with 10 ms). Linux's 200 ms would turn
 //! every real tail loss into a stall that no figure shows.
 
-use psim::trace::FlowRecord;
-use psim_integration_tests::{run, scenario, Ran};
+use psim_integration_tests::{goodput_gbps, optimum, run, scenario, Ran};
 
 /// The `[switch]` and `[protocol]` sections each protocol is compared with.
 fn stack(proto: &str) -> &'static str {
@@ -45,10 +44,6 @@ fn run_with(proto: &str, k: u32, head: &str, traffic: &str, rto_us: u32) -> Ran 
         traffic.replace("{p}", proto)
     );
     run(&scenario(&text, &[]), 2, 2)
-}
-
-fn goodput_gbps(f: &FlowRecord, over_ps: u64) -> f64 {
-    f.bytes_received as f64 * 8.0 / (over_ps as f64 / 1e12) / 1e9
 }
 
 /// (mean, worst) goodput of every flow over `over_ps`.
@@ -104,11 +99,10 @@ fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
             .collect();
         let last = *fcts.iter().max().unwrap();
         let first = *fcts.iter().min().unwrap();
-        // Optimum (spec A16): every wire byte back to back on the receiver's
-        // link, plus one packet's store-and-forward on 5 hops and 6 props.
-        let wire = 100 * (450_000 + 50 * 64) as u64;
-        let optimum = wire * 800 + 5 * 9064 * 800 + 6_000_000;
-        (last as f64 / optimum as f64, last as f64 / first as f64)
+        (
+            last as f64 / optimum(&r.flows) as f64,
+            last as f64 / first as f64,
+        )
     };
     let (dctcp_over, dctcp_spread) = stats(&run_with("dctcp", 8, "", traffic, INCAST_RTO_US));
     let (ndp_over, ndp_spread) = stats(&run_with("ndp", 8, "", traffic, INCAST_RTO_US));

@@ -25,9 +25,22 @@ impl DropTail {
             bytes: 0,
         }
     }
+    /// Whether a packet of `size` bytes fits.
+    #[inline]
+    pub(super) fn has_room(&self, size: u32) -> bool {
+        self.cap.fits(self.q.len() as u32, self.bytes, size)
+    }
+    /// Occupancy in the capacity's unit (packets or bytes).
+    #[inline]
+    pub(super) fn occupancy(&self) -> u64 {
+        match self.cap {
+            Capacity::Packets(_) => self.q.len() as u64,
+            Capacity::Bytes(_) => self.bytes,
+        }
+    }
     #[inline]
     pub(super) fn enqueue(&mut self, pkt: Packet, _cx: &mut QueueCtx<'_>) -> Enqueued {
-        if self.cap.fits(self.q.len() as u32, self.bytes, pkt.size) {
+        if self.has_room(pkt.size) {
             self.bytes += pkt.size as u64;
             self.q.push_back(pkt);
             Enqueued::Queued

@@ -19,10 +19,9 @@
 //! where it was left (it is then high for a few arrivals at most, at the
 //! default weight).
 
-use super::{Capacity, Enqueued, QueueCtx};
+use super::{Capacity, DropTail, Enqueued, QueueCtx};
 use crate::packet::{flags, Packet};
 use rand::RngExt;
-use std::collections::VecDeque;
 
 /// Default DCTCP marking threshold, packets ([P] §6.1).
 pub const DEFAULT_ECN_THRESHOLD_PACKETS: u32 = 30;
@@ -53,12 +52,10 @@ pub enum Marking {
 /// A FIFO that ECN-marks (or early-drops) on congestion and tail-drops when full.
 #[derive(Clone, Debug)]
 pub struct RedQueue {
-    cap: Capacity,
     marking: Marking,
     /// Mark ECT packets (true) or drop every signalled packet (false).
     ecn: bool,
-    q: VecDeque<Packet>,
-    bytes: u64,
+    fifo: DropTail,
     avg: f64,
     count: i64,
     /// Packets marked CE here.
@@ -71,11 +68,9 @@ impl RedQueue {
     /// An empty queue.
     pub fn new(cap: Capacity, marking: Marking, ecn: bool) -> Self {
         RedQueue {
-            cap,
             marking,
             ecn,
-            q: VecDeque::new(),
-            bytes: 0,
+            fifo: DropTail::new(cap),
             avg: 0.0,
             count: -1,
             marked: 0,
@@ -83,16 +78,8 @@ impl RedQueue {
         }
     }
 
-    /// Occupancy in the capacity's unit.
-    fn occupancy(&self) -> u64 {
-        match self.cap {
-            Capacity::Packets(_) => self.q.len() as u64,
-            Capacity::Bytes(_) => self.bytes,
-        }
-    }
-
     fn signal(&mut self, cx: &mut QueueCtx<'_>) -> bool {
-        let occ = self.occupancy();
+        let occ = self.fifo.occupancy();
         match self.marking {
             Marking::Threshold { k } => occ > k,
             Marking::Red {
@@ -126,7 +113,7 @@ impl RedQueue {
 
     #[inline]
     pub(super) fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
-        if !self.cap.fits(self.q.len() as u32, self.bytes, pkt.size) {
+        if !self.fifo.has_room(pkt.size) {
             return Enqueued::Dropped(pkt);
         }
         let mut result = Enqueued::Queued;
@@ -142,22 +129,20 @@ impl RedQueue {
                 return Enqueued::Dropped(pkt);
             }
         }
-        self.bytes += pkt.size as u64;
-        self.q.push_back(pkt);
+        let admitted = self.fifo.enqueue(pkt, cx);
+        debug_assert_eq!(admitted, Enqueued::Queued, "room was checked");
         result
     }
 
     #[inline]
-    pub(super) fn dequeue(&mut self, _now: u64) -> Option<Packet> {
-        let p = self.q.pop_front()?;
-        self.bytes -= p.size as u64;
-        Some(p)
+    pub(super) fn dequeue(&mut self, now: u64) -> Option<Packet> {
+        self.fifo.dequeue(now)
     }
     pub(super) fn len_packets(&self) -> u32 {
-        self.q.len() as u32
+        self.fifo.len_packets()
     }
     pub(super) fn len_bytes(&self) -> u64 {
-        self.bytes
+        self.fifo.len_bytes()
     }
 }
 

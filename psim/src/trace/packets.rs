@@ -343,12 +343,7 @@ mod tests {
     fn schema_is_pinned() {
         // docs/outputs.md documents these columns; change both (and the
         // version) together.
-        let cols: Vec<String> = PACKETS
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| format!("{}:{}:{}", f.name(), f.data_type(), f.is_nullable()))
-            .collect();
+        let cols = crate::trace::table::signature(&PACKETS.schema());
         assert_eq!(
             cols,
             [

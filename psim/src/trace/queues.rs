@@ -307,12 +307,7 @@ mod tests {
 
     #[test]
     fn schema_is_pinned() {
-        let cols: Vec<String> = QUEUES
-            .schema()
-            .fields()
-            .iter()
-            .map(|f| format!("{}:{}:{}", f.name(), f.data_type(), f.is_nullable()))
-            .collect();
+        let cols = crate::trace::table::signature(&QUEUES.schema());
         assert_eq!(
             cols,
             [

@@ -219,3 +219,14 @@ impl Table {
             })
     }
 }
+
+/// `name:type:nullable` of every column, for the tests that pin each schema
+/// (a change to a table's columns must change its test and its docs).
+#[cfg(test)]
+pub(crate) fn signature(schema: &arrow::datatypes::Schema) -> Vec<String> {
+    schema
+        .fields()
+        .iter()
+        .map(|f| format!("{}:{}:{}", f.name(), f.data_type(), f.is_nullable()))
+        .collect()
+}

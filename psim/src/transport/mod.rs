@@ -14,6 +14,7 @@ pub mod dctcp;
 pub mod mptcp;
 pub mod ndp;
 pub mod pull;
+pub mod rtt;
 pub mod tcp;
 
 use crate::packet::{Packet, Protocol};

@@ -30,6 +30,7 @@
 //! first-window packet carries SYN and any packet creates the receiver's state,
 //! which is all that matters for timing.
 
+use super::rtt::RttEstimator;
 use super::{Ctx, FlowInfo, SinkStats, SourceStats};
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use rand::RngExt;
@@ -117,8 +118,7 @@ pub struct NdpSource {
     paths: Vec<u32>,
     path_idx: usize,
     scores: Vec<PathScore>,
-    srtt: Option<u64>,
-    rttvar: u64,
+    rtt: RttEstimator,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -145,8 +145,7 @@ impl NdpSource {
             paths: (0..flow.num_paths).collect(),
             path_idx: usize::MAX,
             scores: vec![PathScore::default(); flow.num_paths as usize],
-            srtt: None,
-            rttvar: 0,
+            rtt: RttEstimator::default(),
             stats: SourceStats::default(),
         }
     }
@@ -161,8 +160,8 @@ impl NdpSource {
     }
 
     fn rto(&self) -> u64 {
-        match self.srtt {
-            Some(s) => (s + 4 * self.rttvar).max(self.p.min_rto_ps),
+        match self.rtt.rto(0) {
+            Some(r) => r.max(self.p.min_rto_ps),
             None => self.p.min_rto_ps,
         }
     }
@@ -330,7 +329,7 @@ impl NdpSource {
                 if let Some(s) = self.settle(pkt.seq) {
                     self.acked += 1;
                     if !s.retx {
-                        self.rtt_sample(cx.now - s.at);
+                        self.rtt.sample(cx.now - s.at);
                     }
                     self.score(s.path, 1, 0);
                 }
@@ -370,20 +369,6 @@ impl NdpSource {
                 }
             }
             _ => {}
-        }
-    }
-
-    fn rtt_sample(&mut self, r: u64) {
-        // RFC 6298 (2.2), (2.3): alpha = 1/8, beta = 1/4.
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
-            }
-            Some(s) => {
-                self.rttvar = (3 * self.rttvar + s.abs_diff(r)) / 4;
-                self.srtt = Some((7 * s + r) / 8);
-            }
         }
     }
 

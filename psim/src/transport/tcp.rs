@@ -42,6 +42,7 @@
 
 use super::dctcp::{DctcpAlpha, DctcpParams};
 use super::mptcp::{LiaCoupling, MptcpParams, SubflowWindow};
+use super::rtt::RttEstimator;
 use super::{Ctx, FlowInfo, SinkStats, SourceStats};
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use rand::RngExt;
@@ -198,8 +199,7 @@ pub struct Subflow {
     recover: u64,
     /// No further ECN cut until the ACK passes this (once per window).
     ecn_cut_until: u64,
-    srtt: Option<u64>,
-    rttvar: u64,
+    rtt: RttEstimator,
     backoff: u32,
     rto_at: Option<u64>,
     cc: Cc,
@@ -225,8 +225,7 @@ impl Subflow {
             in_recovery: false,
             recover: 0,
             ecn_cut_until: 0,
-            srtt: None,
-            rttvar: 0,
+            rtt: RttEstimator::default(),
             backoff: 0,
             rto_at: None,
             cc,
@@ -240,27 +239,11 @@ impl Subflow {
 
     /// Retransmission timeout (RFC 6298 §2), before back-off.
     fn rto(&self, p: &TcpParams) -> u64 {
-        let base = match self.srtt {
-            Some(s) => s + (4 * self.rttvar).max(1),
-            None => p.initial_rto_ps,
-        };
+        // G = 1 ps: the clock's granularity.
+        let base = self.rtt.rto(1).unwrap_or(p.initial_rto_ps);
         let rto = base.max(p.min_rto_ps);
         rto.saturating_mul(1 << self.backoff.min(20))
             .min(p.max_rto_ps.max(p.min_rto_ps))
-    }
-
-    fn rtt_sample(&mut self, r: u64) {
-        // RFC 6298 (2.2), (2.3): alpha = 1/8, beta = 1/4.
-        match self.srtt {
-            None => {
-                self.srtt = Some(r);
-                self.rttvar = r / 2;
-            }
-            Some(s) => {
-                self.rttvar = (3 * self.rttvar + s.abs_diff(r)) / 4;
-                self.srtt = Some((7 * s + r) / 8);
-            }
-        }
     }
 
     /// Changes segment `i`'s flags, keeping `pipe` and `lost_pending` in step.
@@ -351,7 +334,7 @@ impl Subflow {
                 acked += s.len as u64;
             }
             if now >= echo {
-                self.rtt_sample(now - echo);
+                self.rtt.sample(now - echo);
             }
             self.backoff = 0;
             self.dupacks = 0;
@@ -530,7 +513,7 @@ impl Subflow {
     fn window(&self) -> SubflowWindow {
         SubflowWindow {
             cwnd: self.cwnd,
-            rtt_ps: self.srtt.unwrap_or(0) as f64,
+            rtt_ps: self.rtt.srtt().unwrap_or(0) as f64,
         }
     }
 }
@@ -690,7 +673,7 @@ impl TcpSource {
         }
         let mut order: Vec<usize> = (0..self.subs.len()).collect();
         if order.len() > 1 {
-            order.sort_by_key(|&i| (self.subs[i].srtt.unwrap_or(0), i));
+            order.sort_by_key(|&i| (self.subs[i].rtt.srtt().unwrap_or(0), i));
         }
         let mut sends = std::mem::take(&mut self.sends);
         for i in order {
@@ -734,12 +717,10 @@ impl TcpSource {
         if pkt.has(flags::SYN) {
             if let Setup::SynSent { at, .. } = self.setup {
                 self.setup = Setup::Established;
-                self.subs[0].rtt_sample(cx.now - at);
-                let srtt = self.subs[0].srtt;
-                let rttvar = self.subs[0].rttvar;
+                self.subs[0].rtt.sample(cx.now - at);
+                let rtt = self.subs[0].rtt;
                 for s in &mut self.subs[1..] {
-                    s.srtt = srtt;
-                    s.rttvar = rttvar;
+                    s.rtt = rtt;
                 }
                 self.pump(cx);
             }
@@ -754,7 +735,7 @@ impl TcpSource {
             let best = self
                 .subs
                 .iter()
-                .filter_map(|s| s.srtt)
+                .filter_map(|s| s.rtt.srtt())
                 .min()
                 .unwrap_or(1_000_000);
             let w: Vec<SubflowWindow> = self
@@ -1122,15 +1103,8 @@ mod tests {
         ) {
             let mut out = Vec::new();
             if self.now == 0 && self.sent.is_empty() {
-                self.src.on_start(&mut Ctx {
-                    now: 0,
-                    host: 0,
-                    slot: 0,
-                    nic_bps: 10_000_000_000,
-                    out: &mut out,
-                    rng: &mut self.rng,
-                    pulls: &mut self.pulls,
-                });
+                self.src
+                    .on_start(&mut ctx(0, &mut out, &mut self.rng, &mut self.pulls));
                 self.ship(std::mem::take(&mut out), true, drop, mark);
             }
             loop {
@@ -1149,15 +1123,7 @@ mod tests {
                 self.now = t;
                 if next_wire == Some(t) {
                     let (_, (to_sink, pkt)) = self.wire.pop_first().expect("pending");
-                    let mut cx = Ctx {
-                        now: t,
-                        host: 0,
-                        slot: 0,
-                        nic_bps: 10_000_000_000,
-                        out: &mut out,
-                        rng: &mut self.rng,
-                        pulls: &mut self.pulls,
-                    };
+                    let mut cx = ctx(t, &mut out, &mut self.rng, &mut self.pulls);
                     if to_sink {
                         self.sink
                             .get_or_insert_with(|| TcpSink::new(&pkt, &self.p))
@@ -1168,15 +1134,7 @@ mod tests {
                     }
                     self.ship(std::mem::take(&mut out), !to_sink, drop, mark);
                 } else {
-                    let mut cx = Ctx {
-                        now: t,
-                        host: 0,
-                        slot: 0,
-                        nic_bps: 10_000_000_000,
-                        out: &mut out,
-                        rng: &mut self.rng,
-                        pulls: &mut self.pulls,
-                    };
+                    let mut cx = ctx(t, &mut out, &mut self.rng, &mut self.pulls);
                     if self.src.poll_at() == Some(t) {
                         self.src.on_timer(&mut cx);
                         self.ship(std::mem::take(&mut out), true, drop, mark);
@@ -1190,6 +1148,24 @@ mod tests {
 
         fn finish(&self) -> Option<u64> {
             self.sink.as_ref().and_then(|s| s.stats.finish_ps)
+        }
+    }
+
+    /// The context of host 0, slot 0, on a 10 Gb/s NIC.
+    fn ctx<'a>(
+        now: u64,
+        out: &'a mut Vec<Packet>,
+        rng: &'a mut crate::rng::Rng,
+        pulls: &'a mut PullQueue,
+    ) -> Ctx<'a> {
+        Ctx {
+            now,
+            host: 0,
+            slot: 0,
+            nic_bps: 10_000_000_000,
+            out,
+            rng,
+            pulls,
         }
     }
 
