@@ -17,9 +17,22 @@
 //! seed = [1, 2]
 //! ```
 //!
+//! An axis may also bundle settings that must change together, such as a
+//! protocol and the switch queue it needs: its values are then tables, each
+//! with a `name` (what the directory is called by) and the overrides it
+//! applies:
+//!
+//! ```toml
+//! [grid]
+//! stack = [
+//!     { name = "ndp", "traffic.0.protocol" = "ndp", "switch.queue" = "ndp" },
+//!     { name = "dctcp", "traffic.0.protocol" = "dctcp", "switch.queue" = "ecn" },
+//! ]
+//! ```
+//!
 //! Every combination of grid values is one task. A task is `psim run` of the
 //! base scenario with the task's values as `--set` overrides, into its own
-//! directory named by those values (`protocol.ndp.iw_packets=4,seed=1,...`),
+//! directory named by those values (`protocol.ndp.iw_packets=4,seed=1,stack=ndp,...`),
 //! so that a task's directory does not depend on the other axes' lengths and
 //! a grown grid still finds the tasks already done. A task whose directory
 //! holds a complete manifest, every data file it lists, and the task's own
@@ -160,8 +173,11 @@ pub struct Task {
     pub id: usize,
     /// Its directory name inside the sweep folder.
     pub dir: String,
-    /// Grid key -> this task's value, as TOML text.
+    /// Grid axis -> this task's value, as TOML text (a bundle's `name`).
     pub params: BTreeMap<String, String>,
+    /// Scenario key -> value (TOML text): the `--set` overrides, with
+    /// bundles expanded.
+    pub overrides: BTreeMap<String, String>,
     /// The resolved scenario its manifest must record, once
     /// [`Sweep::validate`] (or [`Sweep::validate_task`]) has computed it.
     #[serde(skip)]
@@ -171,7 +187,7 @@ pub struct Task {
 impl Task {
     /// The `--set KEY=VALUE` overrides of this task.
     pub fn sets(&self) -> Vec<String> {
-        self.params
+        self.overrides
             .iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect()
@@ -271,13 +287,26 @@ impl Sweep {
                 self.base.display()
             )));
         }
-        let first = &self.tasks[0];
-        for (key, value) in &first.params {
-            Scenario::load(&self.base, &[format!("{key}={value}")]).map_err(|e| {
-                invalid(format!(
-                    "[grid] key `{key}` is not valid for the base scenario: {e}"
-                ))
-            })?;
+        // Each plain axis's key (with its first value) and each bundle on its
+        // own, so that an unknown key or a bundle that does not fit the base
+        // is named as such; the tasks' full scenarios are checked after.
+        for (axis, values) in axes(&self.file.grid).map_err(&invalid)? {
+            let bundles = values[0].bundle;
+            for v in values.iter().take(if bundles { values.len() } else { 1 }) {
+                let sets: Vec<String> = v
+                    .overrides
+                    .iter()
+                    .map(|(k, x)| format!("{k}={x}"))
+                    .collect();
+                Scenario::load(&self.base, &sets).map_err(|e| {
+                    let what = if v.bundle {
+                        format!("[grid] `{axis}` bundle {}", v.label)
+                    } else {
+                        format!("[grid] key `{axis}`")
+                    };
+                    invalid(format!("{what} is not valid for the base scenario: {e}"))
+                })?;
+            }
         }
         let (base, path) = (&self.base, &self.path);
         self.tasks
@@ -474,38 +503,18 @@ pub fn task_state(dir: &Path, expected: Option<&serde_json::Value>) -> TaskState
 /// empty grid, an axis that is not a non-empty array, or two tasks whose
 /// directory names collide.
 pub fn expand(grid: &BTreeMap<String, toml::Value>) -> Result<Vec<Task>, String> {
-    if grid.is_empty() {
-        return Err("[grid] is empty: the sweep has no tasks".into());
-    }
-    let mut axes: Vec<(&str, Vec<String>)> = Vec::new();
-    for (key, v) in grid {
-        if key.trim().is_empty() {
-            return Err("[grid] has an empty key".into());
-        }
-        let values = match v {
-            toml::Value::Array(a) if a.is_empty() => {
-                return Err(format!(
-                    "[grid] `{key}` has no values: the sweep would have no tasks"
-                ))
-            }
-            toml::Value::Array(a) => a.iter().map(toml_text).collect(),
-            other => {
-                return Err(format!(
-                    "[grid] `{key}` must be an array of values, found {}",
-                    other.type_str()
-                ))
-            }
-        };
-        axes.push((key, values));
-    }
+    let axes = axes(grid)?;
     let total: usize = axes.iter().map(|(_, v)| v.len()).product();
     let mut tasks = Vec::with_capacity(total);
     let mut seen = BTreeMap::new();
     for id in 0..total {
         let mut rest = id;
         let mut params = BTreeMap::new();
+        let mut overrides = BTreeMap::new();
         for (key, values) in axes.iter().rev() {
-            params.insert(key.to_string(), values[rest % values.len()].clone());
+            let v = &values[rest % values.len()];
+            params.insert(key.to_string(), v.label.clone());
+            overrides.extend(v.overrides.iter().cloned());
             rest /= values.len();
         }
         let dir = dir_name(&params);
@@ -523,10 +532,98 @@ pub fn expand(grid: &BTreeMap<String, toml::Value>) -> Result<Vec<Task>, String>
             id,
             dir,
             params,
+            overrides,
             expected_config: None,
         });
     }
     Ok(tasks)
+}
+
+/// One value of a grid axis.
+#[derive(Debug, Clone)]
+struct AxisValue {
+    /// What the task directory and index call it: the value, or a bundle's `name`.
+    label: String,
+    /// The `--set` overrides it applies: (scenario key, TOML text).
+    overrides: Vec<(String, String)>,
+    /// Whether it is a bundle (a table of several overrides).
+    bundle: bool,
+}
+
+/// Reads the grid's axes, in key order: plain values (one override of the
+/// axis key each) or bundles (tables with a `name` and their overrides).
+/// Errors on an empty grid, an empty or non-array axis, a malformed bundle,
+/// or a scenario key that two axes both set.
+fn axes(grid: &BTreeMap<String, toml::Value>) -> Result<Vec<(&str, Vec<AxisValue>)>, String> {
+    if grid.is_empty() {
+        return Err("[grid] is empty: the sweep has no tasks".into());
+    }
+    let mut axes = Vec::new();
+    let mut owner: BTreeMap<String, &str> = BTreeMap::new();
+    for (key, v) in grid {
+        if key.trim().is_empty() {
+            return Err("[grid] has an empty key".into());
+        }
+        let items = match v {
+            toml::Value::Array(a) if a.is_empty() => {
+                return Err(format!(
+                    "[grid] `{key}` has no values: the sweep would have no tasks"
+                ))
+            }
+            toml::Value::Array(a) => a,
+            other => {
+                return Err(format!(
+                    "[grid] `{key}` must be an array of values, found {}",
+                    other.type_str()
+                ))
+            }
+        };
+        let mut values = Vec::with_capacity(items.len());
+        for item in items {
+            let value = match item {
+                toml::Value::Table(t) => {
+                    let Some(toml::Value::String(name)) = t.get("name") else {
+                        return Err(format!(
+                            "[grid] `{key}`: a bundle of settings needs a string `name`"
+                        ));
+                    };
+                    let overrides: Vec<(String, String)> = t
+                        .iter()
+                        .filter(|(k, _)| k.as_str() != "name")
+                        .map(|(k, v)| (k.clone(), toml_text(v)))
+                        .collect();
+                    if overrides.is_empty() {
+                        return Err(format!(
+                            "[grid] `{key}` bundle `{name}` sets nothing besides its name"
+                        ));
+                    }
+                    AxisValue {
+                        label: toml_text(&toml::Value::String(name.clone())),
+                        overrides,
+                        bundle: true,
+                    }
+                }
+                plain => AxisValue {
+                    label: toml_text(plain),
+                    overrides: vec![(key.clone(), toml_text(plain))],
+                    bundle: false,
+                },
+            };
+            for (k, _) in &value.overrides {
+                match owner.get(k) {
+                    Some(&other) if other != key.as_str() => {
+                        return Err(format!("[grid] `{k}` is set by both `{other}` and `{key}`"))
+                    }
+                    _ => {
+                        owner.insert(k.clone(), key);
+                    }
+                }
+            }
+            values.push(value);
+        }
+        axes.push((key.as_str(), values));
+    }
+    Ok(axes)
 }
 
 /// A value as `--set` reads it: TOML text, so that strings keep their quotes
@@ -648,6 +745,42 @@ mod tests {
         // "a b" and "a/b" both sanitise to "a_b".
         let e = expand(&grid("name = [\"a b\", \"a/b\"]")).unwrap_err();
         assert!(e.contains("both map to directory `name=a_b`"), "{e}");
+    }
+
+    #[test]
+    fn a_bundle_axis_sets_its_keys_together_and_names_the_directory() {
+        let tasks = expand(&grid(
+            "seed = [1, 2]\nstack = [\n { name = \"ndp\", \"traffic.0.protocol\" = \"ndp\", \"switch.queue\" = \"ndp\" },\n              { name = \"dctcp\", \"traffic.0.protocol\" = \"dctcp\", \"switch.queue\" = \"ecn\", \"switch.queue_packets\" = 200 },\n]",
+        ))
+        .unwrap();
+        assert_eq!(tasks.len(), 4);
+        assert_eq!(tasks[1].dir, "seed=1,stack=dctcp");
+        assert_eq!(
+            tasks[1].sets(),
+            [
+                "seed=1",
+                "switch.queue=\"ecn\"",
+                "switch.queue_packets=200",
+                "traffic.0.protocol=\"dctcp\""
+            ]
+        );
+        assert_eq!(
+            tasks[2].sets(),
+            [
+                "seed=2",
+                "switch.queue=\"ndp\"",
+                "traffic.0.protocol=\"ndp\""
+            ]
+        );
+        let e = expand(&grid("stack = [{ \"switch.queue\" = \"ndp\" }]")).unwrap_err();
+        assert!(e.contains("needs a string `name`"), "{e}");
+        let e = expand(&grid("stack = [{ name = \"a\" }]")).unwrap_err();
+        assert!(e.contains("sets nothing"), "{e}");
+        let e = expand(&grid(
+            "\"switch.queue\" = [\"ndp\"]\nstack = [{ name = \"a\", \"switch.queue\" = \"ecn\" }]",
+        ))
+        .unwrap_err();
+        assert!(e.contains("set by both"), "{e}");
     }
 
     #[test]

@@ -230,7 +230,7 @@ fn a_failing_task_is_named_and_the_others_still_run() {
 
 #[test]
 fn bad_sweeps_are_one_line_errors_before_anything_runs() {
-    let cases: [(&str, &[&str]); 7] = [
+    let cases: [(&str, &[&str]); 8] = [
         // An unknown scenario key, named with its table.
         (
             "\"protocol.ndp.no_such_key\" = [1, 2]\n",
@@ -248,6 +248,11 @@ fn bad_sweeps_are_one_line_errors_before_anything_runs() {
         ),
         // No axis at all.
         ("", &["[grid] is empty"]),
+        // A bundle with a key the scenario does not have: the bundle is named.
+        (
+            "stack = [{ name = \"x\", \"switch.nope\" = 1 }]\n",
+            &["`stack` bundle \"x\"", "nope"],
+        ),
         // A scalar instead of a list.
         ("seed = 3\n", &["`seed` must be an array"]),
         // A valid key with one invalid value: the task is named.
@@ -318,13 +323,18 @@ fn the_shipped_example_sweep_validates_and_out_overrides_its_folder() {
         "--out",
         out.to_str().unwrap(),
     ]));
-    // 3 incast sizes x 2 windows x 2 queue sizes x 2 disciplines x 2 seeds.
-    assert!(r.contains("48 tasks, 0 complete, 48 to run"), "{r}");
-    assert!(r.contains("--array=0-47%16 "), "{r}");
+    // 3 incast sizes x 2 queue sizes x 2 seeds x 3 protocol stacks.
+    assert!(r.contains("36 tasks, 0 complete, 36 to run"), "{r}");
+    assert!(r.contains("--array=0-35%16 "), "{r}");
     assert!(r.contains(&format!("--out {}", out.display())), "{r}");
     let index: serde_json::Value =
         serde_json::from_slice(&fs::read(out.join("sweep.json")).unwrap()).unwrap();
-    assert_eq!(index["tasks"].as_array().unwrap().len(), 48);
+    let tasks = index["tasks"].as_array().unwrap();
+    assert_eq!(tasks.len(), 36);
+    // The last task: 15 senders, 64-packet queues, seed 2, the DCTCP bundle.
+    assert_eq!(tasks[35]["params"]["stack"], "\"dctcp\"");
+    assert_eq!(tasks[35]["overrides"]["switch.queue"], "\"ecn\"");
+    assert_eq!(tasks[35]["overrides"]["traffic.0.protocol"], "\"dctcp\"");
 }
 
 #[test]
