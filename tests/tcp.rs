@@ -223,28 +223,33 @@ fn v27_a_short_ndp_flow_beside_tcp_in_fair_queued_classes_is_at_most_2x_slower()
     // short NDP flow's latency is at most 2x that of NDP alone. Four TCP flows
     // from hosts 1-4 saturate host 0's link (a 200-packet queue); at 2 ms a
     // 90 KB NDP flow from host 8 goes to host 0 too.
-    let text = |queue: &str, tcp: bool| {
+    let text = |switch: &str, tcp: bool| {
         let bg = if tcp {
             "[[traffic]]\nprotocol = \"tcp\"\npattern = \"many_to_many\"\nsenders = [1, 2, 3, 4]\nreceivers = [0]\n"
         } else {
             ""
         };
         format!(
-            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"{queue}\"\n{}{bg}\
+            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\n{switch}\n{}{bg}\
              [[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [8]\nreceivers = [0]\nsize_bytes = 90000\nstart_us = 2000\n",
             timers(INCAST_RTO_US)
         )
     };
-    let ndp_fct = |queue: &str, tcp: bool| {
-        let r = run(&scenario(&text(queue, tcp), &[]), 2, 2);
+    let ndp_fct = |switch: &str, tcp: bool| {
+        let r = run(&scenario(&text(switch, tcp), &[]), 2, 2);
         r.flows
             .iter()
             .find(|f| f.src == 8)
             .and_then(|f| f.fct_ps)
             .expect("the NDP flow finishes")
     };
-    let alone = ndp_fct("ndp", false);
-    let classes = ndp_fct("classes", true);
-    eprintln!("V27 90 KB NDP flow: alone {alone} ps, beside TCP in classes {classes} ps");
+    let alone = ndp_fct("queue = \"ndp\"", false);
+    let classes = ndp_fct("queue = \"classes\"", true);
+    // The contrast: one shared 200-packet FIFO, which TCP keeps full.
+    let shared = ndp_fct("queue = \"droptail\"\nqueue_packets = 200", true);
+    eprintln!(
+        "V27 90 KB NDP flow: alone {alone} ps, beside TCP in classes {classes} ps, in a shared FIFO {shared} ps"
+    );
     assert!(classes <= 2 * alone, "at most 2x NDP alone");
+    assert!(shared > 2 * alone, "without classes TCP's queue delays NDP");
 }
