@@ -53,11 +53,6 @@ fn mean_worst(r: &Ran, over_ps: u64) -> (f64, f64) {
     (mean, g.iter().copied().fold(f64::MAX, f64::min))
 }
 
-fn median(mut v: Vec<u64>) -> u64 {
-    v.sort_unstable();
-    v[v.len() / 2]
-}
-
 #[test]
 fn v13_permutation_ndp_beats_mptcp_beats_dctcp() {
     // Fig. 14 on a 128-host FatTree (k = 8), 5 ms of a full permutation.
@@ -124,29 +119,53 @@ fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
 
 #[test]
 fn v14_short_flows_under_background_load_ndp_median_well_below_dctcp() {
-    // Fig. 15 at reduced scale (k = 4): hosts 0 and 15 (in different pods)
-    // exchange 90 KB transfers back to back, while every other host sources 4
-    // long flows to random destinations. Paper: NDP's median 3x lower than
-    // DCTCP's (DCTCP's 30-packet standing queues sit on every hop).
-    let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"background\"\nflows_per_host = 4\nexclude_hosts = [0, 15]\n\
-        [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 15\nsender_hosts = [0]\nsize_bytes = 90000\nrepeat = 40\n\
-        [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [15]\nsize_bytes = 90000\nrepeat = 40\n";
-    let fcts = |proto: &str| -> Vec<u64> {
-        let r = run_with(proto, 4, "stop_us = 20000\n", traffic, PERMUTATION_RTO_US);
-        r.flows
+    // Fig. 15 on 128 hosts (k = 8), 20 ms: hosts 0 and 127 (in different
+    // pods) exchange 90 KB transfers back to back, while every other host
+    // sources 4 long flows to random destinations. Paper: NDP's median 3x and
+    // p99 4x lower than DCTCP's (DCTCP's standing queues of about K = 30
+    // packets sit on its path); utilisation NDP 80%, DCTCP about 75%.
+    let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"background\"\nflows_per_host = 4\nexclude_hosts = [0, 127]\n\
+        [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 127\nsender_hosts = [0]\nsize_bytes = 90000\nrepeat = 60\n\
+        [[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [127]\nsize_bytes = 90000\nrepeat = 60\n";
+    // (short-flow FCTs sorted, background utilisation of the 126 senders' links)
+    let measure = |proto: &str| -> (Vec<u64>, f64) {
+        let r = run_with(proto, 8, "stop_us = 20000\n", traffic, PERMUTATION_RTO_US);
+        let mut fcts: Vec<u64> = r
+            .flows
             .iter()
             .filter(|f| f.size_bytes == Some(90_000))
             .filter_map(|f| f.fct_ps)
-            .collect()
+            .collect();
+        fcts.sort_unstable();
+        let bg: u64 = r
+            .flows
+            .iter()
+            .filter(|f| f.size_bytes.is_none())
+            .map(|f| f.bytes_received)
+            .sum();
+        (fcts, bg as f64 * 8.0 / 20e-3 / (126.0 * 10e9))
     };
-    let ndp = fcts("ndp");
-    let dctcp = fcts("dctcp");
-    let (mn, md) = (median(ndp.clone()), median(dctcp.clone()));
-    let worst_ndp = *ndp.iter().max().unwrap();
-    eprintln!("V14 90 KB FCT median: ndp {mn} ps ({} flows), dctcp {md} ps ({} flows); ndp worst {worst_ndp}", ndp.len(), dctcp.len());
-    assert!(ndp.len() >= 40 && dctcp.len() >= 20);
-    // Ours: about 1.4x lower, not the paper's 3x (docs/validation.md says why).
-    assert!(mn * 6 < md * 5, "NDP's median at least 1.2x below DCTCP's");
+    let (ndp, ndp_util) = measure("ndp");
+    let (dctcp, dctcp_util) = measure("dctcp");
+    let pct = |v: &[u64], q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+    let (n50, d50) = (pct(&ndp, 0.5), pct(&dctcp, 0.5));
+    let (n99, d99) = (pct(&ndp, 0.99), pct(&dctcp, 0.99));
+    eprintln!(
+        "V14 90 KB FCT: ndp median {n50} p99 {n99} ps ({} flows, util {ndp_util:.2}); dctcp median {d50} p99 {d99} ps ({} flows, util {dctcp_util:.2})",
+        ndp.len(),
+        dctcp.len()
+    );
+    assert!(ndp.len() >= 100 && dctcp.len() >= 100);
+    // Ours: 1.6x and 2.1x, not the paper's 3x and 4x (docs/validation.md says why).
+    assert!(
+        n50 * 4 < d50 * 3,
+        "NDP's median at least 1.33x below DCTCP's"
+    );
+    assert!(n99 * 5 < d99 * 3, "NDP's p99 at least 1.67x below DCTCP's");
+    assert!(
+        ndp_util > dctcp_util,
+        "NDP also moves more background traffic"
+    );
 }
 
 #[test]
