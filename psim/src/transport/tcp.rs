@@ -470,7 +470,13 @@ impl Subflow {
                     }
                     at += self.segs[i].len as u64;
                 }
-                let (i, seq) = hit.expect("lost_pending counts a lost segment");
+                let Some((i, seq)) = hit else {
+                    // The count and the scoreboard disagree: a bug, but not
+                    // one worth ending a long run for; trust the scoreboard.
+                    debug_assert!(false, "lost_pending counts a lost segment");
+                    self.lost_pending = 0;
+                    continue;
+                };
                 let len = self.segs[i].len as u64;
                 if self.pipe + len > cwnd && !self.fast_retx {
                     break;
@@ -1045,6 +1051,9 @@ mod tests {
         /// Data transmissions seen, in order: (time, seq, retransmission?).
         sent: Vec<(u64, u64, bool)>,
         acks_to_source: u64,
+        /// Drop every n-th ACK on its way back (0: none).
+        ack_drop_every: u64,
+        acks_shipped: u64,
     }
 
     impl Net {
@@ -1067,6 +1076,8 @@ mod tests {
                 pulls: PullQueue::default(),
                 sent: Vec::new(),
                 acks_to_source: 0,
+                ack_drop_every: 0,
+                acks_shipped: 0,
             }
         }
 
@@ -1086,6 +1097,14 @@ mod tests {
                     }
                     if mark(&p) {
                         p.flags |= flags::ECN_CE;
+                    }
+                }
+                if !to_sink {
+                    self.acks_shipped += 1;
+                    if self.ack_drop_every > 0
+                        && self.acks_shipped.is_multiple_of(self.ack_drop_every)
+                    {
+                        continue;
                     }
                 }
                 self.order += 1;
@@ -1379,6 +1398,39 @@ mod tests {
                 assert_eq!(n.src.stats.timeouts, 1);
             }
             assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, 3 * MSS);
+        }
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+        /// Whatever data transmissions (first sends or retransmissions) and
+        /// ACKs are lost, every protocol delivers every byte exactly once,
+        /// completes, and leaves no timer behind.
+        #[test]
+        fn any_loss_pattern_still_delivers_every_byte_once(
+            lost in proptest::collection::btree_set(0usize..150, 0..30),
+            ack_drop_every in proptest::prop_oneof![proptest::strategy::Just(0u64), 2u64..9],
+            proto in proptest::sample::select(vec![Protocol::Tcp, Protocol::Dctcp, Protocol::Mptcp]),
+            delayed_ack in proptest::bool::ANY,
+            size_segs in 1u64..60,
+        ) {
+            let p = TcpParams { delayed_ack, delayed_ack_ps: 200_000_000, ..params() };
+            let size = size_segs * MSS - 17;
+            let mut n = Net::new(proto, p, Some(size));
+            n.ack_drop_every = ack_drop_every;
+            let mut k = 0usize;
+            let mut drop = |_: &Packet| {
+                k += 1;
+                lost.contains(&(k - 1))
+            };
+            n.run(u64::MAX, &mut drop, &mut never);
+            let sink = n.sink.as_ref().expect("something arrived");
+            proptest::prop_assert_eq!(sink.stats.bytes_received, size);
+            proptest::prop_assert!(n.finish().is_some());
+            proptest::prop_assert_eq!(n.src.poll_at(), None);
+            // Every transmission beyond one per segment is a counted retransmission.
+            let segs = size.div_ceil(MSS) as usize;
+            proptest::prop_assert_eq!(n.sent.len() - segs, n.src.stats.retransmissions as usize);
         }
     }
 
