@@ -2,25 +2,15 @@
 //! shard) under `DIR/flows/`, plus a canonical CSV rendering for byte-exact
 //! comparison of runs.
 
-use std::fs::{self, File};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow::array::{
-    Array, ArrayRef, AsArray, PrimitiveArray, StringArray, UInt32Array, UInt64Array, UInt8Array,
-};
-use arrow::datatypes::{
-    ArrowPrimitiveType, DataType, Field, Schema, SchemaRef, UInt32Type, UInt64Type, UInt8Type,
-};
+use arrow::array::{Array, ArrayRef, AsArray, StringArray, UInt32Array, UInt64Array, UInt8Array};
+use arrow::datatypes::{DataType, SchemaRef, UInt32Type, UInt64Type, UInt8Type};
 use arrow::record_batch::RecordBatch;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::ArrowWriter;
-use parquet::basic::{Compression, ZstdLevel};
-use parquet::file::metadata::KeyValue;
-use parquet::file::properties::WriterProperties;
 
-use super::outdir::write_atomic;
+use super::table::Table;
 use super::OutputError;
 
 /// Version of the flows table layout. Bump it on any change to the columns
@@ -80,43 +70,39 @@ pub struct FlowRecord {
     pub timeouts: u64,
 }
 
-/// Column list: (name, type, nullable). The single source of truth for the
-/// schema, the CSV header and the read-side column order.
-const COLUMNS: [(&str, DataType, bool); 18] = [
-    ("flow_id", DataType::UInt64, false),
-    ("src", DataType::UInt32, false),
-    ("dst", DataType::UInt32, false),
-    ("protocol", DataType::Utf8, false),
-    ("priority", DataType::UInt8, false),
-    ("size_bytes", DataType::UInt64, true),
-    ("start_ps", DataType::UInt64, false),
-    ("finish_ps", DataType::UInt64, true),
-    ("fct_ps", DataType::UInt64, true),
-    ("ideal_fct_ps", DataType::UInt64, true),
-    ("bytes_sent", DataType::UInt64, false),
-    ("bytes_received", DataType::UInt64, false),
-    ("packets_sent", DataType::UInt64, false),
-    ("packets_received", DataType::UInt64, false),
-    ("retransmissions", DataType::UInt64, false),
-    ("trims", DataType::UInt64, false),
-    ("bounces", DataType::UInt64, false),
-    ("timeouts", DataType::UInt64, false),
-];
+/// The flows table: columns in [`FlowRecord`] field order, nullable exactly
+/// where the field is an `Option`. The single source of truth for the
+/// schema, the CSV header and the read-side column order; documented column
+/// by column in `docs/outputs.md`.
+pub const FLOWS: Table = Table {
+    dir: FLOWS_DIR,
+    columns: &[
+        ("flow_id", DataType::UInt64),
+        ("src", DataType::UInt32),
+        ("dst", DataType::UInt32),
+        ("protocol", DataType::Utf8),
+        ("priority", DataType::UInt8),
+        ("size_bytes", DataType::UInt64),
+        ("start_ps", DataType::UInt64),
+        ("finish_ps", DataType::UInt64),
+        ("fct_ps", DataType::UInt64),
+        ("ideal_fct_ps", DataType::UInt64),
+        ("bytes_sent", DataType::UInt64),
+        ("bytes_received", DataType::UInt64),
+        ("packets_sent", DataType::UInt64),
+        ("packets_received", DataType::UInt64),
+        ("retransmissions", DataType::UInt64),
+        ("trims", DataType::UInt64),
+        ("bounces", DataType::UInt64),
+        ("timeouts", DataType::UInt64),
+    ],
+    nullable: &["size_bytes", "finish_ps", "fct_ps", "ideal_fct_ps"],
+    version: FLOWS_SCHEMA_VERSION,
+};
 
-/// Arrow schema of the flows table: columns in [`FlowRecord`] field order,
-/// nullable exactly where the field is an `Option`. Documented column by
-/// column in `docs/outputs.md`.
+/// Arrow schema of the flows table ([`FLOWS`]).
 pub fn flows_schema() -> SchemaRef {
-    let fields: Vec<Field> = COLUMNS
-        .iter()
-        .map(|(name, ty, nullable)| Field::new(*name, ty.clone(), *nullable))
-        .collect();
-    Arc::new(Schema::new(fields))
-}
-
-/// Path of part `part` inside output directory `dir`.
-pub fn flows_part_path(dir: &Path, part: u32) -> PathBuf {
-    dir.join(FLOWS_DIR).join(format!("part-{part:05}.parquet"))
+    FLOWS.schema()
 }
 
 /// Write `records` as `DIR/flows/part-{part:05}.parquet`, atomically (temp
@@ -132,52 +118,25 @@ pub fn write_flows_part(
     part: u32,
     records: &[FlowRecord],
 ) -> Result<PathBuf, OutputError> {
-    let flows_dir = dir.join(FLOWS_DIR);
-    fs::create_dir_all(&flows_dir).map_err(|e| OutputError::io(&flows_dir, e))?;
-    let path = flows_part_path(dir, part);
-
     let mut order: Vec<&FlowRecord> = records.iter().collect();
     order.sort_by_key(|r| r.flow_id);
-
-    let schema = flows_schema();
-    let props = WriterProperties::builder()
-        .set_compression(Compression::ZSTD(ZstdLevel::default()))
-        .set_key_value_metadata(Some(vec![KeyValue::new(
-            SCHEMA_VERSION_KEY.to_string(),
-            FLOWS_SCHEMA_VERSION.to_string(),
-        )]))
-        .build();
-
-    write_atomic(&path, |file| {
-        let pq_err = |source| OutputError::Parquet {
-            path: path.clone(),
-            source,
-        };
-        let mut writer = ArrowWriter::try_new(file, schema.clone(), Some(props)).map_err(pq_err)?;
-        for chunk in order.chunks(WRITE_BATCH_ROWS) {
-            let batch = to_batch(&schema, chunk).map_err(|source| OutputError::Arrow {
-                path: path.clone(),
-                source,
-            })?;
-            writer.write(&batch).map_err(pq_err)?;
-        }
-        writer.close().map_err(pq_err)?;
-        Ok(())
-    })
+    FLOWS.write_part(
+        dir,
+        part,
+        &[],
+        &mut order.chunks(WRITE_BATCH_ROWS).map(to_columns),
+    )
 }
 
-/// Build one record batch; column order must match [`COLUMNS`].
-fn to_batch(
-    schema: &SchemaRef,
-    rows: &[&FlowRecord],
-) -> Result<RecordBatch, arrow::error::ArrowError> {
+/// The columns of one record batch, in [`FLOWS`] column order.
+fn to_columns(rows: &[&FlowRecord]) -> Vec<ArrayRef> {
     fn u64s(rows: &[&FlowRecord], f: impl Fn(&FlowRecord) -> u64) -> ArrayRef {
         Arc::new(UInt64Array::from_iter_values(rows.iter().map(|r| f(r))))
     }
     fn opt_u64s(rows: &[&FlowRecord], f: impl Fn(&FlowRecord) -> Option<u64>) -> ArrayRef {
         Arc::new(rows.iter().map(|r| f(r)).collect::<UInt64Array>())
     }
-    let columns: Vec<ArrayRef> = vec![
+    vec![
         u64s(rows, |r| r.flow_id),
         Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.src))),
         Arc::new(UInt32Array::from_iter_values(rows.iter().map(|r| r.dst))),
@@ -200,51 +159,20 @@ fn to_batch(
         u64s(rows, |r| r.trims),
         u64s(rows, |r| r.bounces),
         u64s(rows, |r| r.timeouts),
-    ];
-    RecordBatch::try_new(schema.clone(), columns)
-}
-
-/// The `part-*.parquet` files of `DIR/flows`, sorted by name so that reading
-/// is deterministic. Temporary (`*.tmp`) and foreign files are ignored.
-pub fn flows_parts(dir: &Path) -> Result<Vec<PathBuf>, OutputError> {
-    let flows_dir = dir.join(FLOWS_DIR);
-    if !flows_dir.is_dir() {
-        return Err(if flows_dir.exists() {
-            OutputError::NotADirectory { path: flows_dir }
-        } else {
-            OutputError::MissingDir { path: flows_dir }
-        });
-    }
-    let entries = fs::read_dir(&flows_dir).map_err(|e| OutputError::io(&flows_dir, e))?;
-    let mut parts = Vec::new();
-    for entry in entries {
-        let entry = entry.map_err(|e| OutputError::io(&flows_dir, e))?;
-        let name = entry.file_name();
-        let name = name.to_string_lossy();
-        if name.starts_with("part-") && name.ends_with(".parquet") {
-            parts.push(entry.path());
-        }
-    }
-    parts.sort();
-    Ok(parts)
+    ]
 }
 
 /// Read every `DIR/flows/part-*.parquet`, concatenate and sort by `flow_id`
-/// (stable, so ties keep part order).
+/// (stable, so ties keep part order). Temporary (`*.tmp`) and foreign files
+/// are ignored.
 ///
 /// Errors name the offending path: a missing `DIR/flows`, a directory with
 /// no parts, an unreadable or corrupt part, a part whose columns or
 /// `psim.schema_version` differ from this build's, or a null in a non-null
 /// column.
 pub fn read_flows(dir: &Path) -> Result<Vec<FlowRecord>, OutputError> {
-    let parts = flows_parts(dir)?;
-    if parts.is_empty() {
-        return Err(OutputError::NoParts {
-            path: dir.join(FLOWS_DIR),
-        });
-    }
     let mut records = Vec::new();
-    for part in &parts {
+    for part in &FLOWS.parts(dir)? {
         read_part(part, &mut records)?;
     }
     records.sort_by_key(|r| r.flow_id);
@@ -253,99 +181,8 @@ pub fn read_flows(dir: &Path) -> Result<Vec<FlowRecord>, OutputError> {
 
 /// Read one part file, appending its rows to `out`.
 pub fn read_part(path: &Path, out: &mut Vec<FlowRecord>) -> Result<(), OutputError> {
-    let file = File::open(path).map_err(|e| OutputError::io(path, e))?;
-    let pq_err = |source| OutputError::Parquet {
-        path: path.to_path_buf(),
-        source,
-    };
-    let builder = ParquetRecordBatchReaderBuilder::try_new(file).map_err(pq_err)?;
-
-    check_schema_version(
-        path,
-        builder.metadata().file_metadata().key_value_metadata(),
-    )?;
-    check_columns(path, builder.schema())?;
-
-    let reader = builder.build().map_err(pq_err)?;
-    for batch in reader {
-        let batch = batch.map_err(|source| OutputError::Arrow {
-            path: path.to_path_buf(),
-            source,
-        })?;
-        append_batch(path, &batch, out)?;
-    }
+    FLOWS.read_part(path, &mut |batch| append_batch(path, batch, out))?;
     Ok(())
-}
-
-fn check_schema_version(path: &Path, kv: Option<&Vec<KeyValue>>) -> Result<(), OutputError> {
-    let found = kv
-        .into_iter()
-        .flatten()
-        .find(|e| e.key == SCHEMA_VERSION_KEY)
-        .and_then(|e| e.value.clone());
-    if found.as_deref() == Some(FLOWS_SCHEMA_VERSION.to_string().as_str()) {
-        Ok(())
-    } else {
-        Err(OutputError::SchemaVersion {
-            path: path.to_path_buf(),
-            found,
-            expected: FLOWS_SCHEMA_VERSION,
-        })
-    }
-}
-
-/// Compare columns by name, type and nullability (metadata is ignored: the
-/// reader adds the file's key/value pairs to it).
-fn check_columns(path: &Path, found: &SchemaRef) -> Result<(), OutputError> {
-    let mismatch = |detail: String| OutputError::SchemaMismatch {
-        path: path.to_path_buf(),
-        detail,
-    };
-    let describe = |f: &Field| {
-        format!(
-            "{} {}{}",
-            f.name(),
-            f.data_type(),
-            if f.is_nullable() { " nullable" } else { "" }
-        )
-    };
-    let expected = flows_schema();
-    if found.fields().len() != expected.fields().len() {
-        return Err(mismatch(format!(
-            "expected {} columns, found {}",
-            expected.fields().len(),
-            found.fields().len()
-        )));
-    }
-    for (i, (e, f)) in expected.fields().iter().zip(found.fields()).enumerate() {
-        if e.name() != f.name()
-            || e.data_type() != f.data_type()
-            || e.is_nullable() != f.is_nullable()
-        {
-            return Err(mismatch(format!(
-                "column {i}: expected {}, found {}",
-                describe(e),
-                describe(f)
-            )));
-        }
-    }
-    Ok(())
-}
-
-/// Typed view of column `i`; the schema was checked already, so a failed
-/// downcast is reported as a mismatch rather than trusted.
-fn prim<'a, T: ArrowPrimitiveType>(
-    path: &Path,
-    batch: &'a RecordBatch,
-    i: usize,
-) -> Result<&'a PrimitiveArray<T>, OutputError> {
-    batch
-        .column(i)
-        .as_primitive_opt::<T>()
-        .ok_or_else(|| OutputError::SchemaMismatch {
-            path: path.to_path_buf(),
-            detail: format!("column {} has unexpected type", COLUMNS[i].0),
-        })
 }
 
 fn append_batch(
@@ -353,10 +190,10 @@ fn append_batch(
     batch: &RecordBatch,
     out: &mut Vec<FlowRecord>,
 ) -> Result<(), OutputError> {
-    let u64_col = |i| prim::<UInt64Type>(path, batch, i);
+    let u64_col = |i| FLOWS.col::<UInt64Type>(path, batch, i);
     let flow_id = u64_col(0)?;
-    let src = prim::<UInt32Type>(path, batch, 1)?;
-    let dst = prim::<UInt32Type>(path, batch, 2)?;
+    let src = FLOWS.col::<UInt32Type>(path, batch, 1)?;
+    let dst = FLOWS.col::<UInt32Type>(path, batch, 2)?;
     let protocol =
         batch
             .column(3)
@@ -365,7 +202,7 @@ fn append_batch(
                 path: path.to_path_buf(),
                 detail: "column protocol has unexpected type".into(),
             })?;
-    let priority = prim::<UInt8Type>(path, batch, 4)?;
+    let priority = FLOWS.col::<UInt8Type>(path, batch, 4)?;
     let size_bytes = u64_col(5)?;
     let start_ps = u64_col(6)?;
     let finish_ps = u64_col(7)?;
@@ -380,33 +217,7 @@ fn append_batch(
     let bounces = u64_col(16)?;
     let timeouts = u64_col(17)?;
 
-    // Non-null columns: the schema says so, but a hand-made or damaged file
-    // could still carry nulls; refuse them instead of inventing zeros.
-    let non_null: [(usize, &dyn Array); 14] = [
-        (0, flow_id),
-        (1, src),
-        (2, dst),
-        (3, protocol),
-        (4, priority),
-        (6, start_ps),
-        (10, bytes_sent),
-        (11, bytes_received),
-        (12, packets_sent),
-        (13, packets_received),
-        (14, retransmissions),
-        (15, trims),
-        (16, bounces),
-        (17, timeouts),
-    ];
-    for (i, col) in non_null {
-        if col.null_count() > 0 {
-            return Err(OutputError::InvalidData {
-                path: path.to_path_buf(),
-                detail: format!("null value in non-null column {}", COLUMNS[i].0),
-            });
-        }
-    }
-
+    // Nulls in non-null columns were refused by `Table::read_part`.
     let opt = |a: &UInt64Array, row: usize| (!a.is_null(row)).then(|| a.value(row));
     out.reserve(batch.num_rows());
     for row in 0..batch.num_rows() {
@@ -440,7 +251,7 @@ fn append_batch(
 /// contains a comma, quote or line break. Two runs are equivalent exactly when
 /// their canonical CSVs are byte-identical, whatever their shard count.
 pub fn flows_to_csv(records: &[FlowRecord], w: &mut dyn Write) -> std::io::Result<()> {
-    let header: Vec<&str> = COLUMNS.iter().map(|c| c.0).collect();
+    let header: Vec<&str> = FLOWS.columns.iter().map(|c| c.0).collect();
     writeln!(w, "{}", header.join(","))?;
 
     let mut order: Vec<&FlowRecord> = records.iter().collect();
@@ -485,6 +296,20 @@ fn csv_text(s: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use arrow::datatypes::{Field, Schema};
+    use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
+    use parquet::arrow::ArrowWriter;
+    use parquet::basic::Compression;
+    use parquet::file::metadata::KeyValue;
+    use parquet::file::properties::WriterProperties;
+    use std::fs::{self, File};
+
+    fn to_batch(
+        schema: &SchemaRef,
+        rows: &[&FlowRecord],
+    ) -> Result<RecordBatch, arrow::error::ArrowError> {
+        RecordBatch::try_new(schema.clone(), to_columns(rows))
+    }
 
     fn rec(flow_id: u64, finished: bool) -> FlowRecord {
         FlowRecord {

@@ -43,6 +43,7 @@ pub const PACKETS: Table = Table {
         ("queue_bytes", DataType::UInt64),
         ("queue_pkts", DataType::UInt32),
     ],
+    nullable: &[],
     version: PACKETS_SCHEMA_VERSION,
 };
 

@@ -48,6 +48,7 @@ pub const QUEUES: Table = Table {
         ("tx_bytes", DataType::UInt64),
         ("busy_ps", DataType::UInt64),
     ],
+    nullable: &[],
     version: QUEUES_SCHEMA_VERSION,
 };
 

@@ -1,9 +1,6 @@
-//! Shared plumbing of the trace tables (packet events, queue series): one
-//! Parquet part per shard under `DIR/<table>/`, written atomically and tagged
-//! with a schema version; read back with every error naming the file.
-//!
-//! The flows table predates this module and keeps its own copy of the same
-//! rules (`flows.rs`); the behaviour is identical.
+//! Shared plumbing of psim's Parquet tables (flows, packet events, queue
+//! series): one part per shard under `DIR/<table>/`, written atomically and
+//! tagged with a schema version; read back with every error naming the file.
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
@@ -22,12 +19,15 @@ use super::flows::SCHEMA_VERSION_KEY;
 use super::outdir::write_atomic;
 use super::OutputError;
 
-/// A trace table's layout: subdirectory, columns and version.
+/// A table's layout: subdirectory, columns and version.
 pub struct Table {
     /// Subdirectory of the output directory.
     pub dir: &'static str,
-    /// (name, type); trace columns are never nullable.
+    /// (name, type), in order.
     pub columns: &'static [(&'static str, DataType)],
+    /// The columns that may hold nulls; every other column is refused with a
+    /// null in it, so a damaged file is never read as zeros.
+    pub nullable: &'static [&'static str],
     /// Bumped on any change to the columns.
     pub version: u32,
 }
@@ -38,7 +38,7 @@ impl Table {
         Arc::new(Schema::new(
             self.columns
                 .iter()
-                .map(|(n, t)| Field::new(*n, t.clone(), false))
+                .map(|(n, t)| Field::new(*n, t.clone(), self.nullable.contains(n)))
                 .collect::<Vec<_>>(),
         ))
     }
@@ -166,7 +166,7 @@ impl Table {
                 source,
             })?;
             for (i, c) in batch.columns().iter().enumerate() {
-                if c.null_count() > 0 {
+                if c.null_count() > 0 && !self.nullable.contains(&self.columns[i].0) {
                     return Err(OutputError::InvalidData {
                         path: path.to_path_buf(),
                         detail: format!("null value in non-null column {}", self.columns[i].0),
@@ -178,25 +178,38 @@ impl Table {
         Ok(kv)
     }
 
+    /// Compares columns by name, type and nullability (metadata is ignored:
+    /// the reader adds the file's key/value pairs to it).
     fn check_columns(&self, path: &Path, found: &SchemaRef) -> Result<(), OutputError> {
         let mismatch = |detail: String| OutputError::SchemaMismatch {
             path: path.to_path_buf(),
             detail,
         };
-        if found.fields().len() != self.columns.len() {
+        let describe = |f: &Field| {
+            format!(
+                "{} {}{}",
+                f.name(),
+                f.data_type(),
+                if f.is_nullable() { " nullable" } else { "" }
+            )
+        };
+        let expected = self.schema();
+        if found.fields().len() != expected.fields().len() {
             return Err(mismatch(format!(
                 "expected {} columns, found {}",
-                self.columns.len(),
+                expected.fields().len(),
                 found.fields().len()
             )));
         }
-        for (i, ((name, ty), f)) in self.columns.iter().zip(found.fields()).enumerate() {
-            if f.name() != name || f.data_type() != ty || f.is_nullable() {
+        for (i, (e, f)) in expected.fields().iter().zip(found.fields()).enumerate() {
+            if e.name() != f.name()
+                || e.data_type() != f.data_type()
+                || e.is_nullable() != f.is_nullable()
+            {
                 return Err(mismatch(format!(
-                    "column {i}: expected {name} {ty}, found {} {}{}",
-                    f.name(),
-                    f.data_type(),
-                    if f.is_nullable() { " nullable" } else { "" }
+                    "column {i}: expected {}, found {}",
+                    describe(e),
+                    describe(f)
                 )));
             }
         }
