@@ -53,14 +53,15 @@ pub struct LiaCoupling {
 }
 
 impl LiaCoupling {
-    /// Computes the coupling from every subflow's window and RTT.
-    pub fn new(subflows: &[SubflowWindow]) -> Self {
-        let cwnd_total: f64 = subflows.iter().map(|s| s.cwnd).sum();
+    /// Computes the coupling from every subflow's window and RTT (read
+    /// three times, so no per-ACK vector is needed).
+    pub fn new(subflows: impl Iterator<Item = SubflowWindow> + Clone) -> Self {
+        let cwnd_total: f64 = subflows.clone().map(|s| s.cwnd).sum();
         let best = subflows
-            .iter()
+            .clone()
             .map(|s| s.cwnd / (s.rtt_ps * s.rtt_ps))
             .fold(0.0, f64::max);
-        let sum: f64 = subflows.iter().map(|s| s.cwnd / s.rtt_ps).sum();
+        let sum: f64 = subflows.map(|s| s.cwnd / s.rtt_ps).sum();
         let alpha = if sum > 0.0 {
             cwnd_total * best / (sum * sum)
         } else {
@@ -96,7 +97,7 @@ mod tests {
     fn equal_subflows_share_one_tcp_increase() {
         for n in [1usize, 2, 8] {
             let subs = vec![sf(10_000.0, 100.0); n];
-            let c = LiaCoupling::new(&subs);
+            let c = LiaCoupling::new(subs.iter().copied());
             assert!(
                 (c.alpha - 1.0 / n as f64).abs() < 1e-12,
                 "n={n}: {}",
@@ -116,7 +117,7 @@ mod tests {
     fn alpha_matches_the_formula_for_unequal_subflows() {
         // w1 = 20000 B at 100 µs, w2 = 5000 B at 400 µs (rtt in ps).
         let subs = [sf(20_000.0, 100.0), sf(5_000.0, 400.0)];
-        let c = LiaCoupling::new(&subs);
+        let c = LiaCoupling::new(subs.iter().copied());
         let (r1, r2) = (100e6, 400e6);
         let best = f64::max(20_000.0 / (r1 * r1), 5_000.0 / (r2 * r2));
         let sum = 20_000.0 / r1 + 5_000.0 / r2;

@@ -516,10 +516,13 @@ impl Subflow {
         }
     }
 
-    fn window(&self) -> SubflowWindow {
+    /// What LIA needs of this subflow; `fallback_rtt` stands in for a
+    /// missing (or zero) smoothed RTT.
+    fn window(&self, fallback_rtt: u64) -> SubflowWindow {
+        let rtt = self.rtt.srtt().filter(|&r| r > 0).unwrap_or(fallback_rtt);
         SubflowWindow {
             cwnd: self.cwnd,
-            rtt_ps: self.rtt.srtt().unwrap_or(0) as f64,
+            rtt_ps: rtt as f64,
         }
     }
 }
@@ -568,7 +571,9 @@ pub struct TcpSource {
     supply: Supply,
     setup: Setup,
     ect: bool,
+    /// Scratch: segments to send, and the subflow order (reused, not reallocated per ACK).
     sends: Vec<Send>,
+    order: Vec<usize>,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -611,6 +616,7 @@ impl TcpSource {
             setup: Setup::Established,
             ect,
             sends: Vec::new(),
+            order: Vec::new(),
             stats: SourceStats::default(),
         }
     }
@@ -677,13 +683,18 @@ impl TcpSource {
         if self.setup != Setup::Established {
             return;
         }
-        let mut order: Vec<usize> = (0..self.subs.len()).collect();
-        if order.len() > 1 {
-            order.sort_by_key(|&i| (self.subs[i].rtt.srtt().unwrap_or(0), i));
-        }
         let mut sends = std::mem::take(&mut self.sends);
-        for i in order {
-            self.subs[i].fill(&mut self.supply, cx.now, &self.p, &mut sends);
+        if self.subs.len() == 1 {
+            self.subs[0].fill(&mut self.supply, cx.now, &self.p, &mut sends);
+        } else {
+            let mut order = std::mem::take(&mut self.order);
+            order.clear();
+            order.extend(0..self.subs.len());
+            order.sort_by_key(|&i| (self.subs[i].rtt.srtt().unwrap_or(0), i));
+            for &i in &order {
+                self.subs[i].fill(&mut self.supply, cx.now, &self.p, &mut sends);
+            }
+            self.order = order;
         }
         let total = self.info.size.unwrap_or(u64::MAX);
         for s in sends.drain(..) {
@@ -737,28 +748,16 @@ impl TcpSource {
         if i >= self.subs.len() {
             return;
         }
-        let lia = if self.subs.len() > 1 {
+        let lia = (self.subs.len() > 1).then(|| {
+            // A subflow without an RTT sample counts with the best one (1 µs before any).
             let best = self
                 .subs
                 .iter()
                 .filter_map(|s| s.rtt.srtt())
                 .min()
                 .unwrap_or(1_000_000);
-            let w: Vec<SubflowWindow> = self
-                .subs
-                .iter()
-                .map(|s| {
-                    let mut w = s.window();
-                    if w.rtt_ps <= 0.0 {
-                        w.rtt_ps = best as f64;
-                    }
-                    w
-                })
-                .collect();
-            Some(LiaCoupling::new(&w))
-        } else {
-            None
-        };
+            LiaCoupling::new(self.subs.iter().map(|s| s.window(best)))
+        });
         let ece = pkt.has(flags::ECE);
         let a = AckInfo {
             ack: pkt.ack,
