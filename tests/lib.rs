@@ -84,3 +84,12 @@ pub fn optimum(flows: &[FlowRecord]) -> u64 {
 pub fn goodput_gbps(f: &FlowRecord, over_ps: u64) -> f64 {
     f.bytes_received as f64 * 8.0 / (over_ps as f64 / 1e12) / 1e9
 }
+
+/// (fastest, slowest) completion time of `flows`, which must all have finished.
+pub fn fct_extremes(flows: &[FlowRecord]) -> (u64, u64) {
+    let fcts = flows.iter().map(|f| f.fct_ps.expect("finished"));
+    (
+        fcts.clone().min().expect("flows"),
+        fcts.max().expect("flows"),
+    )
+}

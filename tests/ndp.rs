@@ -3,7 +3,7 @@
 //! its figure. Defaults everywhere: 10 Gb/s, 1 µs links, 9000 B payloads
 //! (9064 B on the wire), 8-packet data queues, IW 23 unless stated.
 
-use psim_integration_tests::{goodput_gbps, optimum, run, scenario, ser10, Ran};
+use psim_integration_tests::{fct_extremes, goodput_gbps, optimum, run, scenario, ser10, Ran};
 
 fn ndp(k: u32, traffic: &str, extra: &[&str]) -> Ran {
     let text = format!(
@@ -33,13 +33,7 @@ fn v15_incast_is_within_2_percent_of_optimal_and_fair() {
         "[[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [4,5,6,7,8,9,10,11,12,13,14,15]\nreceivers = [0]\nsize_bytes = 450000\n",
         &[],
     );
-    let fcts: Vec<u64> = r
-        .flows
-        .iter()
-        .map(|f| f.fct_ps.expect("finished"))
-        .collect();
-    let last = *fcts.iter().max().unwrap();
-    let first = *fcts.iter().min().unwrap();
+    let (first, last) = fct_extremes(&r.flows);
     let opt = optimum(&r.flows);
     assert!(
         last >= opt,
@@ -65,12 +59,7 @@ fn v21_v22_large_incast_uses_return_to_sender_and_stays_near_optimal() {
     // Paper: within 2% of optimal with IW 23; return-to-sender dominates above 100 flows.
     let r = ndp(8, "[[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 127\nsize_bytes = 270000\n", &[]);
     assert_eq!(r.flows.len(), 127);
-    let last = r
-        .flows
-        .iter()
-        .map(|f| f.fct_ps.expect("finished"))
-        .max()
-        .unwrap();
+    let (_, last) = fct_extremes(&r.flows);
     let opt = optimum(&r.flows);
     assert!(
         last >= opt && (last as f64) <= opt as f64 * 1.02,

@@ -13,7 +13,7 @@
 //! timeouts in 5 ms with 1 ms, none with 10 ms). Linux's 200 ms would turn
 //! every real tail loss into a stall that no figure shows.
 
-use psim_integration_tests::{goodput_gbps, optimum, run, scenario, Ran};
+use psim_integration_tests::{fct_extremes, goodput_gbps, optimum, run, scenario, Ran};
 
 /// The `[switch]` and `[protocol]` sections each protocol is compared with.
 fn stack(proto: &str) -> &'static str {
@@ -87,13 +87,7 @@ fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
     // and its slowest flow takes up to 7x its fastest; NDP 1% and <= 1.2x.
     let traffic = "[[traffic]]\nprotocol = \"{p}\"\npattern = \"incast\"\nreceiver = 0\nsenders = 100\nsize_bytes = 450000\n";
     let stats = |r: &Ran| {
-        let fcts: Vec<u64> = r
-            .flows
-            .iter()
-            .map(|f| f.fct_ps.expect("finished"))
-            .collect();
-        let last = *fcts.iter().max().unwrap();
-        let first = *fcts.iter().min().unwrap();
+        let (first, last) = fct_extremes(&r.flows);
         (
             last as f64 / optimum(&r.flows) as f64,
             last as f64 / first as f64,

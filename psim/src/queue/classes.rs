@@ -116,6 +116,12 @@ mod tests {
         p
     }
 
+    /// Two 1000-packet drop-tail classes, one 9064 B packet per round.
+    fn two_fifos() -> ClassQueue {
+        let big = || Queue::DropTail(DropTail::new(Capacity::Packets(1000)));
+        ClassQueue::new(big(), big(), 9064)
+    }
+
     /// Both classes backlogged with equal packets: service alternates, and
     /// over any prefix each class's bytes differ by at most one quantum.
     #[test]
@@ -125,8 +131,7 @@ mod tests {
             now: 0,
             rng: &mut rng,
         };
-        let big = || Queue::DropTail(DropTail::new(Capacity::Packets(1000)));
-        let mut q = ClassQueue::new(big(), big(), 9064);
+        let mut q = two_fifos();
         for i in 0..100 {
             q.enqueue(pkt(Protocol::Ndp, i, 9064), &mut cx);
             // TCP sends smaller packets: 1500 B. Fairness is in bytes, not packets.
@@ -149,8 +154,7 @@ mod tests {
             now: 0,
             rng: &mut rng,
         };
-        let big = || Queue::DropTail(DropTail::new(Capacity::Packets(1000)));
-        let mut q = ClassQueue::new(big(), big(), 9064);
+        let mut q = two_fifos();
         for i in 0..5 {
             q.enqueue(pkt(Protocol::Tcp, i, 9064), &mut cx);
         }
