@@ -1,0 +1,205 @@
+//! `[topology]`: the schema of the network section and its validation into a [`Topology`].
+
+use super::error::{bad, latency, rate, ConfigError};
+use crate::topo::{FatTree, LeafSpine, LinkSpec, Topology};
+use serde::{Deserialize, Serialize};
+
+fn default_gbps() -> f64 {
+    10.0
+}
+fn default_latency_ns() -> f64 {
+    1000.0
+}
+fn default_one() -> u32 {
+    1
+}
+
+/// `[topology]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum TopologyFile {
+    /// 3-tier k-ary FatTree.
+    Fattree {
+        /// Switch radix, even.
+        k: u32,
+        /// Hosts per ToR = oversubscription x k/2.
+        #[serde(default = "default_one")]
+        oversubscription: u32,
+        /// Default rate of every link, Gb/s (10 in the NDP paper, [P] §6).
+        #[serde(default = "default_gbps")]
+        link_gbps: f64,
+        /// Default propagation delay of every link, ns.
+        #[serde(default = "default_latency_ns")]
+        latency_ns: f64,
+        /// Host-ToR links.
+        #[serde(default)]
+        host_link: TierFile,
+        /// ToR-aggregation links.
+        #[serde(default)]
+        tor_link: TierFile,
+        /// Aggregation-core links.
+        #[serde(default)]
+        core_link: TierFile,
+        /// Individual core links with their own rate or delay (e.g. NDP V24's degraded link).
+        #[serde(default)]
+        degraded_links: Vec<DegradedLinkFile>,
+    },
+    /// 2-tier leaf-spine.
+    Leafspine {
+        /// Leaf (ToR) switches.
+        leaves: u32,
+        /// Spine switches.
+        spines: u32,
+        /// Hosts under each leaf.
+        hosts_per_leaf: u32,
+        /// Default link rate, Gb/s.
+        #[serde(default = "default_gbps")]
+        link_gbps: f64,
+        /// Default propagation delay, ns.
+        #[serde(default = "default_latency_ns")]
+        latency_ns: f64,
+        /// Host-leaf links.
+        #[serde(default)]
+        host_link: TierFile,
+        /// Leaf-spine links.
+        #[serde(default)]
+        uplink: TierFile,
+    },
+}
+
+/// `[[topology.degraded_links]]`: the link between core switch `core` and pod `pod`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct DegradedLinkFile {
+    /// Core switch index, 0 to (k/2)^2 - 1.
+    pub core: u32,
+    /// Pod, 0 to k - 1.
+    pub pod: u32,
+    /// Rate, Gb/s (default: the core tier's).
+    pub gbps: Option<f64>,
+    /// Propagation delay, ns (default: the core tier's).
+    pub latency_ns: Option<f64>,
+}
+
+/// Overrides for one tier of links.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct TierFile {
+    /// Rate, Gb/s.
+    pub gbps: Option<f64>,
+    /// Propagation delay, ns.
+    pub latency_ns: Option<f64>,
+}
+
+fn tier(name: &str, t: &TierFile, gbps: f64, ns: f64) -> Result<LinkSpec, ConfigError> {
+    Ok(LinkSpec {
+        rate_bps: rate(&format!("topology.{name}.gbps"), t.gbps.unwrap_or(gbps))?,
+        delay_ps: latency(
+            &format!("topology.{name}.latency_ns"),
+            t.latency_ns.unwrap_or(ns),
+        )?,
+    })
+}
+
+/// Validates `[topology]` and builds the network.
+pub(crate) fn build_topology(t: &TopologyFile) -> Result<Topology, ConfigError> {
+    match t {
+        TopologyFile::Fattree {
+            k,
+            oversubscription,
+            link_gbps,
+            latency_ns,
+            host_link,
+            tor_link,
+            core_link,
+            degraded_links,
+        } => {
+            rate("topology.link_gbps", *link_gbps)?;
+            latency("topology.latency_ns", *latency_ns)?;
+            if *k < 2 || !k.is_multiple_of(2) {
+                return Err(ConfigError::OddK { k: *k });
+            }
+            if *k > 128 {
+                return Err(bad(
+                    "topology.k",
+                    k,
+                    "at most 128 (psim's port ids are 16-bit)",
+                ));
+            }
+            if *oversubscription == 0 || *oversubscription > 64 {
+                return Err(bad(
+                    "topology.oversubscription",
+                    oversubscription,
+                    "must be 1 to 64",
+                ));
+            }
+            let core = tier("core_link", core_link, *link_gbps, *latency_ns)?;
+            let mut ft = FatTree::new(
+                *k,
+                *oversubscription,
+                tier("host_link", host_link, *link_gbps, *latency_ns)?,
+                tier("tor_link", tor_link, *link_gbps, *latency_ns)?,
+                core,
+            );
+            for (i, d) in degraded_links.iter().enumerate() {
+                let key = format!("topology.degraded_links[{i}]");
+                if d.core >= ft.cores() {
+                    return Err(bad(
+                        &format!("{key}.core"),
+                        d.core,
+                        &format!("must be below {} (the number of cores)", ft.cores()),
+                    ));
+                }
+                if d.pod >= *k {
+                    return Err(bad(
+                        &format!("{key}.pod"),
+                        d.pod,
+                        &format!("must be below k = {k}"),
+                    ));
+                }
+                let link = LinkSpec {
+                    rate_bps: d
+                        .gbps
+                        .map(|g| rate(&format!("{key}.gbps"), g))
+                        .transpose()?
+                        .unwrap_or(core.rate_bps),
+                    delay_ps: d
+                        .latency_ns
+                        .map(|n| latency(&format!("{key}.latency_ns"), n))
+                        .transpose()?
+                        .unwrap_or(core.delay_ps),
+                };
+                ft = ft.with_core_link_override(d.core, d.pod, link);
+            }
+            Ok(Topology::FatTree(ft))
+        }
+        TopologyFile::Leafspine {
+            leaves,
+            spines,
+            hosts_per_leaf,
+            link_gbps,
+            latency_ns,
+            host_link,
+            uplink,
+        } => {
+            rate("topology.link_gbps", *link_gbps)?;
+            latency("topology.latency_ns", *latency_ns)?;
+            for (key, v) in [
+                ("topology.leaves", leaves),
+                ("topology.spines", spines),
+                ("topology.hosts_per_leaf", hosts_per_leaf),
+            ] {
+                if *v == 0 || *v > 4096 {
+                    return Err(bad(key, v, "must be 1 to 4096"));
+                }
+            }
+            Ok(Topology::LeafSpine(LeafSpine::new(
+                *leaves,
+                *spines,
+                *hosts_per_leaf,
+                tier("host_link", host_link, *link_gbps, *latency_ns)?,
+                tier("uplink", uplink, *link_gbps, *latency_ns)?,
+            )))
+        }
+    }
+}
