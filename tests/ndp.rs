@@ -1,5 +1,5 @@
-//! NDP reproductions (Handley et al., SIGCOMM 2017; targets from
-//! shared/spec/ndp.md §3) at a scale that runs in seconds. Each test names
+//! NDP reproductions (Handley et al., SIGCOMM 2017; validation
+//! targets V1-V27 and decisions A1-A20 in docs/references.md) at a scale that runs in seconds. Each test names
 //! its figure. Defaults everywhere: 10 Gb/s, 1 µs links, 9000 B payloads
 //! (9064 B on the wire), 8-packet data queues, IW 23 unless stated.
 
@@ -149,7 +149,7 @@ fn v4_sender_path_permutation_trims_far_less_than_random_spraying() {
         trims_rand > 10 * trims_perm.max(1),
         "random {trims_rand} vs permuted {trims_perm}"
     );
-    // [O]/§3.1.1: path permutation gives more capacity than random choice with 8-packet queues.
+    // [O], [P] §3.1.1: path permutation gives more capacity than random choice with 8-packet queues.
     assert!(mean_perm > mean_rand, "{mean_perm:.3} vs {mean_rand:.3}");
 }
 

@@ -1,5 +1,5 @@
-//! The NDP paper's comparisons with the TCP family ([P] §6.1; targets from
-//! shared/spec/ndp.md §3 and the baselines' settings from §1.3 and A18), at a
+//! The NDP paper's comparisons with the TCP family ([P] §6.1; targets V13-V27
+//! and the baselines' settings, A18, in docs/references.md), at a
 //! scale that runs in seconds. Each test names its figure.
 //!
 //! Settings for every protocol: 10 Gb/s, 1 µs links, 9000 B payloads (9064 B

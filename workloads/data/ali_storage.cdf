@@ -1,5 +1,5 @@
 # Alibaba storage flow sizes: HPCC artifact (Li et al., SIGCOMM 2019).
-# Source: /work/shared/data/flow-size-cdfs/ali-storage-2019.txt (published figures). Sampling interpolates linearly.
+# Source: the published figures named above. Sampling interpolates linearly.
 size_bytes cumulative_fraction
 0 0
 4000 0.2293

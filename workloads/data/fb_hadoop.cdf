@@ -1,5 +1,5 @@
 # Facebook Hadoop flow sizes: Roy et al., SIGCOMM 2015, as tabulated in the HPCC artifact.
-# Source: /work/shared/data/flow-size-cdfs/fb-hadoop.txt (published figures). Sampling interpolates linearly.
+# Source: the published figures named above. Sampling interpolates linearly.
 size_bytes cumulative_fraction
 0 0
 100 0.01

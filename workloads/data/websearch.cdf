@@ -1,5 +1,5 @@
 # Web search flow sizes: DCTCP paper (Alizadeh et al., SIGCOMM 2010), as tabulated in the HPCC artifact.
-# Source: /work/shared/data/flow-size-cdfs/websearch.txt (published figures). Sampling interpolates linearly.
+# Source: the published figures named above. Sampling interpolates linearly.
 size_bytes cumulative_fraction
 0 0
 10000 0.15

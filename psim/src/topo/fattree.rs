@@ -1,5 +1,6 @@
 //! The 3-tier k-ary FatTree (Al-Fares et al., SIGCOMM 2008), as used
-//! throughout the NDP paper ([P] §6: 128 hosts = k 8, 432 = k 12, 8192 = k 32).
+//! throughout the NDP paper ([P] §6 gives 128, 432 and 8192 hosts; k = 8, 12 and 32
+//! are our inference from those host counts).
 //!
 //! Layout for even `k`: `k` pods, each with `k/2` edge (ToR) and `k/2`
 //! aggregation switches; `(k/2)^2` core switches. Each ToR has
