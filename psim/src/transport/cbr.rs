@@ -14,15 +14,24 @@
 //! packets 0..i, rate)`, computed from the running total so that rounding
 //! never accumulates.
 
-use super::{Ctx, FlowInfo, SinkStats, SourceStats};
+use super::config::bad;
+use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats};
+use super::{SwitchClass, Transport};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
-use crate::units::tx_time_ps;
+use crate::units::{gbps_to_bps, tx_time_ps};
 
-/// CBR parameters.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+/// `[protocol.cbr]`.
+///
+/// | key | default | source |
+/// |---|---|---|
+/// | `rate_gbps` | the source NIC's line rate | (load generator, not from a paper) |
+/// | `packet_bytes` | 1500 (Ethernet MTU), header included | (load generator) |
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct CbrParams {
-    /// Sending rate in bits per second; `None` means the NIC line rate.
-    pub rate_bps: Option<u64>,
+    /// Sending rate, Gb/s; `None` means the NIC line rate.
+    pub rate_gbps: Option<f64>,
     /// Wire bytes per packet.
     pub packet_bytes: u32,
 }
@@ -30,9 +39,49 @@ pub struct CbrParams {
 impl Default for CbrParams {
     fn default() -> Self {
         CbrParams {
-            rate_bps: None,
+            rate_gbps: None,
             packet_bytes: 1500,
         }
+    }
+}
+
+impl CbrParams {
+    /// Checks the section; `key` is `protocol.cbr`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        if let Some(g) = self.rate_gbps {
+            if g.is_nan() || g <= 0.0 || gbps_to_bps(g) == 0 {
+                return Err(ConfigError::NonPositiveRate {
+                    key: format!("{key}.rate_gbps"),
+                    value: g,
+                });
+            }
+        }
+        if self.packet_bytes <= HEADER_BYTES {
+            return Err(bad(
+                &format!("{key}.packet_bytes"),
+                self.packet_bytes,
+                "must exceed the 64-byte header",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The protocol table's row for CBR.
+pub struct Cbr;
+
+impl ProtocolDef for Cbr {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    // No reliability, so no completion time to compare with.
+    const IDEAL_FCT: bool = false;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.cbr.packet_bytes - HEADER_BYTES
+    }
+    fn source(_: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        Endpoint::CbrSource(CbrSource::new(flow, &p.cbr))
+    }
+    fn sink(_: &Packet, _: &ProtocolParams) -> Endpoint {
+        Endpoint::CbrSink(CbrSink::default())
     }
 }
 
@@ -64,7 +113,7 @@ impl CbrSource {
             prio: flow.prio,
             path: flow.ecmp_path,
             size: flow.size,
-            rate_bps: p.rate_bps.unwrap_or(flow.nic_bps),
+            rate_bps: p.rate_gbps.map_or(flow.nic_bps, gbps_to_bps),
             packet_bytes: p.packet_bytes,
             start_ps: flow.start_ps,
             wire_sent: 0,
@@ -72,11 +121,14 @@ impl CbrSource {
             stats: SourceStats::default(),
         }
     }
-    pub(super) fn on_start(&mut self, cx: &mut Ctx<'_>) {
+}
+
+impl Transport for CbrSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
         self.next_at = Some(cx.now);
         self.on_timer(cx);
     }
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
         let Some(at) = self.next_at else { return };
         if cx.now < at {
             return;
@@ -109,8 +161,11 @@ impl CbrSource {
         self.wire_sent += size as u64;
         self.next_at = (!last).then(|| self.start_ps + tx_time_ps(self.wire_sent, self.rate_bps));
     }
-    pub(super) fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<u64> {
         self.next_at
+    }
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
     }
 }
 
@@ -122,8 +177,8 @@ pub struct CbrSink {
     pub stats: SinkStats,
 }
 
-impl CbrSink {
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+impl Transport for CbrSink {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         self.stats.packets_received += 1;
         self.stats.bytes_received += pkt.payload as u64;
         if pkt.has(flags::LAST) {
@@ -132,6 +187,9 @@ impl CbrSink {
         if self.stats.finish_ps.is_none() && self.expected == Some(self.stats.bytes_received) {
             self.stats.finish_ps = Some(cx.now);
         }
+    }
+    fn sink_stats(&self) -> Option<&SinkStats> {
+        Some(&self.stats)
     }
 }
 
@@ -158,7 +216,7 @@ mod tests {
     /// Drives a source alone: returns (time, packet) for every packet it emits.
     fn drive(src: &mut Endpoint, limit: usize) -> Vec<(u64, Packet)> {
         let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::PullQueue::default();
+        let mut pulls = crate::transport::HostServices::default();
         let mut out = Vec::new();
         let mut sent = Vec::new();
         let mut now = 1_000;
@@ -169,7 +227,7 @@ mod tests {
             rng: &mut rng,
             slot: 0,
             nic_bps: 10_000_000_000,
-            pulls: &mut pulls,
+            services: &mut pulls,
         });
         sent.extend(out.drain(..).map(|p| (now, p)));
         while let Some(t) = src.poll_at() {
@@ -184,7 +242,7 @@ mod tests {
                 rng: &mut rng,
                 slot: 0,
                 nic_bps: 10_000_000_000,
-                pulls: &mut pulls,
+                services: &mut pulls,
             });
             sent.extend(out.drain(..).map(|p| (now, p)));
         }
@@ -194,11 +252,10 @@ mod tests {
     #[test]
     fn sized_flow_sends_exactly_its_bytes_at_the_configured_rate() {
         let p = CbrParams {
-            rate_bps: Some(5_000_000_000),
+            rate_gbps: Some(5.0),
             packet_bytes: 1064,
         };
-        let mut src = Endpoint::source(
-            Protocol::Cbr,
+        let mut src = Protocol::Cbr.source(
             &flow(Some(2500)),
             &ProtocolParams {
                 cbr: p,
@@ -220,7 +277,7 @@ mod tests {
 
     #[test]
     fn long_lived_flow_keeps_sending_at_line_rate() {
-        let mut src = Endpoint::source(Protocol::Cbr, &flow(None), &ProtocolParams::default());
+        let mut src = Protocol::Cbr.source(&flow(None), &ProtocolParams::default());
         let sent = drive(&mut src, 50);
         assert_eq!(sent.len(), 50);
         // 1500 B at 10 Gb/s = 1.2 us per packet, no drift after 49 gaps.
@@ -229,12 +286,11 @@ mod tests {
 
     #[test]
     fn sink_finishes_when_all_bytes_arrived() {
-        let mut src =
-            Endpoint::source(Protocol::Cbr, &flow(Some(3000)), &ProtocolParams::default());
+        let mut src = Protocol::Cbr.source(&flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Endpoint::sink(&sent[0].1, &Default::default());
+        let mut sink = Protocol::sink(&sent[0].1, &Default::default());
         let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::PullQueue::default();
+        let mut pulls = crate::transport::HostServices::default();
         let mut out = Vec::new();
         for (i, (_, p)) in sent.iter().enumerate() {
             sink.on_packet(
@@ -246,7 +302,7 @@ mod tests {
                     rng: &mut rng,
                     slot: 0,
                     nic_bps: 10_000_000_000,
-                    pulls: &mut pulls,
+                    services: &mut pulls,
                 },
             );
         }
@@ -257,12 +313,11 @@ mod tests {
 
     #[test]
     fn sink_does_not_finish_when_a_packet_is_lost() {
-        let mut src =
-            Endpoint::source(Protocol::Cbr, &flow(Some(3000)), &ProtocolParams::default());
+        let mut src = Protocol::Cbr.source(&flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Endpoint::sink(&sent[0].1, &Default::default());
+        let mut sink = Protocol::sink(&sent[0].1, &Default::default());
         let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::PullQueue::default();
+        let mut pulls = crate::transport::HostServices::default();
         let mut out = Vec::new();
         for (_, p) in sent.iter().skip(1) {
             sink.on_packet(
@@ -274,7 +329,7 @@ mod tests {
                     rng: &mut rng,
                     slot: 0,
                     nic_bps: 10_000_000_000,
-                    pulls: &mut pulls,
+                    services: &mut pulls,
                 },
             );
         }

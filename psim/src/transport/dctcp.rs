@@ -14,8 +14,12 @@
 //! | marking threshold K | 30 packets, on switch ports (`[switch] queue = "ecn"`) | [P] §6.1 |
 //! | window cut | `cwnd × (1 − alpha/2)`, at most once per window of data | RFC 8257 §3.3 |
 
-/// DCTCP parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+use super::config::bad;
+use crate::config::ConfigError;
+
+/// `[protocol.dctcp]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DctcpParams {
     /// Estimation gain.
     pub g: f64,
@@ -29,6 +33,23 @@ impl Default for DctcpParams {
             g: 1.0 / 16.0,
             initial_alpha: 1.0,
         }
+    }
+}
+
+impl DctcpParams {
+    /// Checks the section; `key` is `protocol.dctcp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        if !(self.g > 0.0 && self.g <= 1.0) {
+            return Err(bad(&format!("{key}.g"), self.g, "must be in (0, 1]"));
+        }
+        if !(0.0..=1.0).contains(&self.initial_alpha) {
+            return Err(bad(
+                &format!("{key}.initial_alpha"),
+                self.initial_alpha,
+                "must be in [0, 1]",
+            ));
+        }
+        Ok(())
     }
 }
 

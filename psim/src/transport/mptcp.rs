@@ -19,8 +19,12 @@
 //! after the optional handshake of the first), and reinjection of data from a
 //! failed subflow onto another (each subflow retransmits its own data).
 
-/// MPTCP parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+use super::config::in_range;
+use crate::config::ConfigError;
+
+/// `[protocol.mptcp]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct MptcpParams {
     /// Subflows per connection.
     pub subflows: u32,
@@ -29,6 +33,13 @@ pub struct MptcpParams {
 impl Default for MptcpParams {
     fn default() -> Self {
         MptcpParams { subflows: 8 }
+    }
+}
+
+impl MptcpParams {
+    /// Checks the section; `key` is `protocol.mptcp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        in_range(&format!("{key}.subflows"), self.subflows, 1, 255)
     }
 }
 

@@ -30,21 +30,27 @@
 //! first-window packet carries SYN and any packet creates the receiver's state,
 //! which is all that matters for timing.
 
+use super::config::{bad, in_range, Micros};
 use super::rtt::RttEstimator;
-use super::{Ctx, FlowInfo, SinkStats, SourceStats};
+use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats};
+use super::{SwitchClass, Transport};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::units::tx_time_ps;
 use rand::RngExt;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// NDP parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// `[protocol.ndp]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct NdpParams {
     /// Initial window, packets.
     pub iw_packets: u32,
     /// Payload bytes per full packet.
     pub mtu_bytes: u32,
-    /// Minimum retransmission timeout, ps.
-    pub min_rto_ps: u64,
+    /// Minimum retransmission timeout (`min_rto_us`).
+    #[serde(rename = "min_rto_us")]
+    pub min_rto: Micros,
     /// Per-packet path choice.
     pub spray: Spray,
     /// Whether to avoid paths with outlying NACK ratios.
@@ -58,11 +64,63 @@ impl Default for NdpParams {
         NdpParams {
             iw_packets: 23,
             mtu_bytes: 9000,
-            min_rto_ps: 1_000_000_000,
+            min_rto: Micros::from_ps(1_000_000_000),
             spray: Spray::Permute,
             path_penalty: true,
             pull_jitter: 0.0,
         }
+    }
+}
+
+impl NdpParams {
+    /// Checks the section; `key` is `protocol.ndp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        in_range(&format!("{key}.iw_packets"), self.iw_packets, 1, u32::MAX)?;
+        in_range(&format!("{key}.mtu_bytes"), self.mtu_bytes, 1, 65_000)?;
+        self.min_rto.positive(&format!("{key}.min_rto_us"))?;
+        if !(0.0..1.0).contains(&self.pull_jitter) {
+            return Err(bad(
+                &format!("{key}.pull_jitter"),
+                self.pull_jitter,
+                "must be in [0, 1)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The protocol table's row for NDP.
+pub struct Ndp;
+
+impl ProtocolDef for Ndp {
+    const CLASS: SwitchClass = SwitchClass::NdpFamily;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.ndp.mtu_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        Endpoint::NdpSource(Box::new(NdpSource::new(flow, proto, &p.ndp)))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Endpoint::NdpSink(Box::new(NdpSink::new(first, &p.ndp)))
+    }
+}
+
+/// The protocol table's row for pHost: NDP's endpoints and parameters,
+/// over drop-tail switches ([P] §6.2).
+pub struct Phost;
+
+impl ProtocolDef for Phost {
+    const CLASS: SwitchClass = SwitchClass::NdpFamily;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        Ndp::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        Ndp::source(proto, flow, p)
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Ndp::sink(first, p)
     }
 }
 
@@ -161,8 +219,8 @@ impl NdpSource {
 
     fn rto(&self) -> u64 {
         match self.rtt.rto(0) {
-            Some(r) => r.max(self.p.min_rto_ps),
-            None => self.p.min_rto_ps,
+            Some(r) => r.max(self.p.min_rto.ps),
+            None => self.p.min_rto.ps,
         }
     }
 
@@ -315,7 +373,14 @@ impl NdpSource {
         }
     }
 
-    pub(super) fn on_start(&mut self, cx: &mut Ctx<'_>) {
+    /// Whether every packet was acknowledged.
+    pub fn done(&self) -> bool {
+        self.acked == self.total
+    }
+}
+
+impl Transport for NdpSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
         let iw = (self.p.iw_packets as u64).min(self.total);
         for s in 0..iw {
             self.send(s, false, None, cx);
@@ -323,7 +388,7 @@ impl NdpSource {
         self.next_new = iw;
     }
 
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         match pkt.kind {
             PacketKind::Ack => {
                 if let Some(s) = self.settle(pkt.seq) {
@@ -372,7 +437,7 @@ impl NdpSource {
         }
     }
 
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
         let due: Vec<u64> = self
             .deadlines
             .iter()
@@ -389,13 +454,11 @@ impl NdpSource {
         }
     }
 
-    pub(super) fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<u64> {
         self.deadlines.first().map(|&(d, _)| d)
     }
-
-    /// Whether every packet was acknowledged.
-    pub fn done(&self) -> bool {
-        self.acked == self.total
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
     }
 }
 
@@ -411,13 +474,15 @@ pub struct NdpSink {
     got: u64,
     total: Option<u64>,
     pull_counter: u64,
+    mtu_bytes: u32,
+    pull_jitter: f64,
     /// Counters.
     pub stats: SinkStats,
 }
 
 impl NdpSink {
     /// A receiver for the flow of `first`.
-    pub fn new(first: &Packet) -> Self {
+    pub fn new(first: &Packet, p: &NdpParams) -> Self {
         NdpSink {
             flow: first.flow,
             sender: first.src,
@@ -428,6 +493,8 @@ impl NdpSink {
             got: 0,
             total: None,
             pull_counter: 0,
+            mtu_bytes: p.mtu_bytes,
+            pull_jitter: p.pull_jitter,
             stats: SinkStats::default(),
         }
     }
@@ -459,8 +526,16 @@ impl NdpSink {
             prio: self.prio,
         }
     }
+}
 
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+impl Transport for NdpSink {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        // Spec A9: one pull per MTU payload at the receiver's link rate (the
+        // host's first NDP sink sets the pacer up; later calls change nothing).
+        cx.services.pulls.configure(
+            tx_time_ps(self.mtu_bytes as u64, cx.nic_bps),
+            self.pull_jitter,
+        );
         self.stats.packets_received += 1;
         if pkt.has(flags::LAST) {
             self.total = Some(pkt.seq + 1);
@@ -482,20 +557,20 @@ impl NdpSink {
             if self.stats.finish_ps.is_none() {
                 self.stats.finish_ps = Some(cx.now);
             }
-            cx.pulls.flush(cx.slot);
-        } else if cx.pulls.can_piggyback(cx.now) {
+            cx.services.pulls.flush(cx.slot);
+        } else if cx.services.pulls.can_piggyback(cx.now) {
             self.pull_counter += 1;
             reply.flags |= flags::PULL;
             reply.ack = self.pull_counter;
-            cx.pulls.note_pull(cx.now);
+            cx.services.pulls.note_pull(cx.now);
         } else {
-            cx.pulls.request(cx.slot, self.prio > 0);
+            cx.services.pulls.request(cx.slot, self.prio > 0);
         }
         cx.out.push(reply);
     }
 
     /// The host's pacer chose this flow: emit one PULL.
-    pub(super) fn make_pull(&mut self, cx: &mut Ctx<'_>) {
+    fn on_grant(&mut self, cx: &mut Ctx<'_>) {
         if self.total == Some(self.got) {
             return;
         }
@@ -504,12 +579,15 @@ impl NdpSink {
         p.ack = self.pull_counter;
         cx.out.push(p);
     }
+    fn sink_stats(&self) -> Option<&SinkStats> {
+        Some(&self.stats)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::pull::PullQueue;
+    use crate::transport::HostServices;
 
     fn info(size: u64, paths: u32) -> FlowInfo {
         FlowInfo {
@@ -528,17 +606,17 @@ mod tests {
 
     struct Harness {
         rng: crate::rng::Rng,
-        pulls: PullQueue,
+        services: HostServices,
         out: Vec<Packet>,
     }
 
     impl Harness {
         fn new() -> Self {
-            let mut pulls = PullQueue::default();
-            pulls.configure(7_200_000, 0.0);
+            let mut services = HostServices::default();
+            services.pulls.configure(7_200_000, 0.0);
             Harness {
                 rng: crate::rng::stream_rng(1, 1),
-                pulls,
+                services,
                 out: Vec::new(),
             }
         }
@@ -550,7 +628,7 @@ mod tests {
                 nic_bps: 10_000_000_000,
                 out: &mut self.out,
                 rng: &mut self.rng,
-                pulls: &mut self.pulls,
+                services: &mut self.services,
             }
         }
     }
@@ -627,7 +705,7 @@ mod tests {
             dst: 5,
             ..ctl(PacketKind::Data, 0, 0, 0)
         };
-        let mut k = NdpSink::new(&data);
+        let mut k = NdpSink::new(&data, &NdpParams::default());
         // First arrival: the pull queue is empty and no pull has gone: the ACK carries the pull.
         k.on_packet(data.clone(), &mut h.cx(0));
         assert_eq!(h.out[0].kind, PacketKind::Ack);
@@ -644,9 +722,9 @@ mod tests {
         k.on_packet(hdr, &mut h.cx(1_000_000));
         assert_eq!(h.out[1].kind, PacketKind::Nack);
         assert!(!h.out[1].has(flags::PULL));
-        assert_eq!(h.pulls.next_due(1_000_000, 0.0), Some(7_200_000));
+        assert_eq!(h.services.pulls.next_due(1_000_000, 0.0), Some(7_200_000));
         h.out.clear();
-        k.make_pull(&mut h.cx(7_200_000));
+        k.on_grant(&mut h.cx(7_200_000));
         assert_eq!((h.out[0].kind, h.out[0].ack), (PacketKind::Pull, 2));
     }
 
@@ -661,7 +739,7 @@ mod tests {
             dst: 5,
             ..ctl(PacketKind::Data, 0, 0, 0)
         };
-        let mut k = NdpSink::new(&base);
+        let mut k = NdpSink::new(&base, &NdpParams::default());
         k.on_packet(
             Packet {
                 seq: 1,
@@ -682,7 +760,7 @@ mod tests {
         assert_eq!(k.stats.bytes_received, 9000, "duplicates do not count");
         k.on_packet(base.clone(), &mut h.cx(20));
         assert_eq!(k.stats.finish_ps, Some(20));
-        assert!(h.pulls.is_empty());
+        assert!(h.services.pulls.is_empty());
     }
 
     #[test]

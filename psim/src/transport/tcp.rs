@@ -40,35 +40,44 @@
 //!
 //! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait.
 
-use super::dctcp::{DctcpAlpha, DctcpParams};
-use super::mptcp::{LiaCoupling, MptcpParams, SubflowWindow};
+use super::config::{bad, in_range, Micros};
+use super::dctcp::DctcpAlpha;
+use super::mptcp::{LiaCoupling, SubflowWindow};
 use super::rtt::RttEstimator;
-use super::{Ctx, FlowInfo, SinkStats, SourceStats};
+use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats};
+use super::{SwitchClass, Transport};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use rand::RngExt;
 use std::collections::{BTreeMap, VecDeque};
 
-/// TCP parameters (`[protocol.tcp]`).
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// `[protocol.tcp]`, shared by TCP, DCTCP and MPTCP (defaults and sources
+/// in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct TcpParams {
     /// Payload bytes per full segment.
     pub mss_bytes: u32,
     /// Initial congestion window, segments.
     pub iw_packets: u32,
-    /// Minimum retransmission timeout, ps.
-    pub min_rto_ps: u64,
-    /// Retransmission timeout before the first RTT sample, ps.
-    pub initial_rto_ps: u64,
-    /// Largest backed-off timeout, ps.
-    pub max_rto_ps: u64,
+    /// Minimum retransmission timeout (`min_rto_us`).
+    #[serde(rename = "min_rto_us")]
+    pub min_rto: Micros,
+    /// Retransmission timeout before the first RTT sample (`initial_rto_us`).
+    #[serde(rename = "initial_rto_us")]
+    pub initial_rto: Micros,
+    /// Largest backed-off timeout (`max_rto_us`).
+    #[serde(rename = "max_rto_us")]
+    pub max_rto: Micros,
     /// Duplicate ACKs (or SACKed segments above a hole) that signal a loss.
     pub dupack_threshold: u32,
     /// RFC 5827 early retransmit for windows under four segments.
     pub early_retransmit: bool,
     /// ACK every second segment.
     pub delayed_ack: bool,
-    /// Delayed-ACK timer, ps.
-    pub delayed_ack_ps: u64,
+    /// Delayed-ACK timer (`delayed_ack_us`).
+    #[serde(rename = "delayed_ack_us")]
+    pub delayed_ack_timeout: Micros,
     /// SYN / SYN-ACK before the first data.
     pub handshake: bool,
     /// RFC 3168 ECN for plain TCP (halve once per window on ECE).
@@ -82,17 +91,96 @@ impl Default for TcpParams {
         TcpParams {
             mss_bytes: 9000,
             iw_packets: 10,
-            min_rto_ps: 200_000_000_000,
-            initial_rto_ps: 1_000_000_000_000,
-            max_rto_ps: 60_000_000_000_000,
+            min_rto: Micros::from_ps(200_000_000_000),
+            initial_rto: Micros::from_ps(1_000_000_000_000),
+            max_rto: Micros::from_ps(60_000_000_000_000),
             dupack_threshold: 3,
             early_retransmit: true,
             delayed_ack: false,
-            delayed_ack_ps: 40_000_000_000,
+            delayed_ack_timeout: Micros::from_ps(40_000_000_000),
             handshake: false,
             ecn: false,
             rwnd_packets: 0,
         }
+    }
+}
+
+impl TcpParams {
+    /// Checks the section; `key` is `protocol.tcp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let k = |name: &str| format!("{key}.{name}");
+        in_range(&k("mss_bytes"), self.mss_bytes, 1, 65_000)?;
+        in_range(&k("iw_packets"), self.iw_packets, 1, u32::MAX)?;
+        in_range(&k("dupack_threshold"), self.dupack_threshold, 1, u32::MAX)?;
+        let min_rto = self.min_rto.positive(&k("min_rto_us"))?;
+        let max_rto = self.max_rto.positive(&k("max_rto_us"))?;
+        if max_rto < min_rto {
+            return Err(bad(
+                &k("max_rto_us"),
+                max_rto as f64 / 1e6,
+                "must be at least min_rto_us",
+            ));
+        }
+        self.initial_rto.positive(&k("initial_rto_us"))?;
+        self.delayed_ack_timeout.positive(&k("delayed_ack_us"))?;
+        Ok(())
+    }
+}
+
+/// The protocol table's row for TCP: one subflow, NewReno.
+pub struct Tcp;
+
+impl ProtocolDef for Tcp {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.tcp.mss_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let src = TcpSource::new(flow, proto, &p.tcp, 1, p.tcp.ecn, || Cc::Reno);
+        Endpoint::TcpSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Endpoint::TcpSink(Box::new(TcpSink::new(first, &p.tcp)))
+    }
+}
+
+/// The protocol table's row for DCTCP: one subflow, always ECN-capable,
+/// DCTCP's window cuts.
+pub struct Dctcp;
+
+impl ProtocolDef for Dctcp {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.tcp.mss_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let cc = || Cc::Dctcp(DctcpAlpha::new(&p.dctcp));
+        let src = TcpSource::new(flow, proto, &p.tcp, 1, true, cc);
+        Endpoint::TcpSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Tcp::sink(first, p)
+    }
+}
+
+/// The protocol table's row for MPTCP: n subflows coupled by LIA.
+pub struct Mptcp;
+
+impl ProtocolDef for Mptcp {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.tcp.mss_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let n = p.mptcp.subflows.clamp(1, 255);
+        let src = TcpSource::new(flow, proto, &p.tcp, n, p.tcp.ecn, || Cc::Lia);
+        Endpoint::TcpSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Tcp::sink(first, p)
     }
 }
 
@@ -240,10 +328,10 @@ impl Subflow {
     /// Retransmission timeout (RFC 6298 §2), before back-off.
     fn rto(&self, p: &TcpParams) -> u64 {
         // G = 1 ps: the clock's granularity.
-        let base = self.rtt.rto(1).unwrap_or(p.initial_rto_ps);
-        let rto = base.max(p.min_rto_ps);
+        let base = self.rtt.rto(1).unwrap_or(p.initial_rto.ps);
+        let rto = base.max(p.min_rto.ps);
         rto.saturating_mul(1 << self.backoff.min(20))
-            .min(p.max_rto_ps.max(p.min_rto_ps))
+            .min(p.max_rto.ps.max(p.min_rto.ps))
     }
 
     /// Changes segment `i`'s flags, keeping `pipe` and `lost_pending` in step.
@@ -579,29 +667,19 @@ pub struct TcpSource {
 }
 
 impl TcpSource {
-    /// A sender for `flow`.
-    pub fn new(
+    /// A sender for `flow` with `n` subflows, each with the congestion
+    /// control `cc` builds; `ect` marks data ECN-capable.
+    fn new(
         flow: &FlowInfo,
         proto: Protocol,
         p: &TcpParams,
-        dctcp: &DctcpParams,
-        mptcp: &MptcpParams,
+        n: u32,
+        ect: bool,
+        cc: impl Fn() -> Cc,
     ) -> Self {
-        let (n, ect) = match proto {
-            Protocol::Mptcp => (mptcp.subflows.clamp(1, 255), p.ecn),
-            Protocol::Dctcp => (1, true),
-            _ => (1, p.ecn),
-        };
+        // Paths are assigned at start (MPTCP shuffles them with the host's stream).
         let subs = (0..n)
-            .map(|i| {
-                let cc = match proto {
-                    Protocol::Dctcp => Cc::Dctcp(DctcpAlpha::new(dctcp)),
-                    Protocol::Mptcp => Cc::Lia,
-                    _ => Cc::Reno,
-                };
-                // Paths are assigned at start (MPTCP shuffles them with the host's stream).
-                Subflow::new(i as u8, flow.ecmp_path, p, cc)
-            })
+            .map(|i| Subflow::new(i as u8, flow.ecmp_path, p, cc()))
             .collect();
         TcpSource {
             info: flow.clone(),
@@ -649,7 +727,7 @@ impl TcpSource {
         }
     }
 
-    pub(super) fn on_start(&mut self, cx: &mut Ctx<'_>) {
+    fn start(&mut self, cx: &mut Ctx<'_>) {
         if self.subs.len() > 1 {
             // Subflow i on path i of a shuffled list: distinct paths while there are enough.
             let n = self.info.num_paths.max(1);
@@ -727,7 +805,7 @@ impl TcpSource {
         self.sends = sends;
     }
 
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+    fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         if pkt.kind != PacketKind::Ack {
             return;
         }
@@ -770,7 +848,7 @@ impl TcpSource {
         self.pump(cx);
     }
 
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+    fn timer(&mut self, cx: &mut Ctx<'_>) {
         if let Setup::SynSent {
             deadline, tries, ..
         } = self.setup
@@ -781,7 +859,7 @@ impl TcpSource {
                 let rto = self.subs[0]
                     .rto(&self.p)
                     .saturating_mul(1 << tries.min(20))
-                    .min(self.p.max_rto_ps);
+                    .min(self.p.max_rto.ps);
                 self.setup = Setup::SynSent {
                     at: cx.now,
                     deadline: cx.now + rto,
@@ -804,11 +882,29 @@ impl TcpSource {
         self.pump(cx);
     }
 
-    pub(super) fn poll_at(&self) -> Option<u64> {
+    fn deadline(&self) -> Option<u64> {
         match self.setup {
             Setup::SynSent { deadline, .. } => Some(deadline),
             Setup::Established => self.subs.iter().filter_map(|s| s.rto_at).min(),
         }
+    }
+}
+
+impl Transport for TcpSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
+        self.start(cx)
+    }
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        self.packet(pkt, cx)
+    }
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        self.timer(cx)
+    }
+    fn poll_at(&self) -> Option<u64> {
+        self.deadline()
+    }
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
     }
 }
 
@@ -857,7 +953,7 @@ impl TcpSink {
             subs: Vec::new(),
             total: None,
             delayed: p.delayed_ack,
-            delay_ps: p.delayed_ack_ps,
+            delay_ps: p.delayed_ack_timeout.ps,
             ack_at: None,
             stats: SinkStats::default(),
         }
@@ -886,7 +982,7 @@ impl TcpSink {
         self.subs.iter().map(|s| s.rcv_nxt).sum()
     }
 
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+    fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         self.stats.packets_received += 1;
         if pkt.kind == PacketKind::Ack && pkt.has(flags::SYN) {
             // SYN: answer with a SYN-ACK on the same path.
@@ -981,7 +1077,7 @@ impl TcpSink {
         }
     }
 
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+    fn timer(&mut self, cx: &mut Ctx<'_>) {
         if self.ack_at.is_some_and(|t| t <= cx.now) {
             self.ack_at = None;
             for sub in 0..self.subs.len() {
@@ -997,15 +1093,30 @@ impl TcpSink {
         }
     }
 
-    pub(super) fn poll_at(&self) -> Option<u64> {
+    fn deadline(&self) -> Option<u64> {
         self.ack_at
+    }
+}
+
+impl Transport for TcpSink {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        self.packet(pkt, cx)
+    }
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        self.timer(cx)
+    }
+    fn poll_at(&self) -> Option<u64> {
+        self.deadline()
+    }
+    fn sink_stats(&self) -> Option<&SinkStats> {
+        Some(&self.stats)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::pull::PullQueue;
+    use crate::transport::HostServices;
 
     const MSS: u64 = 9000;
     /// One-way delay of the scripted network, ps (a 20 µs RTT).
@@ -1028,8 +1139,8 @@ mod tests {
 
     fn params() -> TcpParams {
         TcpParams {
-            min_rto_ps: 1_000_000_000, // 1 ms
-            initial_rto_ps: 1_000_000_000,
+            min_rto: Micros::from_ps(1_000_000_000), // 1 ms
+            initial_rto: Micros::from_ps(1_000_000_000),
             ..TcpParams::default()
         }
     }
@@ -1046,7 +1157,7 @@ mod tests {
         wire: std::collections::BTreeMap<(u64, u64), (bool, Packet)>,
         order: u64,
         rng: crate::rng::Rng,
-        pulls: PullQueue,
+        pulls: HostServices,
         /// Data transmissions seen, in order: (time, seq, retransmission?).
         sent: Vec<(u64, u64, bool)>,
         acks_to_source: u64,
@@ -1057,13 +1168,14 @@ mod tests {
 
     impl Net {
         fn new(proto: Protocol, p: TcpParams, size: Option<u64>) -> Self {
-            let src = TcpSource::new(
-                &info(size),
-                proto,
-                &p,
-                &DctcpParams::default(),
-                &MptcpParams::default(),
-            );
+            let params = ProtocolParams {
+                tcp: p.clone(),
+                ..ProtocolParams::default()
+            };
+            let Endpoint::TcpSource(src) = proto.source(&info(size), &params) else {
+                panic!("{proto:?} is not a TCP variant")
+            };
+            let src = *src;
             Net {
                 src,
                 sink: None,
@@ -1072,7 +1184,7 @@ mod tests {
                 wire: Default::default(),
                 order: 0,
                 rng: crate::rng::stream_rng(3, 3),
-                pulls: PullQueue::default(),
+                pulls: HostServices::default(),
                 sent: Vec::new(),
                 acks_to_source: 0,
                 ack_drop_every: 0,
@@ -1174,7 +1286,7 @@ mod tests {
         now: u64,
         out: &'a mut Vec<Packet>,
         rng: &'a mut crate::rng::Rng,
-        pulls: &'a mut PullQueue,
+        pulls: &'a mut HostServices,
     ) -> Ctx<'a> {
         Ctx {
             now,
@@ -1183,7 +1295,7 @@ mod tests {
             nic_bps: 10_000_000_000,
             out,
             rng,
-            pulls,
+            services: pulls,
         }
     }
 
@@ -1278,7 +1390,7 @@ mod tests {
         // after `first` at most, and runs for max(min RTO, srtt + 4 rttvar) = 1 ms.
         let gap = retx[0].0 - first;
         assert!(
-            gap >= p.min_rto_ps && gap <= p.min_rto_ps + 2 * DELAY,
+            gap >= p.min_rto.ps && gap <= p.min_rto.ps + 2 * DELAY,
             "{gap}"
         );
         assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, size);
@@ -1334,11 +1446,11 @@ mod tests {
     fn a_delayed_ack_for_an_odd_segment_waits_for_its_timer() {
         let p = TcpParams {
             delayed_ack: true,
-            delayed_ack_ps: 200_000_000, // 200 µs, below the 1 ms RTO
+            delayed_ack_timeout: Micros::from_ps(200_000_000), // 200 µs, below the 1 ms RTO
             iw_packets: 1,
             ..params()
         };
-        let delack = p.delayed_ack_ps;
+        let delack = p.delayed_ack_timeout.ps;
         let mut n = Net::new(Protocol::Tcp, p, Some(3 * MSS));
         n.run(u64::MAX, &mut never, &mut never);
         // Segment 0 alone: ACKed by the timer; then 1 and 2 (cwnd 2): one ACK, which completes.
@@ -1413,7 +1525,7 @@ mod tests {
             delayed_ack in proptest::bool::ANY,
             size_segs in 1u64..60,
         ) {
-            let p = TcpParams { delayed_ack, delayed_ack_ps: 200_000_000, ..params() };
+            let p = TcpParams { delayed_ack, delayed_ack_timeout: Micros::from_ps(200_000_000), ..params() };
             let size = size_segs * MSS - 17;
             let mut n = Net::new(proto, p, Some(size));
             n.ack_drop_every = ack_drop_every;
