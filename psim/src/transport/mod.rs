@@ -16,9 +16,8 @@
 //! ([`ProtocolParams`], one sub-table per transport configuration).
 
 pub mod cbr;
+pub mod cc;
 pub mod config;
-pub mod dctcp;
-pub mod mptcp;
 pub mod ndp;
 pub mod pull;
 pub mod rtt;
@@ -29,12 +28,11 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 
 pub use cbr::{CbrParams, CbrSink, CbrSource};
-pub use dctcp::DctcpParams;
-pub use mptcp::MptcpParams;
+pub use cc::DctcpParams;
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
 pub use pull::{PullQueue, PullStats};
 pub use services::{HostScheduler, HostServices};
-pub use tcp::{TcpParams, TcpSink, TcpSource};
+pub use tcp::{MptcpParams, TcpParams, TcpSink, TcpSource};
 
 /// What an endpoint may use while handling an input.
 pub struct Ctx<'a> {

@@ -4,8 +4,8 @@
 //! ([`crate::queue::RedQueue`] in threshold mode); the receiver echoes the
 //! marks (ECE); the sender keeps `alpha`, a moving average of the fraction
 //! of bytes marked per window of data, and on a window with marks cuts its
-//! congestion window by `alpha / 2` instead of TCP's half. The window
-//! arithmetic lives in [`super::tcp`]; this file is only the estimator.
+//! congestion window by `alpha / 2` instead of TCP's half. Growth and the
+//! loss response are NewReno's ([`super::Window`]).
 //!
 //! | parameter (`[protocol.dctcp]`) | default | source |
 //! |---|---|---|
@@ -14,8 +14,9 @@
 //! | marking threshold K | 30 packets, on switch ports (`[switch] queue = "ecn"`) | [P] §6.1 |
 //! | window cut | `cwnd × (1 − alpha/2)`, at most once per window of data | RFC 8257 §3.3 |
 
-use super::config::bad;
+use super::{AckEvent, CcMetrics, CongestionControl, Loss, Window};
 use crate::config::ConfigError;
+use crate::transport::config::bad;
 
 /// `[protocol.dctcp]` (defaults and sources in the table above).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -102,6 +103,60 @@ impl DctcpAlpha {
     /// The window after a cut for congestion: `cwnd × (1 − alpha/2)`.
     pub fn cut(&self, cwnd: f64) -> f64 {
         cwnd * (1.0 - self.alpha / 2.0)
+    }
+}
+
+/// DCTCP's congestion response.
+#[derive(Clone, Debug)]
+pub struct Dctcp {
+    w: Window,
+    est: DctcpAlpha,
+}
+
+impl Dctcp {
+    /// An initial window of `iw_packets` segments of `mss` bytes.
+    pub fn new(iw_packets: u32, mss: u32, p: &DctcpParams) -> Self {
+        Dctcp {
+            w: Window::new(iw_packets, mss),
+            est: DctcpAlpha::new(p),
+        }
+    }
+}
+
+impl CongestionControl for Dctcp {
+    fn window(&self) -> f64 {
+        self.w.cwnd
+    }
+    fn on_ecn(&mut self, ack: &AckEvent, may_cut: bool) -> bool {
+        self.est
+            .on_ack(ack.bytes_acked, ack.ece, ack.snd_una, ack.snd_nxt);
+        if ack.ece && may_cut {
+            self.w.cwnd = self.est.cut(self.w.cwnd).max(self.w.mss as f64);
+            self.w.ssthresh = self.w.cwnd;
+            return true;
+        }
+        false
+    }
+    fn on_ack(&mut self, ack: &AckEvent) {
+        let acked = ack.bytes_acked;
+        if !self.w.slow_start(acked) {
+            self.w.cwnd += acked as f64 * self.w.mss as f64 / self.w.cwnd;
+        }
+    }
+    fn on_loss(&mut self, loss: Loss, flight: u64) {
+        self.w.on_loss(loss, flight);
+    }
+    fn on_recovery_end(&mut self) {
+        self.w.cwnd = self.w.ssthresh;
+    }
+    fn limit(&mut self, max: f64) {
+        self.w.cwnd = self.w.cwnd.min(max);
+    }
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            alpha: Some(self.est.alpha),
+            ..self.w.metrics()
+        }
     }
 }
 
