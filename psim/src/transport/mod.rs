@@ -23,6 +23,8 @@ pub mod pull;
 pub mod rtt;
 pub mod services;
 pub mod tcp;
+#[cfg(test)]
+pub(crate) mod testkit;
 
 use crate::packet::Packet;
 use crate::rng::Rng;

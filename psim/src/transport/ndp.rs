@@ -864,4 +864,59 @@ mod tests {
         assert!(s.done());
         assert_eq!(s.poll_at(), None);
     }
+
+    /// Through the test kit, with the pull pacer run as the host service: a
+    /// trimmed header gets its NACK at once, and its PULL when the pacer
+    /// allows one, a pull interval (9000 B at 10 Gb/s: 7.2 µs) after the
+    /// PULL piggybacked on the first ACK.
+    #[test]
+    fn a_trimmed_header_gets_a_nack_at_once_and_a_pull_at_the_pacer_time() {
+        use crate::transport::testkit::{expect_out, recv, recv_nothing, Host};
+        use crate::transport::{ProtocolParams, Transport};
+        let data = Packet {
+            kind: PacketKind::Data,
+            payload: 9000,
+            size: 9064,
+            src: 0,
+            dst: 5,
+            ..ctl(PacketKind::Data, 0, 0, 0)
+        };
+        let hdr = Packet {
+            kind: PacketKind::Header,
+            seq: 1,
+            payload: 0,
+            size: 64,
+            ..data.clone()
+        };
+        let mut h = Host::new(5, Protocol::sink(&data, &ProtocolParams::default()));
+        recv!(h, at = 1_000, data => [Ack { seq: 0, ack: 1, flags: flags::PULL }]);
+        recv!(h, at = 2_000, hdr => [Nack { seq: 1, flags: 0 }]);
+        expect_out!(h.advance(100_000_000), [(7_201_000, Pull { ack: 2 })]);
+        recv_nothing!(h, until = u64::MAX);
+        assert_eq!(h.services.pulls.stats.sent, 2);
+        assert_eq!(h.ep.sink_stats().map(|s| s.bytes_received), Some(9000));
+    }
+
+    /// A whole NDP flow on the scripted network: the first window leaves at
+    /// once, every later packet is elicited by a PULL, so after the first
+    /// window the sender transmits one packet per pull interval.
+    #[test]
+    fn after_the_first_window_pulls_pace_the_sender_at_the_receiver_link_rate() {
+        use crate::transport::testkit::{flow, never, Net};
+        use crate::transport::ProtocolParams;
+        let mut n = Net::new(
+            Protocol::Ndp,
+            &flow(Some(60 * 9000), 8),
+            ProtocolParams::default(),
+            10_000_000,
+        );
+        n.run(u64::MAX, &mut never, &mut never);
+        assert!(n.finish().is_some());
+        assert_eq!(n.sink_stats().map(|s| s.bytes_received), Some(60 * 9000));
+        assert_eq!(n.sent.len(), 60, "no retransmission on a lossless network");
+        let iw = NdpParams::default().iw_packets as usize;
+        assert!(n.sent[..iw].iter().all(|(t, _)| *t == 0));
+        let gaps: Vec<u64> = n.sent[iw..].windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|&g| g == 7_200_000), "{gaps:?}");
+    }
 }

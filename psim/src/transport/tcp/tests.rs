@@ -2,26 +2,11 @@
 
 use super::*;
 use crate::transport::cc::CongestionControl;
-use crate::transport::HostServices;
+use crate::transport::testkit::{flow, never, Net};
 
 const MSS: u64 = 9000;
 /// One-way delay of the scripted network, ps (a 20 µs RTT).
 const DELAY: u64 = 10_000_000;
-
-fn info(size: Option<u64>) -> FlowInfo {
-    FlowInfo {
-        id: 1,
-        src: 0,
-        dst: 5,
-        size,
-        start_ps: 0,
-        prio: 0,
-        num_paths: 16,
-        ecmp_path: 3,
-        nic_bps: 10_000_000_000,
-        ideal_fct_ps: None,
-    }
-}
 
 fn params() -> TcpParams {
     TcpParams {
@@ -31,189 +16,60 @@ fn params() -> TcpParams {
     }
 }
 
-/// A sender and a receiver joined by a lossless, fixed-delay, infinitely
-/// fast scripted network; `drop` decides which data transmissions vanish
-/// and `mark` which get CE.
-struct Net {
-    src: TcpSource,
-    sink: Option<TcpSink>,
-    p: TcpParams,
-    now: u64,
-    /// (arrival time, order, towards the sink?, packet)
-    wire: std::collections::BTreeMap<(u64, u64), (bool, Packet)>,
-    order: u64,
-    rng: crate::rng::Rng,
-    pulls: HostServices,
-    /// Data transmissions seen, in order: (time, seq, retransmission?).
-    sent: Vec<(u64, u64, bool)>,
-    acks_to_source: u64,
-    /// Drop every n-th ACK on its way back (0: none).
-    ack_drop_every: u64,
-    acks_shipped: u64,
+/// A TCP-family flow of `size` bytes on the test kit's scripted network.
+fn net(proto: Protocol, p: TcpParams, size: Option<u64>) -> Net {
+    let params = ProtocolParams {
+        tcp: p,
+        ..ProtocolParams::default()
+    };
+    Net::new(proto, &flow(size, 16), params, DELAY)
 }
 
-impl Net {
-    fn new(proto: Protocol, p: TcpParams, size: Option<u64>) -> Self {
-        let params = ProtocolParams {
-            tcp: p.clone(),
-            ..ProtocolParams::default()
-        };
-        let Endpoint::TcpSource(src) = proto.source(&info(size), &params) else {
-            panic!("{proto:?} is not a TCP variant")
-        };
-        let src = *src;
-        Net {
-            src,
-            sink: None,
-            p,
-            now: 0,
-            wire: Default::default(),
-            order: 0,
-            rng: crate::rng::stream_rng(3, 3),
-            pulls: HostServices::default(),
-            sent: Vec::new(),
-            acks_to_source: 0,
-            ack_drop_every: 0,
-            acks_shipped: 0,
-        }
-    }
-
-    fn ship(
-        &mut self,
-        out: Vec<Packet>,
-        to_sink: bool,
-        drop: &mut dyn FnMut(&Packet) -> bool,
-        mark: &mut dyn FnMut(&Packet) -> bool,
-    ) {
-        for mut p in out {
-            if to_sink && p.kind == PacketKind::Data {
-                self.sent
-                    .push((self.now, split_seq(p.seq).1, p.has(flags::RETX)));
-                if drop(&p) {
-                    continue;
-                }
-                if mark(&p) {
-                    p.flags |= flags::ECN_CE;
-                }
-            }
-            if !to_sink {
-                self.acks_shipped += 1;
-                if self.ack_drop_every > 0 && self.acks_shipped.is_multiple_of(self.ack_drop_every)
-                {
-                    continue;
-                }
-            }
-            self.order += 1;
-            self.wire
-                .insert((self.now + DELAY, self.order), (to_sink, p));
-        }
-    }
-
-    /// Runs until `until` or until nothing is pending.
-    fn run(
-        &mut self,
-        until: u64,
-        drop: &mut dyn FnMut(&Packet) -> bool,
-        mark: &mut dyn FnMut(&Packet) -> bool,
-    ) {
-        let mut out = Vec::new();
-        if self.now == 0 && self.sent.is_empty() {
-            self.src
-                .on_start(&mut ctx(0, &mut out, &mut self.rng, &mut self.pulls));
-            self.ship(std::mem::take(&mut out), true, drop, mark);
-        }
-        loop {
-            let next_wire = self.wire.keys().next().map(|k| k.0);
-            let timers = [
-                self.src.poll_at(),
-                self.sink.as_ref().and_then(|s| s.poll_at()),
-            ];
-            let next_timer = timers.iter().flatten().min().copied();
-            let Some(t) = [next_wire, next_timer].into_iter().flatten().min() else {
-                return;
-            };
-            if t > until {
-                return;
-            }
-            self.now = t;
-            if next_wire == Some(t) {
-                let (_, (to_sink, pkt)) = self.wire.pop_first().expect("pending");
-                let mut cx = ctx(t, &mut out, &mut self.rng, &mut self.pulls);
-                if to_sink {
-                    self.sink
-                        .get_or_insert_with(|| TcpSink::new(&pkt, &self.p))
-                        .on_packet(pkt, &mut cx);
-                } else {
-                    self.acks_to_source += 1;
-                    self.src.on_packet(pkt, &mut cx);
-                }
-                self.ship(std::mem::take(&mut out), !to_sink, drop, mark);
-            } else {
-                let mut cx = ctx(t, &mut out, &mut self.rng, &mut self.pulls);
-                if self.src.poll_at() == Some(t) {
-                    self.src.on_timer(&mut cx);
-                    self.ship(std::mem::take(&mut out), true, drop, mark);
-                } else if let Some(s) = self.sink.as_mut() {
-                    s.on_timer(&mut cx);
-                    self.ship(std::mem::take(&mut out), false, drop, mark);
-                }
-            }
-        }
-    }
-
-    fn finish(&self) -> Option<u64> {
-        self.sink.as_ref().and_then(|s| s.stats.finish_ps)
+/// The TCP source of `n`.
+fn tcp(n: &Net) -> &TcpSource {
+    match &n.src.ep {
+        Endpoint::TcpSource(s) => s,
+        other => panic!("not a TCP source: {other:?}"),
     }
 }
 
-/// The context of host 0, slot 0, on a 10 Gb/s NIC.
-fn ctx<'a>(
-    now: u64,
-    out: &'a mut Vec<Packet>,
-    rng: &'a mut crate::rng::Rng,
-    pulls: &'a mut HostServices,
-) -> Ctx<'a> {
-    Ctx {
-        now,
-        host: 0,
-        slot: 0,
-        nic_bps: 10_000_000_000,
-        out,
-        rng,
-        services: pulls,
-    }
+/// Data transmissions: (time, byte sequence number, retransmission?).
+fn sent(n: &Net) -> Vec<(u64, u64, bool)> {
+    n.sent
+        .iter()
+        .map(|(t, p)| (*t, split_seq(p.seq).1, p.has(flags::RETX)))
+        .collect()
 }
 
-fn never(_: &Packet) -> bool {
-    false
+fn received(n: &Net) -> u64 {
+    n.sink_stats().expect("something arrived").bytes_received
 }
 
 #[test]
 fn slow_start_doubles_the_window_each_round_trip() {
-    let mut n = Net::new(Protocol::Tcp, params(), Some(1000 * MSS));
+    let mut n = net(Protocol::Tcp, params(), Some(1000 * MSS));
     // Round trip r sends iw * 2^r segments (every ACK adds one MSS).
     n.run(DELAY * 2 - 1, &mut never, &mut never);
-    assert_eq!(n.sent.len(), 10);
+    assert_eq!(sent(&n).len(), 10);
     n.run(DELAY * 4 - 1, &mut never, &mut never);
-    assert_eq!(n.sent.len(), 10 + 20);
+    assert_eq!(sent(&n).len(), 10 + 20);
     n.run(DELAY * 6 - 1, &mut never, &mut never);
-    assert_eq!(n.sent.len(), 10 + 20 + 40);
+    assert_eq!(sent(&n).len(), 10 + 20 + 40);
     // ACKs of the first two rounds (30 segments) have arrived.
-    assert!((n.src.cwnd(0) - 40.0 * MSS as f64).abs() < 1e-6);
+    assert!((tcp(&n).cwnd(0) - 40.0 * MSS as f64).abs() < 1e-6);
 }
 
 #[test]
 fn a_lone_flow_delivers_every_byte_once_without_retransmitting() {
     let size = 100 * MSS + 123;
-    let mut n = Net::new(Protocol::Tcp, params(), Some(size));
+    let mut n = net(Protocol::Tcp, params(), Some(size));
     n.run(u64::MAX, &mut never, &mut never);
-    let sink = n.sink.as_ref().expect("sink");
-    assert_eq!(sink.stats.bytes_received, size);
-    assert_eq!(n.src.stats.retransmissions, 0);
-    assert_eq!(n.src.stats.bytes_sent, size);
+    assert_eq!(received(&n), size);
+    assert_eq!(tcp(&n).stats.retransmissions, 0);
+    assert_eq!(tcp(&n).stats.bytes_sent, size);
     assert!(n.finish().is_some());
     assert_eq!(
-        n.src.poll_at(),
+        n.src.ep.poll_at(),
         None,
         "no timer left once everything is acked"
     );
@@ -225,7 +81,7 @@ fn a_lone_flow_delivers_every_byte_once_without_retransmitting() {
 #[test]
 fn one_lost_segment_triggers_fast_retransmit_and_recovery() {
     let size = 200 * MSS;
-    let mut n = Net::new(Protocol::Tcp, params(), Some(size));
+    let mut n = net(Protocol::Tcp, params(), Some(size));
     let lost = 25 * MSS; // sent in the second round trip, with 19 more behind it
     let mut dropped = false;
     let mut drop = |p: &Packet| {
@@ -234,10 +90,10 @@ fn one_lost_segment_triggers_fast_retransmit_and_recovery() {
         hit
     };
     n.run(u64::MAX, &mut drop, &mut never);
-    let retx: Vec<_> = n.sent.iter().filter(|s| s.2).collect();
+    let retx: Vec<_> = sent(&n).into_iter().filter(|s| s.2).collect();
     assert_eq!(retx.len(), 1, "exactly one retransmission: {retx:?}");
     assert_eq!(retx[0].1, lost);
-    let first = n.sent.iter().find(|s| s.1 == lost).expect("sent").0;
+    let first = sent(&n).iter().find(|s| s.1 == lost).expect("sent").0;
     // The retransmission leaves one RTT after the loss plus the three
     // segments' worth of duplicate ACKs (same instant in this zero-
     // serialisation network): well before the 1 ms RTO.
@@ -246,8 +102,8 @@ fn one_lost_segment_triggers_fast_retransmit_and_recovery() {
         "{} ps",
         retx[0].0 - first
     );
-    assert_eq!(n.src.stats.timeouts, 0);
-    assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, size);
+    assert_eq!(tcp(&n).stats.timeouts, 0);
+    assert_eq!(received(&n), size);
     assert!(n.finish().is_some());
 }
 
@@ -257,7 +113,7 @@ fn one_lost_segment_triggers_fast_retransmit_and_recovery() {
 fn a_tail_loss_recovers_by_rto() {
     let size = 30 * MSS;
     let p = params();
-    let mut n = Net::new(Protocol::Tcp, p.clone(), Some(size));
+    let mut n = net(Protocol::Tcp, p.clone(), Some(size));
     let last = 29 * MSS;
     let mut dropped = false;
     let mut drop = |pk: &Packet| {
@@ -266,11 +122,11 @@ fn a_tail_loss_recovers_by_rto() {
         hit
     };
     n.run(u64::MAX, &mut drop, &mut never);
-    assert_eq!(n.src.stats.timeouts, 1);
-    let retx: Vec<_> = n.sent.iter().filter(|s| s.2).collect();
+    assert_eq!(tcp(&n).stats.timeouts, 1);
+    let retx: Vec<_> = sent(&n).into_iter().filter(|s| s.2).collect();
     assert_eq!(retx.len(), 1);
     assert_eq!(retx[0].1, last);
-    let first = n.sent.iter().find(|s| s.1 == last).expect("sent").0;
+    let first = sent(&n).iter().find(|s| s.1 == last).expect("sent").0;
     // The timer was (re)armed by the ACK of the segment before it, one RTT
     // after `first` at most, and runs for max(min RTO, srtt + 4 rttvar) = 1 ms.
     let gap = retx[0].0 - first;
@@ -278,7 +134,7 @@ fn a_tail_loss_recovers_by_rto() {
         gap >= p.min_rto.ps && gap <= p.min_rto.ps + 2 * DELAY,
         "{gap}"
     );
-    assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, size);
+    assert_eq!(received(&n), size);
     assert_eq!(n.finish(), Some(retx[0].0 + DELAY));
 }
 
@@ -286,20 +142,20 @@ fn a_tail_loss_recovers_by_rto() {
 /// marked, alpha settles near 1/2 and each window is cut by about alpha/2.
 #[test]
 fn dctcp_alpha_tracks_the_marked_fraction() {
-    let mut n = Net::new(Protocol::Dctcp, params(), None);
+    let mut n = net(Protocol::Dctcp, params(), None);
     let mut mark = |p: &Packet| (split_seq(p.seq).1 / MSS).is_multiple_of(2);
     n.run(DELAY * 2 * 300, &mut never, &mut mark);
-    let alpha = n.src.subs[0].cc.metrics().alpha.expect("dctcp");
+    let alpha = tcp(&n).subs[0].cc.metrics().alpha.expect("dctcp");
     assert!((alpha - 0.5).abs() < 0.05, "alpha {alpha}");
-    assert!(n.sent.iter().all(|s| !s.2), "marks are not losses");
+    assert!(sent(&n).iter().all(|s| !s.2), "marks are not losses");
 }
 
 #[test]
 fn reno_without_ecn_ignores_echoes_and_with_ecn_halves_once_per_window() {
     let everything = |_: &Packet| true;
-    let mut plain = Net::new(Protocol::Tcp, params(), Some(400 * MSS));
+    let mut plain = net(Protocol::Tcp, params(), Some(400 * MSS));
     plain.run(DELAY * 8, &mut never, &mut { everything });
-    let mut ecn = Net::new(
+    let mut ecn = net(
         Protocol::Tcp,
         TcpParams {
             ecn: true,
@@ -308,9 +164,13 @@ fn reno_without_ecn_ignores_echoes_and_with_ecn_halves_once_per_window() {
         Some(400 * MSS),
     );
     ecn.run(DELAY * 8, &mut never, &mut { everything });
-    assert!(plain.src.cwnd(0) > 100.0 * MSS as f64);
+    assert!(tcp(&plain).cwnd(0) > 100.0 * MSS as f64);
     // One cut per round trip from 10 segments, floored at 2 MSS.
-    assert!(ecn.src.cwnd(0) < 10.0 * MSS as f64, "{}", ecn.src.cwnd(0));
+    assert!(
+        tcp(&ecn).cwnd(0) < 10.0 * MSS as f64,
+        "{}",
+        tcp(&ecn).cwnd(0)
+    );
 }
 
 #[test]
@@ -319,9 +179,9 @@ fn delayed_ack_acks_every_second_segment() {
         delayed_ack: true,
         ..params()
     };
-    let mut n = Net::new(Protocol::Tcp, p, Some(10 * MSS));
+    let mut n = net(Protocol::Tcp, p, Some(10 * MSS));
     n.run(u64::MAX, &mut never, &mut never);
-    assert_eq!(n.acks_to_source, 5);
+    assert_eq!(n.to_source, 5);
     assert!(n.finish().is_some());
 }
 
@@ -334,11 +194,11 @@ fn a_delayed_ack_for_an_odd_segment_waits_for_its_timer() {
         ..params()
     };
     let delack = p.delayed_ack_timeout.ps;
-    let mut n = Net::new(Protocol::Tcp, p, Some(3 * MSS));
+    let mut n = net(Protocol::Tcp, p, Some(3 * MSS));
     n.run(u64::MAX, &mut never, &mut never);
     // Segment 0 alone: ACKed by the timer; then 1 and 2 (cwnd 2): one ACK, which completes.
-    assert_eq!(n.acks_to_source, 2);
-    assert_eq!(n.sent[1].0, 2 * DELAY + delack);
+    assert_eq!(n.to_source, 2);
+    assert_eq!(sent(&n)[1].0, 2 * DELAY + delack);
 }
 
 #[test]
@@ -347,23 +207,23 @@ fn handshake_costs_one_round_trip_before_data() {
         handshake: true,
         ..params()
     };
-    let mut n = Net::new(Protocol::Tcp, p, Some(5 * MSS));
+    let mut n = net(Protocol::Tcp, p, Some(5 * MSS));
     n.run(u64::MAX, &mut never, &mut never);
-    assert_eq!(n.sent[0].0, 2 * DELAY, "first data one RTT after the SYN");
+    assert_eq!(sent(&n)[0].0, 2 * DELAY, "first data one RTT after the SYN");
     assert_eq!(n.finish(), Some(3 * DELAY));
 }
 
 #[test]
 fn mptcp_spreads_subflows_over_distinct_paths_and_completes() {
     let size = 500 * MSS;
-    let mut n = Net::new(Protocol::Mptcp, params(), Some(size));
+    let mut n = net(Protocol::Mptcp, params(), Some(size));
     n.run(u64::MAX, &mut never, &mut never);
-    assert_eq!(n.src.subflows(), 8);
-    let paths: std::collections::BTreeSet<u32> = n.src.subs.iter().map(|s| s.path).collect();
+    assert_eq!(tcp(&n).subflows(), 8);
+    let paths: std::collections::BTreeSet<u32> = tcp(&n).subs.iter().map(|s| s.path).collect();
     assert_eq!(paths.len(), 8);
-    assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, size);
+    assert_eq!(received(&n), size);
     assert!(n.finish().is_some());
-    assert_eq!(n.src.stats.retransmissions, 0);
+    assert_eq!(tcp(&n).stats.retransmissions, 0);
 }
 
 /// A 3-segment flow whose first segment is lost gets only two duplicate
@@ -376,7 +236,7 @@ fn early_retransmit_repairs_a_small_window_without_the_rto() {
             early_retransmit: er,
             ..params()
         };
-        let mut n = Net::new(Protocol::Tcp, p, Some(3 * MSS));
+        let mut n = net(Protocol::Tcp, p, Some(3 * MSS));
         let mut dropped = false;
         let mut drop = |pk: &Packet| {
             let hit = !dropped && split_seq(pk.seq).1 == 0;
@@ -384,14 +244,14 @@ fn early_retransmit_repairs_a_small_window_without_the_rto() {
             hit
         };
         n.run(u64::MAX, &mut drop, &mut never);
-        let retx = n.sent.iter().find(|s| s.2).expect("retransmitted").0;
+        let retx = sent(&n).iter().find(|s| s.2).expect("retransmitted").0;
         if er {
             assert_eq!(retx, 2 * DELAY, "on the second duplicate ACK");
-            assert_eq!(n.src.stats.timeouts, 0);
+            assert_eq!(tcp(&n).stats.timeouts, 0);
         } else {
-            assert_eq!(n.src.stats.timeouts, 1);
+            assert_eq!(tcp(&n).stats.timeouts, 1);
         }
-        assert_eq!(n.sink.as_ref().unwrap().stats.bytes_received, 3 * MSS);
+        assert_eq!(received(&n), 3 * MSS);
     }
 }
 
@@ -410,21 +270,20 @@ proptest::proptest! {
     ) {
         let p = TcpParams { delayed_ack, delayed_ack_timeout: Micros::from_ps(200_000_000), ..params() };
         let size = size_segs * MSS - 17;
-        let mut n = Net::new(proto, p, Some(size));
-        n.ack_drop_every = ack_drop_every;
+        let mut n = net(proto, p, Some(size));
+        n.back_drop_every = ack_drop_every;
         let mut k = 0usize;
         let mut drop = |_: &Packet| {
             k += 1;
             lost.contains(&(k - 1))
         };
         n.run(u64::MAX, &mut drop, &mut never);
-        let sink = n.sink.as_ref().expect("something arrived");
-        proptest::prop_assert_eq!(sink.stats.bytes_received, size);
+        proptest::prop_assert_eq!(received(&n), size);
         proptest::prop_assert!(n.finish().is_some());
-        proptest::prop_assert_eq!(n.src.poll_at(), None);
+        proptest::prop_assert_eq!(n.src.ep.poll_at(), None);
         // Every transmission beyond one per segment is a counted retransmission.
         let segs = size.div_ceil(MSS) as usize;
-        proptest::prop_assert_eq!(n.sent.len() - segs, n.src.stats.retransmissions as usize);
+        proptest::prop_assert_eq!(sent(&n).len() - segs, tcp(&n).stats.retransmissions as usize);
     }
 }
 
