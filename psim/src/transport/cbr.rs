@@ -196,6 +196,7 @@ impl Transport for CbrSink {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::testkit::Host;
     use crate::transport::{Endpoint, ProtocolParams};
 
     fn flow(size: Option<u64>) -> FlowInfo {
@@ -213,39 +214,18 @@ mod tests {
         }
     }
 
-    /// Drives a source alone: returns (time, packet) for every packet it emits.
+    /// Drives a source alone (test kit host): (time, packet) for every
+    /// packet it emits, up to `limit`.
     fn drive(src: &mut Endpoint, limit: usize) -> Vec<(u64, Packet)> {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::HostServices::default();
-        let mut out = Vec::new();
-        let mut sent = Vec::new();
-        let mut now = 1_000;
-        src.on_start(&mut Ctx {
-            now,
-            host: 1,
-            out: &mut out,
-            rng: &mut rng,
-            slot: 0,
-            nic_bps: 10_000_000_000,
-            services: &mut pulls,
-        });
-        sent.extend(out.drain(..).map(|p| (now, p)));
-        while let Some(t) = src.poll_at() {
-            if sent.len() >= limit {
+        let mut h = Host::new(1, src.clone());
+        let mut sent: Vec<_> = h.start(1_000).into_iter().map(|p| (1_000, p)).collect();
+        while sent.len() < limit {
+            let Some((t, out)) = h.wake(u64::MAX) else {
                 break;
-            }
-            now = t;
-            src.on_timer(&mut Ctx {
-                now,
-                host: 1,
-                out: &mut out,
-                rng: &mut rng,
-                slot: 0,
-                nic_bps: 10_000_000_000,
-                services: &mut pulls,
-            });
-            sent.extend(out.drain(..).map(|p| (now, p)));
+            };
+            sent.extend(out.into_iter().map(|p| (t, p)));
         }
+        *src = h.ep;
         sent
     }
 
@@ -288,25 +268,11 @@ mod tests {
     fn sink_finishes_when_all_bytes_arrived() {
         let mut src = Protocol::Cbr.source(&flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Protocol::sink(&sent[0].1, &Default::default());
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::HostServices::default();
-        let mut out = Vec::new();
+        let mut sink = Host::new(2, Protocol::sink(&sent[0].1, &Default::default()));
         for (i, (_, p)) in sent.iter().enumerate() {
-            sink.on_packet(
-                p.clone(),
-                &mut Ctx {
-                    now: 100 + i as u64,
-                    host: 2,
-                    out: &mut out,
-                    rng: &mut rng,
-                    slot: 0,
-                    nic_bps: 10_000_000_000,
-                    services: &mut pulls,
-                },
-            );
+            assert!(sink.deliver(100 + i as u64, p.clone()).is_empty());
         }
-        let st = sink.sink_stats().unwrap();
+        let st = sink.ep.sink_stats().unwrap();
         assert_eq!(st.bytes_received, 3000);
         assert_eq!(st.finish_ps, Some(100 + sent.len() as u64 - 1));
     }
@@ -315,24 +281,10 @@ mod tests {
     fn sink_does_not_finish_when_a_packet_is_lost() {
         let mut src = Protocol::Cbr.source(&flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Protocol::sink(&sent[0].1, &Default::default());
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::HostServices::default();
-        let mut out = Vec::new();
+        let mut sink = Host::new(2, Protocol::sink(&sent[0].1, &Default::default()));
         for (_, p) in sent.iter().skip(1) {
-            sink.on_packet(
-                p.clone(),
-                &mut Ctx {
-                    now: 5,
-                    host: 2,
-                    out: &mut out,
-                    rng: &mut rng,
-                    slot: 0,
-                    nic_bps: 10_000_000_000,
-                    services: &mut pulls,
-                },
-            );
+            sink.deliver(5, p.clone());
         }
-        assert_eq!(sink.sink_stats().unwrap().finish_ps, None);
+        assert_eq!(sink.ep.sink_stats().unwrap().finish_ps, None);
     }
 }
