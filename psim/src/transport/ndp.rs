@@ -476,6 +476,8 @@ pub struct NdpSink {
     pull_counter: u64,
     mtu_bytes: u32,
     pull_jitter: f64,
+    /// Whether this sink has offered the host's pacer its settings.
+    pacer_set: bool,
     /// Counters.
     pub stats: SinkStats,
 }
@@ -495,6 +497,7 @@ impl NdpSink {
             pull_counter: 0,
             mtu_bytes: p.mtu_bytes,
             pull_jitter: p.pull_jitter,
+            pacer_set: false,
             stats: SinkStats::default(),
         }
     }
@@ -530,12 +533,15 @@ impl NdpSink {
 
 impl Transport for NdpSink {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
-        // Spec A9: one pull per MTU payload at the receiver's link rate (the
-        // host's first NDP sink sets the pacer up; later calls change nothing).
-        cx.services.pulls.configure(
-            tx_time_ps(self.mtu_bytes as u64, cx.nic_bps),
-            self.pull_jitter,
-        );
+        if !self.pacer_set {
+            // Spec A9: one pull per MTU payload at the receiver's link rate
+            // (the host's first NDP sink sets the pacer up; later ones change nothing).
+            self.pacer_set = true;
+            cx.services.pulls.configure(
+                tx_time_ps(self.mtu_bytes as u64, cx.nic_bps),
+                self.pull_jitter,
+            );
+        }
         self.stats.packets_received += 1;
         if pkt.has(flags::LAST) {
             self.total = Some(pkt.seq + 1);
