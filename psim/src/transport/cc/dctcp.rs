@@ -207,4 +207,32 @@ mod tests {
         assert!((d.alpha - 15.0 / 16.0).abs() < 1e-12);
         assert!((d.cut(100.0) - 100.0 * (1.0 - 15.0 / 32.0)).abs() < 1e-9);
     }
+
+    /// Through the controller trait: every ACK feeds the estimator, a cut
+    /// needs an echo and the sender's permission, and it is alpha/2 of the
+    /// window with ssthresh following (RFC 8257 §3.3).
+    #[test]
+    fn the_controller_cuts_by_half_alpha_only_when_allowed() {
+        let mut c = Dctcp::new(10, 1000, &DctcpParams::default());
+        let ack = |ece| AckEvent {
+            bytes_acked: 1000,
+            ece,
+            snd_una: 1000,
+            snd_nxt: 10_000,
+            coupling: None,
+        };
+        assert!(!c.on_ecn(&ack(true), false), "forbidden by the sender");
+        assert_eq!(c.window(), 10_000.0);
+        assert!(c.on_ecn(&ack(true), true));
+        // alpha is still 1 (the first window has not ended): the cut halves.
+        assert_eq!(c.window(), 5_000.0);
+        assert_eq!(c.metrics().ssthresh, 5_000.0);
+        assert_eq!(c.metrics().alpha, Some(1.0));
+        c.on_ack(&ack(false));
+        assert_eq!(
+            c.window(),
+            5_000.0 + 1000.0 * 1000.0 / 5_000.0,
+            "additive increase"
+        );
+    }
 }

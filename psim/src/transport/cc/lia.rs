@@ -165,4 +165,31 @@ mod tests {
         assert!((inc - c.alpha * 9000.0 * 9000.0 / 25_000.0).abs() < 1e-6);
         assert!(inc < 9000.0 * 9000.0 / 5_000.0);
     }
+
+    /// Through the controller trait: in congestion avoidance a coupled
+    /// subflow grows by LIA's increase, without a coupling by NewReno's.
+    #[test]
+    fn the_controller_uses_the_coupling_in_congestion_avoidance() {
+        let mut lia = Lia::new(10, 1000, false);
+        lia.on_loss(Loss::FastRetransmit, 20_000); // cwnd = ssthresh = 10 000
+        let coupling = LiaCoupling::new([sf(10_000.0, 100.0), sf(10_000.0, 100.0)].into_iter());
+        let ack = |coupling| AckEvent {
+            bytes_acked: 1000,
+            ece: false,
+            snd_una: 0,
+            snd_nxt: 10_000,
+            coupling,
+        };
+        lia.on_ack(&ack(Some(coupling)));
+        let coupled = coupling.increase(10_000.0, 1000.0, 1000.0);
+        assert_eq!(lia.window(), 10_000.0 + coupled);
+        let mut alone = Lia::new(10, 1000, false);
+        alone.on_loss(Loss::FastRetransmit, 20_000);
+        alone.on_ack(&ack(None));
+        assert_eq!(alone.window(), 10_000.0 + 100.0);
+        assert!(
+            coupled < 100.0,
+            "two equal subflows: half of one TCP's increase"
+        );
+    }
 }
