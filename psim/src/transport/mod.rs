@@ -1,10 +1,11 @@
 //! Transports: pairs of endpoint state machines (source, sink).
 //!
 //! Endpoints are sans-IO, in the style of smoltcp: they never touch the
-//! engine. The host calls [`Endpoint::on_start`], [`Endpoint::on_packet`] and
-//! [`Endpoint::on_timer`]; the endpoint pushes packets into `cx.out` (they go
+//! engine. The host calls [`Transport::on_start`], [`Transport::on_packet`],
+//! [`Transport::on_timer`] and [`Transport::on_grant`] (a host service gave
+//! the endpoint a turn); the endpoint pushes packets into `cx.out` (they go
 //! to the host's NIC queue in order) and afterwards the host asks
-//! [`Endpoint::poll_at`] for the one time it wants to be woken. A changed
+//! [`Transport::poll_at`] for the one time it wants to be woken. A changed
 //! deadline bumps a generation counter, so stale wake-ups are ignored rather
 //! than searched for. This keeps one pending timer per endpoint and lets a
 //! transport be tested without a network.
@@ -13,7 +14,10 @@
 //! hosts store, generated with its forwarding from one list by `registry!`
 //! below. The same invocation holds the protocol table ([`Protocol`], one row
 //! per protocol naming its [`ProtocolDef`]) and the `[protocol]` section
-//! ([`ProtocolParams`], one sub-table per transport configuration).
+//! ([`ProtocolParams`], one sub-table per transport configuration). Host-wide
+//! schedulers that endpoints share (NDP's pull pacer) are host services
+//! ([`services`]), with their own deadline; congestion controllers are in
+//! [`cc`].
 
 pub mod cbr;
 pub mod cc;
