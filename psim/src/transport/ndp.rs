@@ -593,7 +593,7 @@ impl Transport for NdpSink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::HostServices;
+    use crate::transport::testkit::Host;
 
     fn info(size: u64, paths: u32) -> FlowInfo {
         FlowInfo {
@@ -610,33 +610,9 @@ mod tests {
         }
     }
 
-    struct Harness {
-        rng: crate::rng::Rng,
-        services: HostServices,
-        out: Vec<Packet>,
-    }
-
-    impl Harness {
-        fn new() -> Self {
-            let mut services = HostServices::default();
-            services.pulls.configure(7_200_000, 0.0);
-            Harness {
-                rng: crate::rng::stream_rng(1, 1),
-                services,
-                out: Vec::new(),
-            }
-        }
-        fn cx(&mut self, now: u64) -> Ctx<'_> {
-            Ctx {
-                now,
-                host: 0,
-                slot: 0,
-                nic_bps: 10_000_000_000,
-                out: &mut self.out,
-                rng: &mut self.rng,
-                services: &mut self.services,
-            }
-        }
+    /// A source for `info`, on a test-kit host.
+    fn source(info: &FlowInfo, p: &NdpParams) -> Host<NdpSource> {
+        Host::new(0, NdpSource::new(info, Protocol::Ndp, p))
     }
 
     fn ctl(kind: PacketKind, seq: u64, ack: u64, fl: u8) -> Packet {
@@ -657,218 +633,183 @@ mod tests {
         }
     }
 
+    /// A full data packet `seq` from host 0 to host 5.
+    fn data(seq: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Data,
+            payload: 9000,
+            size: 9064,
+            src: 0,
+            dst: 5,
+            ..ctl(PacketKind::Data, seq, 0, 0)
+        }
+    }
+
     #[test]
     fn first_window_is_sent_at_once_on_distinct_paths() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(100 * 9000, 16), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        assert_eq!(h.out.len(), 23);
-        let paths: BTreeSet<u32> = h.out[..16].iter().map(|p| p.path).collect();
+        let mut h = source(&info(100 * 9000, 16), &NdpParams::default());
+        let out = h.start(0);
+        assert_eq!(out.len(), 23);
+        let paths: BTreeSet<u32> = out[..16].iter().map(|p| p.path).collect();
         assert_eq!(paths.len(), 16, "one packet per path before reshuffling");
-        assert!(h.out.iter().all(|p| p.has(flags::SYN) && p.size == 9064));
+        assert!(out.iter().all(|p| p.has(flags::SYN) && p.size == 9064));
     }
 
     #[test]
     fn pull_counter_advance_sends_that_many_packets_retransmissions_first() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(100 * 9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        h.out.clear();
-        s.on_packet(ctl(PacketKind::Nack, 3, 0, 0), &mut h.cx(10));
+        let mut h = source(&info(100 * 9000, 4), &NdpParams::default());
+        h.start(0);
+        let out = h.deliver(10, ctl(PacketKind::Nack, 3, 0, 0));
         assert!(
-            h.out.is_empty(),
+            out.is_empty(),
             "a NACK queues the packet but does not send it"
         );
-        s.on_packet(ctl(PacketKind::Pull, 0, 2, 0), &mut h.cx(20));
-        let seqs: Vec<u64> = h.out.iter().map(|p| p.seq).collect();
+        let out = h.deliver(20, ctl(PacketKind::Pull, 0, 2, 0));
+        let seqs: Vec<u64> = out.iter().map(|p| p.seq).collect();
         assert_eq!(seqs, vec![3, 23]);
-        assert!(h.out[0].has(flags::RETX));
+        assert!(out[0].has(flags::RETX));
         // A reordered, older pull does nothing.
-        h.out.clear();
-        s.on_packet(ctl(PacketKind::Pull, 0, 1, 0), &mut h.cx(30));
-        assert!(h.out.is_empty());
-        assert_eq!(s.stats.trims, 1);
+        assert!(h.deliver(30, ctl(PacketKind::Pull, 0, 1, 0)).is_empty());
+        assert_eq!(h.ep.stats.trims, 1);
     }
 
     #[test]
     fn last_packet_is_marked_and_short() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(20_000, 1), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        let sizes: Vec<u32> = h.out.iter().map(|p| p.payload).collect();
+        let mut h = source(&info(20_000, 1), &NdpParams::default());
+        let out = h.start(0);
+        let sizes: Vec<u32> = out.iter().map(|p| p.payload).collect();
         assert_eq!(sizes, vec![9000, 9000, 2000]);
-        assert!(h.out[2].has(flags::LAST) && !h.out[1].has(flags::LAST));
+        assert!(out[2].has(flags::LAST) && !out[1].has(flags::LAST));
     }
 
     #[test]
     fn sink_acks_data_nacks_headers_and_requests_pulls() {
-        let mut h = Harness::new();
-        let data = Packet {
-            kind: PacketKind::Data,
-            payload: 9000,
-            size: 9064,
-            src: 0,
-            dst: 5,
-            ..ctl(PacketKind::Data, 0, 0, 0)
-        };
-        let mut k = NdpSink::new(&data, &NdpParams::default());
+        let mut h = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
         // First arrival: the pull queue is empty and no pull has gone: the ACK carries the pull.
-        k.on_packet(data.clone(), &mut h.cx(0));
-        assert_eq!(h.out[0].kind, PacketKind::Ack);
-        assert!(h.out[0].has(flags::PULL));
-        assert_eq!(h.out[0].ack, 1);
+        let out = h.deliver(0, data(0));
+        assert_eq!(out[0].kind, PacketKind::Ack);
+        assert!(out[0].has(flags::PULL));
+        assert_eq!(out[0].ack, 1);
         // A header 1 us later: NACK at once, the pull waits in the pacer.
         let hdr = Packet {
             kind: PacketKind::Header,
-            seq: 1,
             payload: 0,
             size: 64,
-            ..data.clone()
+            ..data(1)
         };
-        k.on_packet(hdr, &mut h.cx(1_000_000));
-        assert_eq!(h.out[1].kind, PacketKind::Nack);
-        assert!(!h.out[1].has(flags::PULL));
+        let out = h.deliver(1_000_000, hdr);
+        assert_eq!(out[0].kind, PacketKind::Nack);
+        assert!(!out[0].has(flags::PULL));
         assert_eq!(h.services.pulls.next_due(1_000_000, 0.0), Some(7_200_000));
-        h.out.clear();
-        k.on_grant(&mut h.cx(7_200_000));
-        assert_eq!((h.out[0].kind, h.out[0].ack), (PacketKind::Pull, 2));
+        let out = h.advance(7_200_000);
+        assert_eq!(
+            (out[0].0, out[0].1.kind, out[0].1.ack),
+            (7_200_000, PacketKind::Pull, 2)
+        );
     }
 
     #[test]
     fn sink_finishes_when_every_packet_arrived_and_flushes_its_pulls() {
-        let mut h = Harness::new();
-        let base = Packet {
-            kind: PacketKind::Data,
-            payload: 9000,
-            size: 9064,
-            src: 0,
-            dst: 5,
-            ..ctl(PacketKind::Data, 0, 0, 0)
+        let mut h = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
+        let last = Packet {
+            flags: flags::LAST,
+            ..data(1)
         };
-        let mut k = NdpSink::new(&base, &NdpParams::default());
-        k.on_packet(
-            Packet {
-                seq: 1,
-                flags: flags::LAST,
-                ..base.clone()
-            },
-            &mut h.cx(10),
-        );
-        assert_eq!(k.stats.finish_ps, None);
-        k.on_packet(
-            Packet {
-                seq: 1,
-                flags: flags::LAST,
-                ..base.clone()
-            },
-            &mut h.cx(11),
-        );
-        assert_eq!(k.stats.bytes_received, 9000, "duplicates do not count");
-        k.on_packet(base.clone(), &mut h.cx(20));
-        assert_eq!(k.stats.finish_ps, Some(20));
+        h.deliver(10, last.clone());
+        assert_eq!(h.ep.stats.finish_ps, None);
+        h.deliver(11, last);
+        assert_eq!(h.ep.stats.bytes_received, 9000, "duplicates do not count");
+        h.deliver(20, data(0));
+        assert_eq!(h.ep.stats.finish_ps, Some(20));
         assert!(h.services.pulls.is_empty());
     }
 
     #[test]
     fn a_bounce_is_resent_at_once_only_when_no_pulls_are_expected() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(
-            &info(100 * 9000, 4),
-            Protocol::Ndp,
-            &NdpParams {
-                iw_packets: 2,
-                ..Default::default()
-            },
-        );
-        s.on_start(&mut h.cx(0));
-        h.out.clear();
+        let p = NdpParams {
+            iw_packets: 2,
+            ..Default::default()
+        };
+        let mut h = source(&info(100 * 9000, 4), &p);
+        h.start(0);
         // Packet 0 is ACKed, so a pull is owed; but 1 ACK among 1 recent event
         // (100% >= 25%) means the network delivers: resend packet 1 at once.
-        s.on_packet(ctl(PacketKind::Ack, 0, 0, 0), &mut h.cx(5));
-        s.on_packet(ctl(PacketKind::Header, 1, 0, flags::BOUNCED), &mut h.cx(6));
-        assert_eq!(h.out.len(), 1);
-        assert_eq!(s.stats.bounces, 1);
+        assert!(h.deliver(5, ctl(PacketKind::Ack, 0, 0, 0)).is_empty());
+        let out = h.deliver(6, ctl(PacketKind::Header, 1, 0, flags::BOUNCED));
+        assert_eq!(out.len(), 1);
+        assert_eq!(h.ep.stats.bounces, 1);
         // A fresh flow whose whole first window bounces, with no feedback yet: resend at once.
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        let path = h.out[0].path;
-        h.out.clear();
-        s.on_packet(
-            Packet {
-                path,
-                ..ctl(PacketKind::Header, 0, 0, flags::BOUNCED)
-            },
-            &mut h.cx(6),
-        );
-        assert_eq!(h.out.len(), 1);
-        assert_ne!(h.out[0].path, path, "a resend takes a different path");
+        let mut h = source(&info(9000, 4), &NdpParams::default());
+        let path = h.start(0)[0].path;
+        let bounced = Packet {
+            path,
+            ..ctl(PacketKind::Header, 0, 0, flags::BOUNCED)
+        };
+        let out = h.deliver(6, bounced);
+        assert_eq!(out.len(), 1);
+        assert_ne!(out[0].path, path, "a resend takes a different path");
     }
 
     #[test]
     fn a_bounce_waits_for_a_pull_when_recent_feedback_is_mostly_nacks() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(100 * 9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        h.out.clear();
+        let mut h = source(&info(100 * 9000, 4), &NdpParams::default());
+        h.start(0);
         for seq in 0..12 {
-            s.on_packet(ctl(PacketKind::Nack, seq, 0, 0), &mut h.cx(5));
+            assert!(h.deliver(5, ctl(PacketKind::Nack, seq, 0, 0)).is_empty());
         }
-        s.on_packet(ctl(PacketKind::Header, 12, 0, flags::BOUNCED), &mut h.cx(6));
-        assert!(h.out.is_empty(), "pulls are owed and feedback is all NACKs");
-        s.on_packet(ctl(PacketKind::Pull, 0, 1, 0), &mut h.cx(7));
-        assert_eq!(h.out[0].seq, 0, "queued retransmissions go in NACK order");
+        let out = h.deliver(6, ctl(PacketKind::Header, 12, 0, flags::BOUNCED));
+        assert!(out.is_empty(), "pulls are owed and feedback is all NACKs");
+        let out = h.deliver(7, ctl(PacketKind::Pull, 0, 1, 0));
+        assert_eq!(out[0].seq, 0, "queued retransmissions go in NACK order");
     }
 
     #[test]
     fn path_penalty_skips_a_path_with_outlying_nacks() {
         // Spec A11: > 100 feedback events, NACK ratio > 30% and > 1.25x the mean.
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(
-            &info(10_000 * 9000, 4),
-            Protocol::Ndp,
-            &NdpParams::default(),
-        );
+        let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
         for round in 0..150 {
             for path in 0..4 {
-                s.score(
+                h.ep.score(
                     path,
                     (path != 2) as u64,
                     (path == 2 || round % 10 == 0) as u64,
                 );
             }
         }
-        assert!(s.scores[2].avoid > 0);
-        assert!(s
+        assert!(h.ep.scores[2].avoid > 0);
+        assert!(h
+            .ep
             .scores
             .iter()
             .enumerate()
             .all(|(p, sc)| p == 2 || sc.avoid == 0));
-        let paths: Vec<u32> = (0..40).map(|_| s.next_path(None, &mut h.cx(0))).collect();
+        let paths: Vec<u32> = (0..40)
+            .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
+            .collect();
         assert!(!paths.contains(&2), "{paths:?}");
         // Without the penalty every path is used.
-        s.p.path_penalty = false;
-        let paths: BTreeSet<u32> = (0..40).map(|_| s.next_path(None, &mut h.cx(0))).collect();
+        h.ep.p.path_penalty = false;
+        let paths: BTreeSet<u32> = (0..40)
+            .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
+            .collect();
         assert_eq!(paths.len(), 4);
     }
 
     #[test]
     fn a_lost_packet_is_resent_after_the_rto_on_another_path() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        let first = h.out[0].path;
-        let due = s.poll_at().unwrap();
+        let mut h = source(&info(9000, 4), &NdpParams::default());
+        let first = h.start(0)[0].path;
+        let due = h.ep.poll_at().unwrap();
         // 1 ms min RTO with +-25% jitter.
         assert!((750_000_000..=1_250_000_000).contains(&due), "{due}");
-        h.out.clear();
-        s.on_timer(&mut h.cx(due));
-        assert_eq!(h.out.len(), 1);
-        assert_ne!(h.out[0].path, first);
-        assert_eq!((s.stats.timeouts, s.stats.retransmissions), (1, 1));
-        s.on_packet(ctl(PacketKind::Ack, 0, 0, 0), &mut h.cx(due + 10));
-        assert!(s.done());
-        assert_eq!(s.poll_at(), None);
+        let out = h.advance(due);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, due);
+        assert_ne!(out[0].1.path, first);
+        assert_eq!((h.ep.stats.timeouts, h.ep.stats.retransmissions), (1, 1));
+        h.deliver(due + 10, ctl(PacketKind::Ack, 0, 0, 0));
+        assert!(h.ep.done());
+        assert_eq!(h.ep.poll_at(), None);
     }
 
     /// Through the test kit, with the pull pacer run as the host service: a

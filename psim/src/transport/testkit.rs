@@ -31,11 +31,13 @@ pub fn flow(size: Option<u64>, num_paths: u32) -> FlowInfo {
     }
 }
 
-/// One endpoint on a host of its own (slot 0), with the host's services
-/// and random stream, driven as the shard drives it.
-pub struct Host {
+/// One endpoint (any [`Transport`]: the [`Endpoint`] enum or a concrete
+/// type, whose private state a unit test may then inspect) on a host of its
+/// own (slot 0), with the host's services and random stream, driven as the
+/// shard drives it.
+pub struct Host<T: Transport = Endpoint> {
     /// The endpoint.
-    pub ep: Endpoint,
+    pub ep: T,
     /// The host's services (its pull pacer).
     pub services: HostServices,
     /// Host address.
@@ -45,9 +47,9 @@ pub struct Host {
     service_at: Option<(u64, u32)>,
 }
 
-impl Host {
+impl<T: Transport> Host<T> {
     /// Host `id` running `ep`.
-    pub fn new(id: u32, ep: Endpoint) -> Self {
+    pub fn new(id: u32, ep: T) -> Self {
         Host {
             ep,
             services: HostServices::default(),
@@ -58,9 +60,10 @@ impl Host {
         }
     }
 
-    fn call(&mut self, now: u64, f: impl FnOnce(&mut Endpoint, &mut Ctx<'_>)) -> Vec<Packet> {
+    /// Runs `f` with the endpoint's context at `now`: its result and the packets sent.
+    fn raw<R>(&mut self, now: u64, f: impl FnOnce(&mut T, &mut Ctx<'_>) -> R) -> (R, Vec<Packet>) {
         let mut out = Vec::new();
-        f(
+        let r = f(
             &mut self.ep,
             &mut Ctx {
                 now,
@@ -72,11 +75,24 @@ impl Host {
                 services: &mut self.services,
             },
         );
+        (r, out)
+    }
+
+    /// One endpoint input, then the host's follow-up as in the shard: the
+    /// endpoint's deadline, then the services' (which may draw from the rng).
+    fn call(&mut self, now: u64, f: impl FnOnce(&mut T, &mut Ctx<'_>)) -> Vec<Packet> {
+        let ((), out) = self.raw(now, f);
         self.timer_at = self.ep.poll_at().map(|t| t.max(now));
         if let Some(d) = self.services.rearm(now, &mut self.rng) {
             self.service_at = Some(d);
         }
         out
+    }
+
+    /// Runs `f` on the endpoint with its context at `now`, without any of
+    /// the host's follow-up (for unit tests of an endpoint's private steps).
+    pub fn with<R>(&mut self, now: u64, f: impl FnOnce(&mut T, &mut Ctx<'_>) -> R) -> R {
+        self.raw(now, f).0
     }
 
     /// Starts the flow at `now`; returns what the endpoint sent.
