@@ -11,14 +11,16 @@
 //! | LIA | `lia.rs` | RFC 6356: NewReno with the increase coupled across subflows |
 //!
 //! **Rate-based controllers** (DCQCN, TIMELY, Swift) implement the same
-//! trait: `window()` returns `f64::INFINITY` (or a BDP cap, as IRN uses),
-//! `pacing_bps()` returns the current rate, which the sender uses to space
-//! its transmissions (it arms its own timer for the next departure), and a
-//! controller that needs timers of its own (DCQCN's rate-increase timer and
-//! alpha update) returns them from `poll_at()`: the sender folds that
-//! deadline into its `Transport::poll_at` and calls `on_timer` when it is
-//! reached. RTT-driven controllers (TIMELY) read `on_rtt_sample`; ECN-driven
-//! ones (DCQCN's CNPs) `on_ecn`.
+//! trait: `window()` returns `f64::INFINITY` (or a BDP cap, as IRN uses) and
+//! `pacing_bps()` the current rate. The sender that pairs with them (a
+//! go-back-N or selective-repeat one, for RoCE and IRN) spaces its
+//! transmissions at that rate, arming its own timer for the next departure;
+//! TCP's sender does not pace. A controller that needs timers of its own
+//! (DCQCN's rate-increase timer and alpha update) returns its deadline from
+//! `poll_at()`: the sender folds it into its `Transport::poll_at` and calls
+//! `on_timer` once it is reached (TCP's sender already does). RTT-driven
+//! controllers (TIMELY) read `on_rtt_sample`; ECN-driven ones (DCQCN's
+//! CNPs) `on_ecn`.
 //!
 //! Adding a controller: one file here with its struct, its config (if it has
 //! keys) and `impl CongestionControl`, plus one line in `controllers!` below.

@@ -51,7 +51,7 @@ pub use mptcp::MptcpParams;
 pub use sink::TcpSink;
 pub use subflow::Subflow;
 
-use super::cc::{Controller, Dctcp as DctcpCc, Lia, LiaCoupling, Reno};
+use super::cc::{CongestionControl, Controller, Dctcp as DctcpCc, Lia, LiaCoupling, Reno};
 use super::config::{bad, in_range, Micros};
 use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SourceStats};
 use super::{SwitchClass, Transport};
@@ -280,7 +280,6 @@ impl TcpSource {
 
     /// Congestion window of subflow `i`, bytes.
     pub fn cwnd(&self, i: usize) -> f64 {
-        use super::cc::CongestionControl;
         self.subs[i].cc.window()
     }
 
@@ -449,6 +448,10 @@ impl TcpSource {
             return;
         }
         for i in 0..self.subs.len() {
+            // A controller's own timer (rate-based ones; none of today's has one).
+            if self.subs[i].cc.poll_at().is_some_and(|t| t <= cx.now) {
+                self.subs[i].cc.on_timer(cx.now);
+            }
             if self.subs[i].rto_at.is_some_and(|t| t <= cx.now) {
                 self.stats.timeouts += 1;
                 self.subs[i].on_rto(cx.now, &self.p);
@@ -460,7 +463,12 @@ impl TcpSource {
     fn deadline(&self) -> Option<u64> {
         match self.setup {
             Setup::SynSent { deadline, .. } => Some(deadline),
-            Setup::Established => self.subs.iter().filter_map(|s| s.rto_at).min(),
+            Setup::Established => self
+                .subs
+                .iter()
+                .flat_map(|s| [s.rto_at, s.cc.poll_at()])
+                .flatten()
+                .min(),
         }
     }
 }
