@@ -91,8 +91,8 @@ pub struct HostState {
     pub slots: Vec<Slot>,
     /// Flow id to slot. Looked up only, never iterated.
     pub by_flow: FxHashMap<u64, u32>,
-    /// The receiver's pull queue, shared by every receiver-driven flow (NDP).
-    pub pulls: crate::transport::PullQueue,
+    /// Schedulers shared by the host's endpoints (NDP's pull pacer).
+    pub services: crate::transport::HostServices,
 }
 
 /// A host or a switch.

@@ -36,66 +36,9 @@ impl PacketKind {
     }
 }
 
-/// Transport protocol a packet belongs to, so that a host can create the
-/// right receiver on a flow's first packet.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-#[repr(u8)]
-pub enum Protocol {
-    /// Paced constant bit rate source (no reliability): exercises the engine.
-    Cbr = 0,
-    /// NDP ([P] §3.2).
-    Ndp = 1,
-    /// pHost-style receiver-driven transport: NDP's endpoints over drop-tail switches ([P] §6.2).
-    Phost = 2,
-    /// TCP NewReno with SACK (RFC 5681, 6582, 6675, 6298).
-    Tcp = 3,
-    /// DCTCP (RFC 8257): TCP with ECN-proportional window cuts.
-    Dctcp = 4,
-    /// MPTCP with LIA coupled congestion control (RFC 6356).
-    Mptcp = 5,
-}
-
-impl Protocol {
-    /// Every protocol, for lookups by name.
-    pub const ALL: [Protocol; 6] = [
-        Protocol::Cbr,
-        Protocol::Ndp,
-        Protocol::Phost,
-        Protocol::Tcp,
-        Protocol::Dctcp,
-        Protocol::Mptcp,
-    ];
-
-    /// The protocol called `name` in scenarios.
-    pub fn from_name(name: &str) -> Option<Protocol> {
-        Self::ALL.into_iter().find(|p| p.name() == name)
-    }
-
-    /// Name used in scenarios and output tables.
-    pub fn name(self) -> &'static str {
-        match self {
-            Protocol::Cbr => "cbr",
-            Protocol::Ndp => "ndp",
-            Protocol::Phost => "phost",
-            Protocol::Tcp => "tcp",
-            Protocol::Dctcp => "dctcp",
-            Protocol::Mptcp => "mptcp",
-        }
-    }
-
-    /// Whether the flow runs NDP's receiver-driven endpoints (NDP, pHost).
-    #[inline]
-    pub fn is_ndp_family(self) -> bool {
-        matches!(self, Protocol::Ndp | Protocol::Phost)
-    }
-
-    /// Whether the flow runs the TCP endpoints (TCP, DCTCP, MPTCP).
-    #[inline]
-    pub fn is_tcp_family(self) -> bool {
-        matches!(self, Protocol::Tcp | Protocol::Dctcp | Protocol::Mptcp)
-    }
-}
+/// Transport protocol of a packet: the table lives with the transports
+/// (`transport/mod.rs`), one row per protocol.
+pub use crate::transport::Protocol;
 
 /// Packet flag bits.
 pub mod flags {

@@ -1,6 +1,6 @@
 //! Scenario errors: one line each, naming the key or file at fault.
 
-use crate::units::{gbps_to_bps, ns_to_ps, us_to_ps};
+use crate::units::{gbps_to_bps, ns_to_ps};
 use std::path::PathBuf;
 
 /// A scenario that could not be loaded.
@@ -81,7 +81,10 @@ pub enum ConfigError {
         index: usize,
     },
     /// A traffic entry names a protocol psim does not have.
-    #[error("traffic[{index}].protocol = {name:?}: unknown protocol (known: cbr, ndp, phost, tcp, dctcp, mptcp)")]
+    #[error(
+        "traffic[{index}].protocol = {name:?}: unknown protocol (known: {})",
+        crate::transport::known_protocols()
+    )]
     UnknownProtocol {
         /// Entry index.
         index: usize,
@@ -130,15 +133,4 @@ pub(crate) fn latency(key: &str, ns: f64) -> Result<u64, ConfigError> {
         });
     }
     Ok(ns_to_ps(ns))
-}
-
-/// A positive duration in µs at `key`, in ps, or `default`.
-pub(crate) fn positive_us(key: &str, v: Option<f64>, default: u64) -> Result<u64, ConfigError> {
-    match v {
-        Some(us) if us.is_nan() || us <= 0.0 || us_to_ps(us) == 0 => {
-            Err(bad(key, us, "must be positive"))
-        }
-        Some(us) => Ok(us_to_ps(us)),
-        None => Ok(default),
-    }
 }

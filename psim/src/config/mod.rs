@@ -7,12 +7,10 @@
 
 mod error;
 mod overrides;
-mod protocol;
 mod switch;
 mod topology;
 
 pub use error::ConfigError;
-pub use protocol::{CbrFile, DctcpFile, MptcpFile, NdpFile, ProtocolFile, TcpFile};
 pub use switch::{HostFile, SwitchFile};
 pub use topology::{DegradedLinkFile, TierFile, TopologyFile};
 
@@ -47,9 +45,10 @@ pub struct ScenarioFile {
     /// Host NICs.
     #[serde(default)]
     pub host: HostFile,
-    /// Transport parameters.
+    /// Transport parameters: `[protocol.<name>]`, one sub-table per transport
+    /// configuration, each defined and checked in its transport's file.
     #[serde(default)]
-    pub protocol: ProtocolFile,
+    pub protocol: ProtocolParams,
     /// Traffic entries: `protocol` plus a `workloads` pattern.
     #[serde(default)]
     pub traffic: Vec<toml::Table>,
@@ -163,7 +162,8 @@ impl Scenario {
             None => None,
         };
         let topology = topology::build_topology(&file.topology)?;
-        let protocols = protocol::protocol_params(&file.protocol)?;
+        file.protocol.validate()?;
+        let protocols = file.protocol.clone();
         let switch_queue = switch::switch_queue(&file.switch, protocols.ndp.mtu_bytes)?;
         let nic_queue = switch::nic_queue(&file.host, &switch_queue)?;
 

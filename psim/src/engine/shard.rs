@@ -12,11 +12,10 @@ use crate::packet::{Packet, Protocol};
 use crate::queue::{Enqueued, QueueCtx};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
-use crate::transport::{Ctx, Endpoint, FlowInfo, ProtocolParams, SinkStats, SourceStats};
+use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
+use crate::transport::{SinkStats, SourceStats, Transport};
 use crate::units::tx_time_ps;
 
-/// Timer slot of a host's pull pacer (endpoint slots count up from 0).
-const PACER_SLOT: u32 = u32::MAX;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -404,15 +403,14 @@ impl Shard {
         };
         let num_paths = sh.topo.num_paths(f.src, f.dst);
         let node = &mut self.nodes[local];
-        let mtu = if proto.is_tcp_family() {
-            sh.protocols.tcp.mss_bytes
-        } else {
-            sh.protocols.ndp.mtu_bytes
-        };
         let ideal_fct_ps = match f.size_bytes {
-            Some(size) if proto != Protocol::Cbr => {
-                Some(ideal_fct(&sh.topo, f.src, f.dst, size, mtu))
-            }
+            Some(size) if proto.has_ideal_fct() => Some(ideal_fct(
+                &sh.topo,
+                f.src,
+                f.dst,
+                size,
+                proto.mtu(&sh.protocols),
+            )),
             _ => None,
         };
         let info = FlowInfo {
@@ -427,7 +425,7 @@ impl Shard {
             ecmp_path: (flow_hash(sh.seed, f.id) % num_paths as u64) as u32,
             nic_bps: node.ports[0].link.link.rate_bps,
         };
-        let ep = Endpoint::source(proto, &info, &sh.protocols);
+        let ep = proto.source(&info, &sh.protocols);
         let host = node.host.as_mut().expect("flows start on hosts");
         let slot = host.slots.len() as u32;
         host.by_flow.insert(f.id, slot);
@@ -450,14 +448,12 @@ impl Shard {
             .host
             .as_mut()
             .expect("timers live on hosts");
-        if slot == PACER_SLOT {
-            if host.pulls.gen != gen || host.pulls.timer_at != Some(now) {
+        if slot == HostServices::TIMER_SLOT {
+            let Some(grant) = host.services.on_timer(now, gen) else {
                 return false;
-            }
-            host.pulls.timer_at = None;
-            if let Some(s) = host.pulls.pop() {
-                host.pulls.note_pull(now);
-                self.call_endpoint(local, s, now, |ep, cx| ep.make_pull(cx));
+            };
+            if let Some(s) = grant {
+                self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx));
             }
             return true;
         }
@@ -508,18 +504,10 @@ impl Shard {
             None => {
                 let s = host.slots.len() as u32;
                 host.by_flow.insert(pkt.flow, s);
-                if pkt.proto.is_ndp_family() {
-                    // Spec A9: one pull per MTU payload at the receiver's link rate.
-                    let p = &self.shared.protocols.ndp;
-                    host.pulls.configure(
-                        tx_time_ps(p.mtu_bytes as u64, node.ports[0].link.link.rate_bps),
-                        p.pull_jitter,
-                    );
-                }
                 host.slots.push(Slot {
                     flow: pkt.flow,
                     proto: pkt.proto,
-                    ep: Endpoint::sink(&pkt, &self.shared.protocols),
+                    ep: Protocol::sink(&pkt, &self.shared.protocols),
                     info: None,
                     peers: (pkt.src, pkt.dst),
                     timer_at: None,
@@ -555,7 +543,7 @@ impl Shard {
                 nic_bps,
                 out: &mut out,
                 rng: &mut node.rng,
-                pulls: &mut host.pulls,
+                services: &mut host.services,
             },
         );
         let want = s.ep.poll_at();
@@ -570,26 +558,9 @@ impl Shard {
             }
         }
         let host = node.host.as_mut().expect("host");
-        if host.pulls.timer_at.is_none() {
-            let draw = if host.pulls.is_empty() {
-                0.0
-            } else {
-                rand::RngExt::random::<f64>(&mut node.rng) * 2.0 - 1.0
-            };
-            if let Some(t) = host.pulls.next_due(now, draw) {
-                host.pulls.gen = host.pulls.gen.wrapping_add(1);
-                host.pulls.timer_at = Some(t);
-                let gen = host.pulls.gen;
-                schedule_own(
-                    &mut self.events,
-                    node,
-                    t,
-                    EventKind::Timer {
-                        slot: PACER_SLOT,
-                        gen,
-                    },
-                );
-            }
+        if let Some((t, gen)) = host.services.rearm(now, &mut node.rng) {
+            let slot = HostServices::TIMER_SLOT;
+            schedule_own(&mut self.events, node, t, EventKind::Timer { slot, gen });
         }
         let s = &mut node.host.as_mut().expect("host").slots[slot as usize];
         if !s.finish_reported {
@@ -778,7 +749,7 @@ impl Shard {
     pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
         self.nodes
             .iter()
-            .filter_map(|n| n.host.as_deref().map(|h| (n.id, h.pulls.stats)))
+            .filter_map(|n| n.host.as_deref().map(|h| (n.id, h.services.pulls.stats)))
             .filter(|(_, st)| st.sent > 0)
             .collect()
     }

@@ -26,11 +26,7 @@ const CLASSES: usize = 2;
 /// The class of a packet: 0 for NDP-family protocols, 1 for the rest.
 #[inline]
 pub fn class_of(pkt: &Packet) -> usize {
-    if pkt.proto.is_ndp_family() {
-        0
-    } else {
-        1
-    }
+    pkt.proto.switch_class() as usize
 }
 
 /// Per-class queues under deficit round robin.

@@ -14,15 +14,24 @@
 //! packets 0..i, rate)`, computed from the running total so that rounding
 //! never accumulates.
 
-use super::{Ctx, FlowInfo, SinkStats, SourceStats};
+use super::config::bad;
+use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats};
+use super::{SwitchClass, Transport};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
-use crate::units::tx_time_ps;
+use crate::units::{gbps_to_bps, tx_time_ps};
 
-/// CBR parameters.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+/// `[protocol.cbr]`.
+///
+/// | key | default | source |
+/// |---|---|---|
+/// | `rate_gbps` | the source NIC's line rate | (load generator, not from a paper) |
+/// | `packet_bytes` | 1500 (Ethernet MTU), header included | (load generator) |
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct CbrParams {
-    /// Sending rate in bits per second; `None` means the NIC line rate.
-    pub rate_bps: Option<u64>,
+    /// Sending rate, Gb/s; `None` means the NIC line rate.
+    pub rate_gbps: Option<f64>,
     /// Wire bytes per packet.
     pub packet_bytes: u32,
 }
@@ -30,9 +39,49 @@ pub struct CbrParams {
 impl Default for CbrParams {
     fn default() -> Self {
         CbrParams {
-            rate_bps: None,
+            rate_gbps: None,
             packet_bytes: 1500,
         }
+    }
+}
+
+impl CbrParams {
+    /// Checks the section; `key` is `protocol.cbr`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        if let Some(g) = self.rate_gbps {
+            if g.is_nan() || g <= 0.0 || gbps_to_bps(g) == 0 {
+                return Err(ConfigError::NonPositiveRate {
+                    key: format!("{key}.rate_gbps"),
+                    value: g,
+                });
+            }
+        }
+        if self.packet_bytes <= HEADER_BYTES {
+            return Err(bad(
+                &format!("{key}.packet_bytes"),
+                self.packet_bytes,
+                "must exceed the 64-byte header",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The protocol table's row for CBR.
+pub struct Cbr;
+
+impl ProtocolDef for Cbr {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    // No reliability, so no completion time to compare with.
+    const IDEAL_FCT: bool = false;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.cbr.packet_bytes - HEADER_BYTES
+    }
+    fn source(_: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        Endpoint::CbrSource(CbrSource::new(flow, &p.cbr))
+    }
+    fn sink(_: &Packet, _: &ProtocolParams) -> Endpoint {
+        Endpoint::CbrSink(CbrSink::default())
     }
 }
 
@@ -64,7 +113,7 @@ impl CbrSource {
             prio: flow.prio,
             path: flow.ecmp_path,
             size: flow.size,
-            rate_bps: p.rate_bps.unwrap_or(flow.nic_bps),
+            rate_bps: p.rate_gbps.map_or(flow.nic_bps, gbps_to_bps),
             packet_bytes: p.packet_bytes,
             start_ps: flow.start_ps,
             wire_sent: 0,
@@ -72,11 +121,14 @@ impl CbrSource {
             stats: SourceStats::default(),
         }
     }
-    pub(super) fn on_start(&mut self, cx: &mut Ctx<'_>) {
+}
+
+impl Transport for CbrSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
         self.next_at = Some(cx.now);
         self.on_timer(cx);
     }
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
         let Some(at) = self.next_at else { return };
         if cx.now < at {
             return;
@@ -109,8 +161,11 @@ impl CbrSource {
         self.wire_sent += size as u64;
         self.next_at = (!last).then(|| self.start_ps + tx_time_ps(self.wire_sent, self.rate_bps));
     }
-    pub(super) fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<u64> {
         self.next_at
+    }
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
     }
 }
 
@@ -122,8 +177,8 @@ pub struct CbrSink {
     pub stats: SinkStats,
 }
 
-impl CbrSink {
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+impl Transport for CbrSink {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         self.stats.packets_received += 1;
         self.stats.bytes_received += pkt.payload as u64;
         if pkt.has(flags::LAST) {
@@ -133,11 +188,15 @@ impl CbrSink {
             self.stats.finish_ps = Some(cx.now);
         }
     }
+    fn sink_stats(&self) -> Option<&SinkStats> {
+        Some(&self.stats)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::transport::testkit::Host;
     use crate::transport::{Endpoint, ProtocolParams};
 
     fn flow(size: Option<u64>) -> FlowInfo {
@@ -155,50 +214,28 @@ mod tests {
         }
     }
 
-    /// Drives a source alone: returns (time, packet) for every packet it emits.
+    /// Drives a source alone (test kit host): (time, packet) for every
+    /// packet it emits, up to `limit`.
     fn drive(src: &mut Endpoint, limit: usize) -> Vec<(u64, Packet)> {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::PullQueue::default();
-        let mut out = Vec::new();
-        let mut sent = Vec::new();
-        let mut now = 1_000;
-        src.on_start(&mut Ctx {
-            now,
-            host: 1,
-            out: &mut out,
-            rng: &mut rng,
-            slot: 0,
-            nic_bps: 10_000_000_000,
-            pulls: &mut pulls,
-        });
-        sent.extend(out.drain(..).map(|p| (now, p)));
-        while let Some(t) = src.poll_at() {
-            if sent.len() >= limit {
+        let mut h = Host::new(1, src.clone());
+        let mut sent: Vec<_> = h.start(1_000).into_iter().map(|p| (1_000, p)).collect();
+        while sent.len() < limit {
+            let Some((t, out)) = h.wake(u64::MAX) else {
                 break;
-            }
-            now = t;
-            src.on_timer(&mut Ctx {
-                now,
-                host: 1,
-                out: &mut out,
-                rng: &mut rng,
-                slot: 0,
-                nic_bps: 10_000_000_000,
-                pulls: &mut pulls,
-            });
-            sent.extend(out.drain(..).map(|p| (now, p)));
+            };
+            sent.extend(out.into_iter().map(|p| (t, p)));
         }
+        *src = h.ep;
         sent
     }
 
     #[test]
     fn sized_flow_sends_exactly_its_bytes_at_the_configured_rate() {
         let p = CbrParams {
-            rate_bps: Some(5_000_000_000),
+            rate_gbps: Some(5.0),
             packet_bytes: 1064,
         };
-        let mut src = Endpoint::source(
-            Protocol::Cbr,
+        let mut src = Protocol::Cbr.source(
             &flow(Some(2500)),
             &ProtocolParams {
                 cbr: p,
@@ -220,7 +257,7 @@ mod tests {
 
     #[test]
     fn long_lived_flow_keeps_sending_at_line_rate() {
-        let mut src = Endpoint::source(Protocol::Cbr, &flow(None), &ProtocolParams::default());
+        let mut src = Protocol::Cbr.source(&flow(None), &ProtocolParams::default());
         let sent = drive(&mut src, 50);
         assert_eq!(sent.len(), 50);
         // 1500 B at 10 Gb/s = 1.2 us per packet, no drift after 49 gaps.
@@ -229,55 +266,25 @@ mod tests {
 
     #[test]
     fn sink_finishes_when_all_bytes_arrived() {
-        let mut src =
-            Endpoint::source(Protocol::Cbr, &flow(Some(3000)), &ProtocolParams::default());
+        let mut src = Protocol::Cbr.source(&flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Endpoint::sink(&sent[0].1, &Default::default());
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::PullQueue::default();
-        let mut out = Vec::new();
+        let mut sink = Host::new(2, Protocol::sink(&sent[0].1, &Default::default()));
         for (i, (_, p)) in sent.iter().enumerate() {
-            sink.on_packet(
-                p.clone(),
-                &mut Ctx {
-                    now: 100 + i as u64,
-                    host: 2,
-                    out: &mut out,
-                    rng: &mut rng,
-                    slot: 0,
-                    nic_bps: 10_000_000_000,
-                    pulls: &mut pulls,
-                },
-            );
+            assert!(sink.deliver(100 + i as u64, p.clone()).is_empty());
         }
-        let st = sink.sink_stats().unwrap();
+        let st = sink.ep.sink_stats().unwrap();
         assert_eq!(st.bytes_received, 3000);
         assert_eq!(st.finish_ps, Some(100 + sent.len() as u64 - 1));
     }
 
     #[test]
     fn sink_does_not_finish_when_a_packet_is_lost() {
-        let mut src =
-            Endpoint::source(Protocol::Cbr, &flow(Some(3000)), &ProtocolParams::default());
+        let mut src = Protocol::Cbr.source(&flow(Some(3000)), &ProtocolParams::default());
         let sent = drive(&mut src, 10);
-        let mut sink = Endpoint::sink(&sent[0].1, &Default::default());
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut pulls = crate::transport::PullQueue::default();
-        let mut out = Vec::new();
+        let mut sink = Host::new(2, Protocol::sink(&sent[0].1, &Default::default()));
         for (_, p) in sent.iter().skip(1) {
-            sink.on_packet(
-                p.clone(),
-                &mut Ctx {
-                    now: 5,
-                    host: 2,
-                    out: &mut out,
-                    rng: &mut rng,
-                    slot: 0,
-                    nic_bps: 10_000_000_000,
-                    pulls: &mut pulls,
-                },
-            );
+            sink.deliver(5, p.clone());
         }
-        assert_eq!(sink.sink_stats().unwrap().finish_ps, None);
+        assert_eq!(sink.ep.sink_stats().unwrap().finish_ps, None);
     }
 }

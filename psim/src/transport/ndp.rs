@@ -30,21 +30,27 @@
 //! first-window packet carries SYN and any packet creates the receiver's state,
 //! which is all that matters for timing.
 
+use super::config::{bad, in_range, Micros};
 use super::rtt::RttEstimator;
-use super::{Ctx, FlowInfo, SinkStats, SourceStats};
+use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats};
+use super::{SwitchClass, Transport};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::units::tx_time_ps;
 use rand::RngExt;
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-/// NDP parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+/// `[protocol.ndp]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct NdpParams {
     /// Initial window, packets.
     pub iw_packets: u32,
     /// Payload bytes per full packet.
     pub mtu_bytes: u32,
-    /// Minimum retransmission timeout, ps.
-    pub min_rto_ps: u64,
+    /// Minimum retransmission timeout (`min_rto_us`).
+    #[serde(rename = "min_rto_us")]
+    pub min_rto: Micros,
     /// Per-packet path choice.
     pub spray: Spray,
     /// Whether to avoid paths with outlying NACK ratios.
@@ -58,11 +64,63 @@ impl Default for NdpParams {
         NdpParams {
             iw_packets: 23,
             mtu_bytes: 9000,
-            min_rto_ps: 1_000_000_000,
+            min_rto: Micros::from_ps(1_000_000_000),
             spray: Spray::Permute,
             path_penalty: true,
             pull_jitter: 0.0,
         }
+    }
+}
+
+impl NdpParams {
+    /// Checks the section; `key` is `protocol.ndp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        in_range(&format!("{key}.iw_packets"), self.iw_packets, 1, u32::MAX)?;
+        in_range(&format!("{key}.mtu_bytes"), self.mtu_bytes, 1, 65_000)?;
+        self.min_rto.positive(&format!("{key}.min_rto_us"))?;
+        if !(0.0..1.0).contains(&self.pull_jitter) {
+            return Err(bad(
+                &format!("{key}.pull_jitter"),
+                self.pull_jitter,
+                "must be in [0, 1)",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The protocol table's row for NDP.
+pub struct Ndp;
+
+impl ProtocolDef for Ndp {
+    const CLASS: SwitchClass = SwitchClass::NdpFamily;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.ndp.mtu_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        Endpoint::NdpSource(Box::new(NdpSource::new(flow, proto, &p.ndp)))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Endpoint::NdpSink(Box::new(NdpSink::new(first, &p.ndp)))
+    }
+}
+
+/// The protocol table's row for pHost: NDP's endpoints and parameters,
+/// over drop-tail switches ([P] §6.2).
+pub struct Phost;
+
+impl ProtocolDef for Phost {
+    const CLASS: SwitchClass = SwitchClass::NdpFamily;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        Ndp::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        Ndp::source(proto, flow, p)
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Ndp::sink(first, p)
     }
 }
 
@@ -161,8 +219,8 @@ impl NdpSource {
 
     fn rto(&self) -> u64 {
         match self.rtt.rto(0) {
-            Some(r) => r.max(self.p.min_rto_ps),
-            None => self.p.min_rto_ps,
+            Some(r) => r.max(self.p.min_rto.ps),
+            None => self.p.min_rto.ps,
         }
     }
 
@@ -315,7 +373,14 @@ impl NdpSource {
         }
     }
 
-    pub(super) fn on_start(&mut self, cx: &mut Ctx<'_>) {
+    /// Whether every packet was acknowledged.
+    pub fn done(&self) -> bool {
+        self.acked == self.total
+    }
+}
+
+impl Transport for NdpSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
         let iw = (self.p.iw_packets as u64).min(self.total);
         for s in 0..iw {
             self.send(s, false, None, cx);
@@ -323,7 +388,7 @@ impl NdpSource {
         self.next_new = iw;
     }
 
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         match pkt.kind {
             PacketKind::Ack => {
                 if let Some(s) = self.settle(pkt.seq) {
@@ -372,7 +437,7 @@ impl NdpSource {
         }
     }
 
-    pub(super) fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
         let due: Vec<u64> = self
             .deadlines
             .iter()
@@ -389,13 +454,11 @@ impl NdpSource {
         }
     }
 
-    pub(super) fn poll_at(&self) -> Option<u64> {
+    fn poll_at(&self) -> Option<u64> {
         self.deadlines.first().map(|&(d, _)| d)
     }
-
-    /// Whether every packet was acknowledged.
-    pub fn done(&self) -> bool {
-        self.acked == self.total
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
     }
 }
 
@@ -411,13 +474,17 @@ pub struct NdpSink {
     got: u64,
     total: Option<u64>,
     pull_counter: u64,
+    mtu_bytes: u32,
+    pull_jitter: f64,
+    /// Whether this sink has offered the host's pacer its settings.
+    pacer_set: bool,
     /// Counters.
     pub stats: SinkStats,
 }
 
 impl NdpSink {
     /// A receiver for the flow of `first`.
-    pub fn new(first: &Packet) -> Self {
+    pub fn new(first: &Packet, p: &NdpParams) -> Self {
         NdpSink {
             flow: first.flow,
             sender: first.src,
@@ -428,6 +495,9 @@ impl NdpSink {
             got: 0,
             total: None,
             pull_counter: 0,
+            mtu_bytes: p.mtu_bytes,
+            pull_jitter: p.pull_jitter,
+            pacer_set: false,
             stats: SinkStats::default(),
         }
     }
@@ -459,8 +529,19 @@ impl NdpSink {
             prio: self.prio,
         }
     }
+}
 
-    pub(super) fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+impl Transport for NdpSink {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        if !self.pacer_set {
+            // Spec A9: one pull per MTU payload at the receiver's link rate
+            // (the host's first NDP sink sets the pacer up; later ones change nothing).
+            self.pacer_set = true;
+            cx.services.pulls.configure(
+                tx_time_ps(self.mtu_bytes as u64, cx.nic_bps),
+                self.pull_jitter,
+            );
+        }
         self.stats.packets_received += 1;
         if pkt.has(flags::LAST) {
             self.total = Some(pkt.seq + 1);
@@ -482,20 +563,20 @@ impl NdpSink {
             if self.stats.finish_ps.is_none() {
                 self.stats.finish_ps = Some(cx.now);
             }
-            cx.pulls.flush(cx.slot);
-        } else if cx.pulls.can_piggyback(cx.now) {
+            cx.services.pulls.flush(cx.slot);
+        } else if cx.services.pulls.can_piggyback(cx.now) {
             self.pull_counter += 1;
             reply.flags |= flags::PULL;
             reply.ack = self.pull_counter;
-            cx.pulls.note_pull(cx.now);
+            cx.services.pulls.note_pull(cx.now);
         } else {
-            cx.pulls.request(cx.slot, self.prio > 0);
+            cx.services.pulls.request(cx.slot, self.prio > 0);
         }
         cx.out.push(reply);
     }
 
     /// The host's pacer chose this flow: emit one PULL.
-    pub(super) fn make_pull(&mut self, cx: &mut Ctx<'_>) {
+    fn on_grant(&mut self, cx: &mut Ctx<'_>) {
         if self.total == Some(self.got) {
             return;
         }
@@ -504,12 +585,15 @@ impl NdpSink {
         p.ack = self.pull_counter;
         cx.out.push(p);
     }
+    fn sink_stats(&self) -> Option<&SinkStats> {
+        Some(&self.stats)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::pull::PullQueue;
+    use crate::transport::testkit::Host;
 
     fn info(size: u64, paths: u32) -> FlowInfo {
         FlowInfo {
@@ -526,33 +610,9 @@ mod tests {
         }
     }
 
-    struct Harness {
-        rng: crate::rng::Rng,
-        pulls: PullQueue,
-        out: Vec<Packet>,
-    }
-
-    impl Harness {
-        fn new() -> Self {
-            let mut pulls = PullQueue::default();
-            pulls.configure(7_200_000, 0.0);
-            Harness {
-                rng: crate::rng::stream_rng(1, 1),
-                pulls,
-                out: Vec::new(),
-            }
-        }
-        fn cx(&mut self, now: u64) -> Ctx<'_> {
-            Ctx {
-                now,
-                host: 0,
-                slot: 0,
-                nic_bps: 10_000_000_000,
-                out: &mut self.out,
-                rng: &mut self.rng,
-                pulls: &mut self.pulls,
-            }
-        }
+    /// A source for `info`, on a test-kit host.
+    fn source(info: &FlowInfo, p: &NdpParams) -> Host<NdpSource> {
+        Host::new(0, NdpSource::new(info, Protocol::Ndp, p))
     }
 
     fn ctl(kind: PacketKind, seq: u64, ack: u64, fl: u8) -> Packet {
@@ -573,52 +633,193 @@ mod tests {
         }
     }
 
+    /// A full data packet `seq` from host 0 to host 5.
+    fn data(seq: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Data,
+            payload: 9000,
+            size: 9064,
+            src: 0,
+            dst: 5,
+            ..ctl(PacketKind::Data, seq, 0, 0)
+        }
+    }
+
     #[test]
     fn first_window_is_sent_at_once_on_distinct_paths() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(100 * 9000, 16), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        assert_eq!(h.out.len(), 23);
-        let paths: BTreeSet<u32> = h.out[..16].iter().map(|p| p.path).collect();
+        let mut h = source(&info(100 * 9000, 16), &NdpParams::default());
+        let out = h.start(0);
+        assert_eq!(out.len(), 23);
+        let paths: BTreeSet<u32> = out[..16].iter().map(|p| p.path).collect();
         assert_eq!(paths.len(), 16, "one packet per path before reshuffling");
-        assert!(h.out.iter().all(|p| p.has(flags::SYN) && p.size == 9064));
+        assert!(out.iter().all(|p| p.has(flags::SYN) && p.size == 9064));
     }
 
     #[test]
     fn pull_counter_advance_sends_that_many_packets_retransmissions_first() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(100 * 9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        h.out.clear();
-        s.on_packet(ctl(PacketKind::Nack, 3, 0, 0), &mut h.cx(10));
+        let mut h = source(&info(100 * 9000, 4), &NdpParams::default());
+        h.start(0);
+        let out = h.deliver(10, ctl(PacketKind::Nack, 3, 0, 0));
         assert!(
-            h.out.is_empty(),
+            out.is_empty(),
             "a NACK queues the packet but does not send it"
         );
-        s.on_packet(ctl(PacketKind::Pull, 0, 2, 0), &mut h.cx(20));
-        let seqs: Vec<u64> = h.out.iter().map(|p| p.seq).collect();
+        let out = h.deliver(20, ctl(PacketKind::Pull, 0, 2, 0));
+        let seqs: Vec<u64> = out.iter().map(|p| p.seq).collect();
         assert_eq!(seqs, vec![3, 23]);
-        assert!(h.out[0].has(flags::RETX));
+        assert!(out[0].has(flags::RETX));
         // A reordered, older pull does nothing.
-        h.out.clear();
-        s.on_packet(ctl(PacketKind::Pull, 0, 1, 0), &mut h.cx(30));
-        assert!(h.out.is_empty());
-        assert_eq!(s.stats.trims, 1);
+        assert!(h.deliver(30, ctl(PacketKind::Pull, 0, 1, 0)).is_empty());
+        assert_eq!(h.ep.stats.trims, 1);
     }
 
     #[test]
     fn last_packet_is_marked_and_short() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(20_000, 1), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        let sizes: Vec<u32> = h.out.iter().map(|p| p.payload).collect();
+        let mut h = source(&info(20_000, 1), &NdpParams::default());
+        let out = h.start(0);
+        let sizes: Vec<u32> = out.iter().map(|p| p.payload).collect();
         assert_eq!(sizes, vec![9000, 9000, 2000]);
-        assert!(h.out[2].has(flags::LAST) && !h.out[1].has(flags::LAST));
+        assert!(out[2].has(flags::LAST) && !out[1].has(flags::LAST));
     }
 
     #[test]
     fn sink_acks_data_nacks_headers_and_requests_pulls() {
-        let mut h = Harness::new();
+        let mut h = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
+        // First arrival: the pull queue is empty and no pull has gone: the ACK carries the pull.
+        let out = h.deliver(0, data(0));
+        assert_eq!(out[0].kind, PacketKind::Ack);
+        assert!(out[0].has(flags::PULL));
+        assert_eq!(out[0].ack, 1);
+        // A header 1 us later: NACK at once, the pull waits in the pacer.
+        let hdr = Packet {
+            kind: PacketKind::Header,
+            payload: 0,
+            size: 64,
+            ..data(1)
+        };
+        let out = h.deliver(1_000_000, hdr);
+        assert_eq!(out[0].kind, PacketKind::Nack);
+        assert!(!out[0].has(flags::PULL));
+        assert_eq!(h.services.pulls.next_due(1_000_000, 0.0), Some(7_200_000));
+        let out = h.advance(7_200_000);
+        assert_eq!(
+            (out[0].0, out[0].1.kind, out[0].1.ack),
+            (7_200_000, PacketKind::Pull, 2)
+        );
+    }
+
+    #[test]
+    fn sink_finishes_when_every_packet_arrived_and_flushes_its_pulls() {
+        let mut h = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
+        let last = Packet {
+            flags: flags::LAST,
+            ..data(1)
+        };
+        h.deliver(10, last.clone());
+        assert_eq!(h.ep.stats.finish_ps, None);
+        h.deliver(11, last);
+        assert_eq!(h.ep.stats.bytes_received, 9000, "duplicates do not count");
+        h.deliver(20, data(0));
+        assert_eq!(h.ep.stats.finish_ps, Some(20));
+        assert!(h.services.pulls.is_empty());
+    }
+
+    #[test]
+    fn a_bounce_is_resent_at_once_only_when_no_pulls_are_expected() {
+        let p = NdpParams {
+            iw_packets: 2,
+            ..Default::default()
+        };
+        let mut h = source(&info(100 * 9000, 4), &p);
+        h.start(0);
+        // Packet 0 is ACKed, so a pull is owed; but 1 ACK among 1 recent event
+        // (100% >= 25%) means the network delivers: resend packet 1 at once.
+        assert!(h.deliver(5, ctl(PacketKind::Ack, 0, 0, 0)).is_empty());
+        let out = h.deliver(6, ctl(PacketKind::Header, 1, 0, flags::BOUNCED));
+        assert_eq!(out.len(), 1);
+        assert_eq!(h.ep.stats.bounces, 1);
+        // A fresh flow whose whole first window bounces, with no feedback yet: resend at once.
+        let mut h = source(&info(9000, 4), &NdpParams::default());
+        let path = h.start(0)[0].path;
+        let bounced = Packet {
+            path,
+            ..ctl(PacketKind::Header, 0, 0, flags::BOUNCED)
+        };
+        let out = h.deliver(6, bounced);
+        assert_eq!(out.len(), 1);
+        assert_ne!(out[0].path, path, "a resend takes a different path");
+    }
+
+    #[test]
+    fn a_bounce_waits_for_a_pull_when_recent_feedback_is_mostly_nacks() {
+        let mut h = source(&info(100 * 9000, 4), &NdpParams::default());
+        h.start(0);
+        for seq in 0..12 {
+            assert!(h.deliver(5, ctl(PacketKind::Nack, seq, 0, 0)).is_empty());
+        }
+        let out = h.deliver(6, ctl(PacketKind::Header, 12, 0, flags::BOUNCED));
+        assert!(out.is_empty(), "pulls are owed and feedback is all NACKs");
+        let out = h.deliver(7, ctl(PacketKind::Pull, 0, 1, 0));
+        assert_eq!(out[0].seq, 0, "queued retransmissions go in NACK order");
+    }
+
+    #[test]
+    fn path_penalty_skips_a_path_with_outlying_nacks() {
+        // Spec A11: > 100 feedback events, NACK ratio > 30% and > 1.25x the mean.
+        let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
+        for round in 0..150 {
+            for path in 0..4 {
+                h.ep.score(
+                    path,
+                    (path != 2) as u64,
+                    (path == 2 || round % 10 == 0) as u64,
+                );
+            }
+        }
+        assert!(h.ep.scores[2].avoid > 0);
+        assert!(h
+            .ep
+            .scores
+            .iter()
+            .enumerate()
+            .all(|(p, sc)| p == 2 || sc.avoid == 0));
+        let paths: Vec<u32> = (0..40)
+            .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
+            .collect();
+        assert!(!paths.contains(&2), "{paths:?}");
+        // Without the penalty every path is used.
+        h.ep.p.path_penalty = false;
+        let paths: BTreeSet<u32> = (0..40)
+            .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
+            .collect();
+        assert_eq!(paths.len(), 4);
+    }
+
+    #[test]
+    fn a_lost_packet_is_resent_after_the_rto_on_another_path() {
+        let mut h = source(&info(9000, 4), &NdpParams::default());
+        let first = h.start(0)[0].path;
+        let due = h.ep.poll_at().unwrap();
+        // 1 ms min RTO with +-25% jitter.
+        assert!((750_000_000..=1_250_000_000).contains(&due), "{due}");
+        let out = h.advance(due);
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].0, due);
+        assert_ne!(out[0].1.path, first);
+        assert_eq!((h.ep.stats.timeouts, h.ep.stats.retransmissions), (1, 1));
+        h.deliver(due + 10, ctl(PacketKind::Ack, 0, 0, 0));
+        assert!(h.ep.done());
+        assert_eq!(h.ep.poll_at(), None);
+    }
+
+    /// Through the test kit, with the pull pacer run as the host service: a
+    /// trimmed header gets its NACK at once, and its PULL when the pacer
+    /// allows one, a pull interval (9000 B at 10 Gb/s: 7.2 µs) after the
+    /// PULL piggybacked on the first ACK.
+    #[test]
+    fn a_trimmed_header_gets_a_nack_at_once_and_a_pull_at_the_pacer_time() {
+        use crate::transport::testkit::{expect_out, recv, recv_nothing, Host};
+        use crate::transport::{ProtocolParams, Transport};
         let data = Packet {
             kind: PacketKind::Data,
             payload: 9000,
@@ -627,13 +828,6 @@ mod tests {
             dst: 5,
             ..ctl(PacketKind::Data, 0, 0, 0)
         };
-        let mut k = NdpSink::new(&data);
-        // First arrival: the pull queue is empty and no pull has gone: the ACK carries the pull.
-        k.on_packet(data.clone(), &mut h.cx(0));
-        assert_eq!(h.out[0].kind, PacketKind::Ack);
-        assert!(h.out[0].has(flags::PULL));
-        assert_eq!(h.out[0].ack, 1);
-        // A header 1 us later: NACK at once, the pull waits in the pacer.
         let hdr = Packet {
             kind: PacketKind::Header,
             seq: 1,
@@ -641,149 +835,35 @@ mod tests {
             size: 64,
             ..data.clone()
         };
-        k.on_packet(hdr, &mut h.cx(1_000_000));
-        assert_eq!(h.out[1].kind, PacketKind::Nack);
-        assert!(!h.out[1].has(flags::PULL));
-        assert_eq!(h.pulls.next_due(1_000_000, 0.0), Some(7_200_000));
-        h.out.clear();
-        k.make_pull(&mut h.cx(7_200_000));
-        assert_eq!((h.out[0].kind, h.out[0].ack), (PacketKind::Pull, 2));
+        let mut h = Host::new(5, Protocol::sink(&data, &ProtocolParams::default()));
+        recv!(h, at = 1_000, data => [Ack { seq: 0, ack: 1, flags: flags::PULL }]);
+        recv!(h, at = 2_000, hdr => [Nack { seq: 1, flags: 0 }]);
+        expect_out!(h.advance(100_000_000), [(7_201_000, Pull { ack: 2 })]);
+        recv_nothing!(h, until = u64::MAX);
+        assert_eq!(h.services.pulls.stats.sent, 2);
+        assert_eq!(h.ep.sink_stats().map(|s| s.bytes_received), Some(9000));
     }
 
+    /// A whole NDP flow on the scripted network: the first window leaves at
+    /// once, every later packet is elicited by a PULL, so after the first
+    /// window the sender transmits one packet per pull interval.
     #[test]
-    fn sink_finishes_when_every_packet_arrived_and_flushes_its_pulls() {
-        let mut h = Harness::new();
-        let base = Packet {
-            kind: PacketKind::Data,
-            payload: 9000,
-            size: 9064,
-            src: 0,
-            dst: 5,
-            ..ctl(PacketKind::Data, 0, 0, 0)
-        };
-        let mut k = NdpSink::new(&base);
-        k.on_packet(
-            Packet {
-                seq: 1,
-                flags: flags::LAST,
-                ..base.clone()
-            },
-            &mut h.cx(10),
-        );
-        assert_eq!(k.stats.finish_ps, None);
-        k.on_packet(
-            Packet {
-                seq: 1,
-                flags: flags::LAST,
-                ..base.clone()
-            },
-            &mut h.cx(11),
-        );
-        assert_eq!(k.stats.bytes_received, 9000, "duplicates do not count");
-        k.on_packet(base.clone(), &mut h.cx(20));
-        assert_eq!(k.stats.finish_ps, Some(20));
-        assert!(h.pulls.is_empty());
-    }
-
-    #[test]
-    fn a_bounce_is_resent_at_once_only_when_no_pulls_are_expected() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(
-            &info(100 * 9000, 4),
+    fn after_the_first_window_pulls_pace_the_sender_at_the_receiver_link_rate() {
+        use crate::transport::testkit::{flow, never, Net};
+        use crate::transport::ProtocolParams;
+        let mut n = Net::new(
             Protocol::Ndp,
-            &NdpParams {
-                iw_packets: 2,
-                ..Default::default()
-            },
+            &flow(Some(60 * 9000), 8),
+            ProtocolParams::default(),
+            10_000_000,
         );
-        s.on_start(&mut h.cx(0));
-        h.out.clear();
-        // Packet 0 is ACKed, so a pull is owed; but 1 ACK among 1 recent event
-        // (100% >= 25%) means the network delivers: resend packet 1 at once.
-        s.on_packet(ctl(PacketKind::Ack, 0, 0, 0), &mut h.cx(5));
-        s.on_packet(ctl(PacketKind::Header, 1, 0, flags::BOUNCED), &mut h.cx(6));
-        assert_eq!(h.out.len(), 1);
-        assert_eq!(s.stats.bounces, 1);
-        // A fresh flow whose whole first window bounces, with no feedback yet: resend at once.
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        let path = h.out[0].path;
-        h.out.clear();
-        s.on_packet(
-            Packet {
-                path,
-                ..ctl(PacketKind::Header, 0, 0, flags::BOUNCED)
-            },
-            &mut h.cx(6),
-        );
-        assert_eq!(h.out.len(), 1);
-        assert_ne!(h.out[0].path, path, "a resend takes a different path");
-    }
-
-    #[test]
-    fn a_bounce_waits_for_a_pull_when_recent_feedback_is_mostly_nacks() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(100 * 9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        h.out.clear();
-        for seq in 0..12 {
-            s.on_packet(ctl(PacketKind::Nack, seq, 0, 0), &mut h.cx(5));
-        }
-        s.on_packet(ctl(PacketKind::Header, 12, 0, flags::BOUNCED), &mut h.cx(6));
-        assert!(h.out.is_empty(), "pulls are owed and feedback is all NACKs");
-        s.on_packet(ctl(PacketKind::Pull, 0, 1, 0), &mut h.cx(7));
-        assert_eq!(h.out[0].seq, 0, "queued retransmissions go in NACK order");
-    }
-
-    #[test]
-    fn path_penalty_skips_a_path_with_outlying_nacks() {
-        // Spec A11: > 100 feedback events, NACK ratio > 30% and > 1.25x the mean.
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(
-            &info(10_000 * 9000, 4),
-            Protocol::Ndp,
-            &NdpParams::default(),
-        );
-        for round in 0..150 {
-            for path in 0..4 {
-                s.score(
-                    path,
-                    (path != 2) as u64,
-                    (path == 2 || round % 10 == 0) as u64,
-                );
-            }
-        }
-        assert!(s.scores[2].avoid > 0);
-        assert!(s
-            .scores
-            .iter()
-            .enumerate()
-            .all(|(p, sc)| p == 2 || sc.avoid == 0));
-        let paths: Vec<u32> = (0..40).map(|_| s.next_path(None, &mut h.cx(0))).collect();
-        assert!(!paths.contains(&2), "{paths:?}");
-        // Without the penalty every path is used.
-        s.p.path_penalty = false;
-        let paths: BTreeSet<u32> = (0..40).map(|_| s.next_path(None, &mut h.cx(0))).collect();
-        assert_eq!(paths.len(), 4);
-    }
-
-    #[test]
-    fn a_lost_packet_is_resent_after_the_rto_on_another_path() {
-        let mut h = Harness::new();
-        let mut s = NdpSource::new(&info(9000, 4), Protocol::Ndp, &NdpParams::default());
-        s.on_start(&mut h.cx(0));
-        let first = h.out[0].path;
-        let due = s.poll_at().unwrap();
-        // 1 ms min RTO with +-25% jitter.
-        assert!((750_000_000..=1_250_000_000).contains(&due), "{due}");
-        h.out.clear();
-        s.on_timer(&mut h.cx(due));
-        assert_eq!(h.out.len(), 1);
-        assert_ne!(h.out[0].path, first);
-        assert_eq!((s.stats.timeouts, s.stats.retransmissions), (1, 1));
-        s.on_packet(ctl(PacketKind::Ack, 0, 0, 0), &mut h.cx(due + 10));
-        assert!(s.done());
-        assert_eq!(s.poll_at(), None);
+        n.run(u64::MAX, &mut never, &mut never);
+        assert!(n.finish().is_some());
+        assert_eq!(n.sink_stats().map(|s| s.bytes_received), Some(60 * 9000));
+        assert_eq!(n.sent.len(), 60, "no retransmission on a lossless network");
+        let iw = NdpParams::default().iw_packets as usize;
+        assert!(n.sent[..iw].iter().all(|(t, _)| *t == 0));
+        let gaps: Vec<u64> = n.sent[iw..].windows(2).map(|w| w[1].0 - w[0].0).collect();
+        assert!(gaps.iter().all(|&g| g == 7_200_000), "{gaps:?}");
     }
 }

@@ -15,6 +15,8 @@
 //! Requests are kept as a count per endpoint slot plus a queue of slots, so a
 //! flow with many pending pulls costs one queue entry.
 
+use super::services::HostScheduler;
+use crate::rng::Rng;
 use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
@@ -27,10 +29,6 @@ pub struct PullQueue {
     hi: VecDeque<u32>,
     rr: VecDeque<u32>,
     pending: FxHashMap<u32, u32>,
-    /// Deadline scheduled in the engine for the pacer.
-    pub timer_at: Option<u64>,
-    /// Timer generation.
-    pub gen: u32,
     /// Measurements of the pulls this host sent.
     pub stats: PullStats,
 }
@@ -141,6 +139,24 @@ impl PullQueue {
             }
             return Some(slot);
         }
+    }
+}
+
+impl HostScheduler for PullQueue {
+    fn poll_at(&mut self, now: u64, rng: &mut Rng) -> Option<u64> {
+        // The jitter draw is taken whenever a pull is pending, jitter or not,
+        // so that every host's random stream stays in step across settings.
+        let draw = if self.is_empty() {
+            0.0
+        } else {
+            rand::RngExt::random::<f64>(rng) * 2.0 - 1.0
+        };
+        self.next_due(now, draw)
+    }
+    fn on_timer(&mut self, now: u64) -> Option<u32> {
+        let slot = self.pop()?;
+        self.note_pull(now);
+        Some(slot)
     }
 }
 

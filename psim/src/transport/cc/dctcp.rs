@@ -4,8 +4,8 @@
 //! ([`crate::queue::RedQueue`] in threshold mode); the receiver echoes the
 //! marks (ECE); the sender keeps `alpha`, a moving average of the fraction
 //! of bytes marked per window of data, and on a window with marks cuts its
-//! congestion window by `alpha / 2` instead of TCP's half. The window
-//! arithmetic lives in [`super::tcp`]; this file is only the estimator.
+//! congestion window by `alpha / 2` instead of TCP's half. Growth and the
+//! loss response are NewReno's ([`super::Window`]).
 //!
 //! | parameter (`[protocol.dctcp]`) | default | source |
 //! |---|---|---|
@@ -14,8 +14,13 @@
 //! | marking threshold K | 30 packets, on switch ports (`[switch] queue = "ecn"`) | [P] §6.1 |
 //! | window cut | `cwnd × (1 − alpha/2)`, at most once per window of data | RFC 8257 §3.3 |
 
-/// DCTCP parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+use super::{AckEvent, CcMetrics, CongestionControl, Loss, Window};
+use crate::config::ConfigError;
+use crate::transport::config::bad;
+
+/// `[protocol.dctcp]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct DctcpParams {
     /// Estimation gain.
     pub g: f64,
@@ -29,6 +34,23 @@ impl Default for DctcpParams {
             g: 1.0 / 16.0,
             initial_alpha: 1.0,
         }
+    }
+}
+
+impl DctcpParams {
+    /// Checks the section; `key` is `protocol.dctcp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        if !(self.g > 0.0 && self.g <= 1.0) {
+            return Err(bad(&format!("{key}.g"), self.g, "must be in (0, 1]"));
+        }
+        if !(0.0..=1.0).contains(&self.initial_alpha) {
+            return Err(bad(
+                &format!("{key}.initial_alpha"),
+                self.initial_alpha,
+                "must be in [0, 1]",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -84,6 +106,60 @@ impl DctcpAlpha {
     }
 }
 
+/// DCTCP's congestion response.
+#[derive(Clone, Debug)]
+pub struct Dctcp {
+    w: Window,
+    est: DctcpAlpha,
+}
+
+impl Dctcp {
+    /// An initial window of `iw_packets` segments of `mss` bytes.
+    pub fn new(iw_packets: u32, mss: u32, p: &DctcpParams) -> Self {
+        Dctcp {
+            w: Window::new(iw_packets, mss),
+            est: DctcpAlpha::new(p),
+        }
+    }
+}
+
+impl CongestionControl for Dctcp {
+    fn window(&self) -> f64 {
+        self.w.cwnd
+    }
+    fn on_ecn(&mut self, ack: &AckEvent, may_cut: bool) -> bool {
+        self.est
+            .on_ack(ack.bytes_acked, ack.ece, ack.snd_una, ack.snd_nxt);
+        if ack.ece && may_cut {
+            self.w.cwnd = self.est.cut(self.w.cwnd).max(self.w.mss as f64);
+            self.w.ssthresh = self.w.cwnd;
+            return true;
+        }
+        false
+    }
+    fn on_ack(&mut self, ack: &AckEvent) {
+        let acked = ack.bytes_acked;
+        if !self.w.slow_start(acked) {
+            self.w.cwnd += acked as f64 * self.w.mss as f64 / self.w.cwnd;
+        }
+    }
+    fn on_loss(&mut self, loss: Loss, flight: u64) {
+        self.w.on_loss(loss, flight);
+    }
+    fn on_recovery_end(&mut self) {
+        self.w.cwnd = self.w.ssthresh;
+    }
+    fn limit(&mut self, max: f64) {
+        self.w.cwnd = self.w.cwnd.min(max);
+    }
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            alpha: Some(self.est.alpha),
+            ..self.w.metrics()
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -130,5 +206,33 @@ mod tests {
         // none marked: F = 0, so alpha = (1 - 1/16) x 1 = 15/16.
         assert!((d.alpha - 15.0 / 16.0).abs() < 1e-12);
         assert!((d.cut(100.0) - 100.0 * (1.0 - 15.0 / 32.0)).abs() < 1e-9);
+    }
+
+    /// Through the controller trait: every ACK feeds the estimator, a cut
+    /// needs an echo and the sender's permission, and it is alpha/2 of the
+    /// window with ssthresh following (RFC 8257 §3.3).
+    #[test]
+    fn the_controller_cuts_by_half_alpha_only_when_allowed() {
+        let mut c = Dctcp::new(10, 1000, &DctcpParams::default());
+        let ack = |ece| AckEvent {
+            bytes_acked: 1000,
+            ece,
+            snd_una: 1000,
+            snd_nxt: 10_000,
+            coupling: None,
+        };
+        assert!(!c.on_ecn(&ack(true), false), "forbidden by the sender");
+        assert_eq!(c.window(), 10_000.0);
+        assert!(c.on_ecn(&ack(true), true));
+        // alpha is still 1 (the first window has not ended): the cut halves.
+        assert_eq!(c.window(), 5_000.0);
+        assert_eq!(c.metrics().ssthresh, 5_000.0);
+        assert_eq!(c.metrics().alpha, Some(1.0));
+        c.on_ack(&ack(false));
+        assert_eq!(
+            c.window(),
+            5_000.0 + 1000.0 * 1000.0 / 5_000.0,
+            "additive increase"
+        );
     }
 }

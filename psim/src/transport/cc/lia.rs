@@ -1,16 +1,16 @@
 //! MPTCP's Linked Increases Algorithm (LIA, RFC 6356; Raiciu et al., [31] in
 //! [P]), the coupled congestion control of the NDP paper's MPTCP baseline.
 //!
-//! An MPTCP connection runs n TCP subflows ([`super::tcp`]), each pinned to
+//! An MPTCP connection runs n TCP subflows (`transport/tcp`), each pinned to
 //! its own ECMP path. Losses and slow start are per subflow, as in TCP; only
 //! the congestion-avoidance increase is coupled, so that the connection as a
 //! whole takes no more than a single TCP would on its best path, and moves
 //! traffic away from congested paths. New data goes to the subflow with the
 //! lowest smoothed RTT that has window space (the Linux default scheduler).
 //!
-//! | parameter (`[protocol.mptcp]`) | default | source |
+//! | parameter | default | source |
 //! |---|---|---|
-//! | `subflows` | 8 | [P] §6.2 ("8 subflows", via [31] Fig. 2); spec A18 |
+//! | `[protocol.mptcp] subflows` | 8 (`tcp/mptcp.rs`) | [P] §6.2 ("8 subflows", via [31] Fig. 2); spec A18 |
 //! | increase per ACK of `b` bytes on subflow i | `min(alpha·b·mss/cwnd_total, b·mss/cwnd_i)` | RFC 6356 §3 |
 //! | `alpha` | `cwnd_total · max_i(cwnd_i/rtt_i²) / (Σ_i cwnd_i/rtt_i)²` | RFC 6356 §3 |
 //! | paths | subflow i takes path i of a per-connection shuffle of the equal-cost paths (distinct while there are enough) | [31]; spec A19 |
@@ -19,18 +19,7 @@
 //! after the optional handshake of the first), and reinjection of data from a
 //! failed subflow onto another (each subflow retransmits its own data).
 
-/// MPTCP parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub struct MptcpParams {
-    /// Subflows per connection.
-    pub subflows: u32,
-}
-
-impl Default for MptcpParams {
-    fn default() -> Self {
-        MptcpParams { subflows: 8 }
-    }
-}
+use super::{AckEvent, CcMetrics, CongestionControl, Loss, Reno};
 
 /// What LIA needs to know about one subflow.
 #[derive(Copy, Clone, Debug)]
@@ -76,6 +65,52 @@ impl LiaCoupling {
         let coupled = self.alpha * acked * mss / self.cwnd_total;
         let uncoupled = acked * mss / cwnd;
         coupled.min(uncoupled)
+    }
+}
+
+/// LIA: NewReno per subflow, with the congestion-avoidance increase
+/// coupled through [`AckEvent::coupling`] (uncoupled without one).
+#[derive(Clone, Debug)]
+pub struct Lia {
+    reno: Reno,
+}
+
+impl Lia {
+    /// An initial window of `iw_packets` segments of `mss` bytes; `ecn`
+    /// turns on NewReno's response to echoed marks.
+    pub fn new(iw_packets: u32, mss: u32, ecn: bool) -> Self {
+        Lia {
+            reno: Reno::new(iw_packets, mss, ecn),
+        }
+    }
+}
+
+impl CongestionControl for Lia {
+    fn window(&self) -> f64 {
+        self.reno.window()
+    }
+    fn on_ecn(&mut self, ack: &AckEvent, may_cut: bool) -> bool {
+        self.reno.on_ecn(ack, may_cut)
+    }
+    fn on_ack(&mut self, ack: &AckEvent) {
+        let Some(c) = ack.coupling else {
+            return self.reno.on_ack(ack);
+        };
+        let acked = ack.bytes_acked;
+        self.reno
+            .grow_by(acked, |w| c.increase(w.cwnd, acked as f64, w.mss as f64));
+    }
+    fn on_loss(&mut self, loss: Loss, flight: u64) {
+        self.reno.on_loss(loss, flight);
+    }
+    fn on_recovery_end(&mut self) {
+        self.reno.on_recovery_end();
+    }
+    fn limit(&mut self, max: f64) {
+        self.reno.limit(max);
+    }
+    fn metrics(&self) -> CcMetrics {
+        self.reno.metrics()
     }
 }
 
@@ -129,5 +164,32 @@ mod tests {
         let inc = c.increase(5_000.0, 9000.0, 9000.0);
         assert!((inc - c.alpha * 9000.0 * 9000.0 / 25_000.0).abs() < 1e-6);
         assert!(inc < 9000.0 * 9000.0 / 5_000.0);
+    }
+
+    /// Through the controller trait: in congestion avoidance a coupled
+    /// subflow grows by LIA's increase, without a coupling by NewReno's.
+    #[test]
+    fn the_controller_uses_the_coupling_in_congestion_avoidance() {
+        let mut lia = Lia::new(10, 1000, false);
+        lia.on_loss(Loss::FastRetransmit, 20_000); // cwnd = ssthresh = 10 000
+        let coupling = LiaCoupling::new([sf(10_000.0, 100.0), sf(10_000.0, 100.0)].into_iter());
+        let ack = |coupling| AckEvent {
+            bytes_acked: 1000,
+            ece: false,
+            snd_una: 0,
+            snd_nxt: 10_000,
+            coupling,
+        };
+        lia.on_ack(&ack(Some(coupling)));
+        let coupled = coupling.increase(10_000.0, 1000.0, 1000.0);
+        assert_eq!(lia.window(), 10_000.0 + coupled);
+        let mut alone = Lia::new(10, 1000, false);
+        alone.on_loss(Loss::FastRetransmit, 20_000);
+        alone.on_ack(&ack(None));
+        assert_eq!(alone.window(), 10_000.0 + 100.0);
+        assert!(
+            coupled < 100.0,
+            "two equal subflows: half of one TCP's increase"
+        );
     }
 }

@@ -1,0 +1,77 @@
+//! Value types and checks shared by the transports' `[protocol.<name>]`
+//! sections. Each transport's file holds its own section struct (serde,
+//! `deny_unknown_fields`, defaults in its `Default`) and its `validate`.
+
+use crate::config::ConfigError;
+use crate::units::us_to_ps;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// A duration written in µs in scenario files and held in ps, converted once
+/// when the scenario is read.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Micros {
+    /// As written, µs (kept for messages and the resolved scenario).
+    us: f64,
+    /// Picoseconds.
+    pub ps: u64,
+}
+
+impl Micros {
+    /// A duration of `ps` picoseconds (for defaults).
+    pub const fn from_ps(ps: u64) -> Self {
+        Micros {
+            us: ps as f64 / 1e6,
+            ps,
+        }
+    }
+
+    /// A duration of `us` microseconds.
+    pub fn from_us(us: f64) -> Self {
+        Micros {
+            us,
+            ps: us_to_ps(us),
+        }
+    }
+
+    /// Checks that the duration at `key` is positive (and not NaN, nor below 1 ps).
+    pub fn positive(self, key: &str) -> Result<u64, ConfigError> {
+        if self.us.is_nan() || self.us <= 0.0 || self.ps == 0 {
+            return Err(bad(key, self.us, "must be positive"));
+        }
+        Ok(self.ps)
+    }
+}
+
+impl Serialize for Micros {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.us.serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for Micros {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        f64::deserialize(d).map(Micros::from_us)
+    }
+}
+
+/// An out-of-range value at `key`.
+pub fn bad(key: &str, value: impl std::fmt::Display, message: &str) -> ConfigError {
+    ConfigError::BadValue {
+        key: key.into(),
+        value: value.to_string(),
+        message: message.into(),
+    }
+}
+
+/// Checks that `value` at `key` is in `lo..=hi`.
+pub fn in_range(key: &str, value: u32, lo: u32, hi: u32) -> Result<(), ConfigError> {
+    if value < lo || value > hi {
+        let msg = if hi == u32::MAX {
+            format!("must be at least {lo}")
+        } else {
+            format!("must be {lo} to {hi}")
+        };
+        return Err(bad(key, value, &msg));
+    }
+    Ok(())
+}

@@ -1,0 +1,492 @@
+//! TCP NewReno with SACK, DCTCP and MPTCP: the window-based baselines of the
+//! NDP paper ([P] §6.1, spec §1.3 and A18).
+//!
+//! One sender state machine, [`Subflow`], implements a TCP byte stream:
+//! slow start and congestion avoidance (RFC 5681, with appropriate byte
+//! counting, RFC 3465, L = 2), fast retransmit and SACK-based loss recovery
+//! (RFC 6675's pipe, IsLost and NextSeg), NewReno's partial-ACK rule
+//! (RFC 6582), and a retransmission timer (RFC 6298) with a settable
+//! minimum and exponential back-off. Its congestion response is one of
+//! Reno (halve on loss, and on ECN echo when `ecn` is on, RFC 3168),
+//! DCTCP or LIA (`transport/cc/`), which the subflow calls through
+//! [`CongestionControl`](super::cc::CongestionControl) without asking which. A [`TcpSource`] runs
+//! one subflow for TCP and DCTCP, or n coupled ones for MPTCP. The receiver,
+//! [`TcpSink`], keeps per-subflow reassembly state, ACKs every segment or
+//! every second one (delayed ACK, RFC 5681 §4.2, RFC 8257 §3.2 for CE
+//! changes), and echoes the sender's timestamp (RFC 7323) and CE marks.
+//!
+//! | parameter (`[protocol.tcp]`, shared by tcp, dctcp, mptcp) | default | source |
+//! |---|---|---|
+//! | `mss_bytes` (payload; + 64 B header on the wire) | 9000 | [P] §6 (9 KB jumbograms, as for NDP); spec A2 |
+//! | `iw_packets` | 10 | RFC 6928; [P] gives none (A18) |
+//! | `min_rto_us` | 200000 (200 ms) | Linux `TCP_RTO_MIN`, [P] §5.1; set e.g. 1000 for datacenter tuning |
+//! | `initial_rto_us` | 1000000 (1 s) | RFC 6298 §2.1 (the RTO before any RTT sample; never below `min_rto_us`) |
+//! | `max_rto_us` | 60000000 (60 s) | RFC 6298 §2.5 |
+//! | `dupack_threshold` | 3 | RFC 5681 §3.2 / RFC 6675 DupThresh |
+//! | `early_retransmit` | true | RFC 5827 (on by default in Linux since 3.5): with fewer than 4 segments outstanding and none new allowed, oseg − 1 duplicate ACKs signal a loss |
+//! | `delayed_ack` | false (ACK every segment) | RFC 5681 §4.2 when true: every 2nd full segment, or after `delayed_ack_us` |
+//! | `delayed_ack_us` | 40000 (40 ms) | Linux `TCP_DELACK_MIN` |
+//! | `handshake` | false | [P] §5.1 (Linux TCP uses one); when true, SYN / SYN-ACK before data |
+//! | `ecn` | false | RFC 3168 for plain TCP; DCTCP always uses ECN |
+//! | `rwnd_packets` | 0 = unlimited | receiver window cap on the congestion window |
+//!
+//! Packet encoding: byte sequence numbers; a data packet's `ack` field
+//! carries the connection's total length (so the receiver knows when the
+//! flow is complete; `u64::MAX` for endless flows). An ACK carries the
+//! cumulative ACK in `ack`, one SACK block (the start of the segment that
+//! triggered it, which RFC 2018 §4 requires to be reported first) in `seq`,
+//! the echoed timestamp in `sent_ps`, and ECE. MPTCP puts the subflow index
+//! in the top 8 bits of `seq` (see [`sub_seq`]). A lost ACK loses its SACK
+//! block; recovery then falls back on NewReno's partial-ACK rule or the RTO.
+//!
+//! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait.
+
+mod mptcp;
+mod sink;
+mod subflow;
+#[cfg(test)]
+mod tests;
+
+pub use mptcp::MptcpParams;
+pub use sink::TcpSink;
+pub use subflow::Subflow;
+
+use super::cc::{CongestionControl, Controller, Dctcp as DctcpCc, Lia, LiaCoupling, Reno};
+use super::config::{bad, in_range, Micros};
+use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SourceStats};
+use super::{SwitchClass, Transport};
+use crate::config::ConfigError;
+use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
+use rand::RngExt;
+use subflow::{AckInfo, Send, Supply};
+
+/// `[protocol.tcp]`, shared by TCP, DCTCP and MPTCP (defaults and sources
+/// in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TcpParams {
+    /// Payload bytes per full segment.
+    pub mss_bytes: u32,
+    /// Initial congestion window, segments.
+    pub iw_packets: u32,
+    /// Minimum retransmission timeout (`min_rto_us`).
+    #[serde(rename = "min_rto_us")]
+    pub min_rto: Micros,
+    /// Retransmission timeout before the first RTT sample (`initial_rto_us`).
+    #[serde(rename = "initial_rto_us")]
+    pub initial_rto: Micros,
+    /// Largest backed-off timeout (`max_rto_us`).
+    #[serde(rename = "max_rto_us")]
+    pub max_rto: Micros,
+    /// Duplicate ACKs (or SACKed segments above a hole) that signal a loss.
+    pub dupack_threshold: u32,
+    /// RFC 5827 early retransmit for windows under four segments.
+    pub early_retransmit: bool,
+    /// ACK every second segment.
+    pub delayed_ack: bool,
+    /// Delayed-ACK timer (`delayed_ack_us`).
+    #[serde(rename = "delayed_ack_us")]
+    pub delayed_ack_timeout: Micros,
+    /// SYN / SYN-ACK before the first data.
+    pub handshake: bool,
+    /// RFC 3168 ECN for plain TCP (halve once per window on ECE).
+    pub ecn: bool,
+    /// Receiver window, segments (0 = unlimited).
+    pub rwnd_packets: u32,
+}
+
+impl Default for TcpParams {
+    fn default() -> Self {
+        TcpParams {
+            mss_bytes: 9000,
+            iw_packets: 10,
+            min_rto: Micros::from_ps(200_000_000_000),
+            initial_rto: Micros::from_ps(1_000_000_000_000),
+            max_rto: Micros::from_ps(60_000_000_000_000),
+            dupack_threshold: 3,
+            early_retransmit: true,
+            delayed_ack: false,
+            delayed_ack_timeout: Micros::from_ps(40_000_000_000),
+            handshake: false,
+            ecn: false,
+            rwnd_packets: 0,
+        }
+    }
+}
+
+impl TcpParams {
+    /// Checks the section; `key` is `protocol.tcp`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let k = |name: &str| format!("{key}.{name}");
+        in_range(&k("mss_bytes"), self.mss_bytes, 1, 65_000)?;
+        in_range(&k("iw_packets"), self.iw_packets, 1, u32::MAX)?;
+        in_range(&k("dupack_threshold"), self.dupack_threshold, 1, u32::MAX)?;
+        let min_rto = self.min_rto.positive(&k("min_rto_us"))?;
+        let max_rto = self.max_rto.positive(&k("max_rto_us"))?;
+        if max_rto < min_rto {
+            return Err(bad(
+                &k("max_rto_us"),
+                max_rto as f64 / 1e6,
+                "must be at least min_rto_us",
+            ));
+        }
+        self.initial_rto.positive(&k("initial_rto_us"))?;
+        self.delayed_ack_timeout.positive(&k("delayed_ack_us"))?;
+        Ok(())
+    }
+}
+
+/// The protocol table's row for TCP: one subflow, NewReno.
+pub struct Tcp;
+
+impl ProtocolDef for Tcp {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.tcp.mss_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let (iw, mss, ecn) = (p.tcp.iw_packets, p.tcp.mss_bytes, p.tcp.ecn);
+        let cc = || Controller::Reno(Reno::new(iw, mss, ecn));
+        let src = TcpSource::new(flow, proto, &p.tcp, 1, ecn, cc);
+        Endpoint::TcpSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Endpoint::TcpSink(Box::new(TcpSink::new(first, &p.tcp)))
+    }
+}
+
+/// The protocol table's row for DCTCP: one subflow, always ECN-capable,
+/// DCTCP's window cuts.
+pub struct Dctcp;
+
+impl ProtocolDef for Dctcp {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.tcp.mss_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let (iw, mss) = (p.tcp.iw_packets, p.tcp.mss_bytes);
+        let cc = || Controller::Dctcp(DctcpCc::new(iw, mss, &p.dctcp));
+        let src = TcpSource::new(flow, proto, &p.tcp, 1, true, cc);
+        Endpoint::TcpSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Tcp::sink(first, p)
+    }
+}
+
+/// The protocol table's row for MPTCP: n subflows coupled by LIA.
+pub struct Mptcp;
+
+impl ProtocolDef for Mptcp {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.tcp.mss_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let n = p.mptcp.subflows.clamp(1, 255);
+        let (iw, mss, ecn) = (p.tcp.iw_packets, p.tcp.mss_bytes, p.tcp.ecn);
+        let cc = || Controller::Lia(Lia::new(iw, mss, ecn));
+        let src = TcpSource::new(flow, proto, &p.tcp, n, ecn, cc);
+        Endpoint::TcpSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        Tcp::sink(first, p)
+    }
+}
+
+/// Bits of `seq` below the MPTCP subflow index.
+const SUB_SHIFT: u32 = 56;
+const SEQ_MASK: u64 = (1 << SUB_SHIFT) - 1;
+
+/// Encodes subflow `sub`'s byte sequence number `seq` into a packet's `seq`.
+#[inline]
+pub fn sub_seq(sub: u8, seq: u64) -> u64 {
+    (sub as u64) << SUB_SHIFT | (seq & SEQ_MASK)
+}
+
+/// Splits a packet's `seq` into (subflow, byte sequence number).
+#[inline]
+pub fn split_seq(seq: u64) -> (u8, u64) {
+    ((seq >> SUB_SHIFT) as u8, seq & SEQ_MASK)
+}
+
+/// Connection set-up state.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Setup {
+    /// SYN sent at this time, awaiting the SYN-ACK.
+    SynSent { at: u64, deadline: u64, tries: u32 },
+    /// Data may flow.
+    Established,
+}
+
+/// Sender of a TCP, DCTCP or MPTCP flow.
+#[derive(Clone, Debug)]
+pub struct TcpSource {
+    info: FlowInfo,
+    proto: Protocol,
+    p: TcpParams,
+    subs: Vec<Subflow>,
+    supply: Supply,
+    setup: Setup,
+    ect: bool,
+    /// Scratch: segments to send, and the subflow order (reused, not reallocated per ACK).
+    sends: Vec<Send>,
+    order: Vec<usize>,
+    /// Counters.
+    pub stats: SourceStats,
+}
+
+impl TcpSource {
+    /// A sender for `flow` with `n` subflows, each with the congestion
+    /// control `cc` builds; `ect` marks data ECN-capable.
+    fn new(
+        flow: &FlowInfo,
+        proto: Protocol,
+        p: &TcpParams,
+        n: u32,
+        ect: bool,
+        cc: impl Fn() -> Controller,
+    ) -> Self {
+        // Paths are assigned at start (MPTCP shuffles them with the host's stream).
+        let subs = (0..n)
+            .map(|i| Subflow::new(i as u8, flow.ecmp_path, p, cc()))
+            .collect();
+        TcpSource {
+            info: flow.clone(),
+            proto,
+            p: p.clone(),
+            subs,
+            supply: Supply {
+                next: 0,
+                total: flow.size,
+                mss: p.mss_bytes as u64,
+            },
+            setup: Setup::Established,
+            ect,
+            sends: Vec::new(),
+            order: Vec::new(),
+            stats: SourceStats::default(),
+        }
+    }
+
+    /// Number of subflows.
+    pub fn subflows(&self) -> usize {
+        self.subs.len()
+    }
+
+    /// Congestion window of subflow `i`, bytes.
+    pub fn cwnd(&self, i: usize) -> f64 {
+        self.subs[i].cc.window()
+    }
+
+    fn control(&self, path: u32, now: u64, fl: u8) -> Packet {
+        Packet {
+            flow: self.info.id,
+            src: self.info.src,
+            dst: self.info.dst,
+            seq: 0,
+            ack: 0,
+            size: HEADER_BYTES,
+            payload: 0,
+            path,
+            sent_ps: now,
+            kind: PacketKind::Ack,
+            proto: self.proto,
+            flags: fl,
+            prio: self.info.prio,
+        }
+    }
+
+    fn start(&mut self, cx: &mut Ctx<'_>) {
+        if self.subs.len() > 1 {
+            // Subflow i on path i of a shuffled list: distinct paths while there are enough.
+            let n = self.info.num_paths.max(1);
+            let mut paths: Vec<u32> = (0..n).collect();
+            for i in (1..paths.len()).rev() {
+                let j = cx.rng.random_range(0..=i);
+                paths.swap(i, j);
+            }
+            for (i, s) in self.subs.iter_mut().enumerate() {
+                s.path = paths[i % paths.len()];
+            }
+        }
+        if self.p.handshake {
+            let rto = self.subs[0].rto(&self.p);
+            self.setup = Setup::SynSent {
+                at: cx.now,
+                deadline: cx.now + rto,
+                tries: 0,
+            };
+            cx.out
+                .push(self.control(self.subs[0].path, cx.now, flags::SYN));
+            self.stats.packets_sent += 1;
+            return;
+        }
+        self.pump(cx);
+    }
+
+    /// Lets every subflow send what its window allows; new data goes to the
+    /// subflow with the lowest smoothed RTT first.
+    fn pump(&mut self, cx: &mut Ctx<'_>) {
+        if self.setup != Setup::Established {
+            return;
+        }
+        let mut sends = std::mem::take(&mut self.sends);
+        if self.subs.len() == 1 {
+            self.subs[0].fill(&mut self.supply, cx.now, &self.p, &mut sends);
+        } else {
+            let mut order = std::mem::take(&mut self.order);
+            order.clear();
+            order.extend(0..self.subs.len());
+            order.sort_by_key(|&i| (self.subs[i].rtt.srtt().unwrap_or(0), i));
+            for &i in &order {
+                self.subs[i].fill(&mut self.supply, cx.now, &self.p, &mut sends);
+            }
+            self.order = order;
+        }
+        let total = self.info.size.unwrap_or(u64::MAX);
+        for s in sends.drain(..) {
+            let mut f = if self.ect { flags::ECT } else { 0 };
+            if s.retx {
+                f |= flags::RETX;
+                self.stats.retransmissions += 1;
+            }
+            if s.last {
+                f |= flags::LAST;
+            }
+            cx.out.push(Packet {
+                flow: self.info.id,
+                src: self.info.src,
+                dst: self.info.dst,
+                seq: sub_seq(s.sub, s.seq),
+                ack: total,
+                size: s.len + HEADER_BYTES,
+                payload: s.len,
+                path: s.path,
+                sent_ps: cx.now,
+                kind: PacketKind::Data,
+                proto: self.proto,
+                flags: f,
+                prio: self.info.prio,
+            });
+            self.stats.packets_sent += 1;
+            self.stats.bytes_sent += s.len as u64;
+        }
+        self.sends = sends;
+    }
+
+    fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        if pkt.kind != PacketKind::Ack {
+            return;
+        }
+        if pkt.has(flags::SYN) {
+            if let Setup::SynSent { at, .. } = self.setup {
+                self.setup = Setup::Established;
+                self.subs[0].rtt.sample(cx.now - at);
+                let rtt = self.subs[0].rtt;
+                for s in &mut self.subs[1..] {
+                    s.rtt = rtt;
+                }
+                self.pump(cx);
+            }
+            return;
+        }
+        let (sub, sack) = split_seq(pkt.seq);
+        let i = sub as usize;
+        if i >= self.subs.len() {
+            return;
+        }
+        let coupling = (self.subs.len() > 1).then(|| {
+            // A subflow without an RTT sample counts with the best one (1 µs before any).
+            let best = self
+                .subs
+                .iter()
+                .filter_map(|s| s.rtt.srtt())
+                .min()
+                .unwrap_or(1_000_000);
+            LiaCoupling::new(self.subs.iter().map(|s| s.window(best)))
+        });
+        let ece = pkt.has(flags::ECE);
+        let a = AckInfo {
+            ack: pkt.ack,
+            sack,
+            ece,
+            echo: pkt.sent_ps,
+        };
+        let more_data = self.supply.remaining();
+        self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data);
+        self.pump(cx);
+    }
+
+    fn timer(&mut self, cx: &mut Ctx<'_>) {
+        if let Setup::SynSent {
+            deadline, tries, ..
+        } = self.setup
+        {
+            if cx.now >= deadline {
+                // Lost SYN or SYN-ACK: resend with a doubled timeout (RFC 6298 §5.7).
+                let tries = tries + 1;
+                let rto = self.subs[0]
+                    .rto(&self.p)
+                    .saturating_mul(1 << tries.min(20))
+                    .min(self.p.max_rto.ps);
+                self.setup = Setup::SynSent {
+                    at: cx.now,
+                    deadline: cx.now + rto,
+                    tries,
+                };
+                self.stats.timeouts += 1;
+                self.stats.retransmissions += 1;
+                cx.out
+                    .push(self.control(self.subs[0].path, cx.now, flags::SYN | flags::RETX));
+                self.stats.packets_sent += 1;
+            }
+            return;
+        }
+        for i in 0..self.subs.len() {
+            // A controller's own timer (rate-based ones; none of today's has one).
+            if self.subs[i].cc.poll_at().is_some_and(|t| t <= cx.now) {
+                self.subs[i].cc.on_timer(cx.now);
+            }
+            if self.subs[i].rto_at.is_some_and(|t| t <= cx.now) {
+                self.stats.timeouts += 1;
+                self.subs[i].on_rto(cx.now, &self.p);
+            }
+        }
+        self.pump(cx);
+    }
+
+    fn deadline(&self) -> Option<u64> {
+        match self.setup {
+            Setup::SynSent { deadline, .. } => Some(deadline),
+            Setup::Established => self
+                .subs
+                .iter()
+                .flat_map(|s| [s.rto_at, s.cc.poll_at()])
+                .flatten()
+                .min(),
+        }
+    }
+}
+
+impl Transport for TcpSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
+        self.start(cx)
+    }
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        self.packet(pkt, cx)
+    }
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        self.timer(cx)
+    }
+    fn poll_at(&self) -> Option<u64> {
+        self.deadline()
+    }
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
+    }
+}

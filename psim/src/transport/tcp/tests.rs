@@ -1,0 +1,294 @@
+//! TCP, DCTCP and MPTCP through their state machines, on a scripted network.
+
+use super::*;
+use crate::transport::cc::CongestionControl;
+use crate::transport::testkit::{flow, never, Net};
+
+const MSS: u64 = 9000;
+/// One-way delay of the scripted network, ps (a 20 µs RTT).
+const DELAY: u64 = 10_000_000;
+
+fn params() -> TcpParams {
+    TcpParams {
+        min_rto: Micros::from_ps(1_000_000_000), // 1 ms
+        initial_rto: Micros::from_ps(1_000_000_000),
+        ..TcpParams::default()
+    }
+}
+
+/// A TCP-family flow of `size` bytes on the test kit's scripted network.
+fn net(proto: Protocol, p: TcpParams, size: Option<u64>) -> Net {
+    let params = ProtocolParams {
+        tcp: p,
+        ..ProtocolParams::default()
+    };
+    Net::new(proto, &flow(size, 16), params, DELAY)
+}
+
+/// The TCP source of `n`.
+fn tcp(n: &Net) -> &TcpSource {
+    match &n.src.ep {
+        Endpoint::TcpSource(s) => s,
+        other => panic!("not a TCP source: {other:?}"),
+    }
+}
+
+/// Data transmissions: (time, byte sequence number, retransmission?).
+fn sent(n: &Net) -> Vec<(u64, u64, bool)> {
+    n.sent
+        .iter()
+        .map(|(t, p)| (*t, split_seq(p.seq).1, p.has(flags::RETX)))
+        .collect()
+}
+
+fn received(n: &Net) -> u64 {
+    n.sink_stats().expect("something arrived").bytes_received
+}
+
+#[test]
+fn slow_start_doubles_the_window_each_round_trip() {
+    let mut n = net(Protocol::Tcp, params(), Some(1000 * MSS));
+    // Round trip r sends iw * 2^r segments (every ACK adds one MSS).
+    n.run(DELAY * 2 - 1, &mut never, &mut never);
+    assert_eq!(sent(&n).len(), 10);
+    n.run(DELAY * 4 - 1, &mut never, &mut never);
+    assert_eq!(sent(&n).len(), 10 + 20);
+    n.run(DELAY * 6 - 1, &mut never, &mut never);
+    assert_eq!(sent(&n).len(), 10 + 20 + 40);
+    // ACKs of the first two rounds (30 segments) have arrived.
+    assert!((tcp(&n).cwnd(0) - 40.0 * MSS as f64).abs() < 1e-6);
+}
+
+#[test]
+fn a_lone_flow_delivers_every_byte_once_without_retransmitting() {
+    let size = 100 * MSS + 123;
+    let mut n = net(Protocol::Tcp, params(), Some(size));
+    n.run(u64::MAX, &mut never, &mut never);
+    assert_eq!(received(&n), size);
+    assert_eq!(tcp(&n).stats.retransmissions, 0);
+    assert_eq!(tcp(&n).stats.bytes_sent, size);
+    assert!(n.finish().is_some());
+    assert_eq!(
+        n.src.ep.poll_at(),
+        None,
+        "no timer left once everything is acked"
+    );
+}
+
+/// RFC 5681 §3.2 / RFC 6675: one lost segment in a large window is
+/// repaired by fast retransmit after three duplicate ACKs, within one
+/// round trip and without a timeout; the window is halved once.
+#[test]
+fn one_lost_segment_triggers_fast_retransmit_and_recovery() {
+    let size = 200 * MSS;
+    let mut n = net(Protocol::Tcp, params(), Some(size));
+    let lost = 25 * MSS; // sent in the second round trip, with 19 more behind it
+    let mut dropped = false;
+    let mut drop = |p: &Packet| {
+        let hit = !dropped && split_seq(p.seq).1 == lost;
+        dropped |= hit;
+        hit
+    };
+    n.run(u64::MAX, &mut drop, &mut never);
+    let retx: Vec<_> = sent(&n).into_iter().filter(|s| s.2).collect();
+    assert_eq!(retx.len(), 1, "exactly one retransmission: {retx:?}");
+    assert_eq!(retx[0].1, lost);
+    let first = sent(&n).iter().find(|s| s.1 == lost).expect("sent").0;
+    // The retransmission leaves one RTT after the loss plus the three
+    // segments' worth of duplicate ACKs (same instant in this zero-
+    // serialisation network): well before the 1 ms RTO.
+    assert!(
+        retx[0].0 - first <= 2 * DELAY + 1,
+        "{} ps",
+        retx[0].0 - first
+    );
+    assert_eq!(tcp(&n).stats.timeouts, 0);
+    assert_eq!(received(&n), size);
+    assert!(n.finish().is_some());
+}
+
+/// The last segment lost: no duplicate ACKs can follow, so only the
+/// retransmission timer recovers it (RFC 6298), after the minimum RTO.
+#[test]
+fn a_tail_loss_recovers_by_rto() {
+    let size = 30 * MSS;
+    let p = params();
+    let mut n = net(Protocol::Tcp, p.clone(), Some(size));
+    let last = 29 * MSS;
+    let mut dropped = false;
+    let mut drop = |pk: &Packet| {
+        let hit = !dropped && split_seq(pk.seq).1 == last;
+        dropped |= hit;
+        hit
+    };
+    n.run(u64::MAX, &mut drop, &mut never);
+    assert_eq!(tcp(&n).stats.timeouts, 1);
+    let retx: Vec<_> = sent(&n).into_iter().filter(|s| s.2).collect();
+    assert_eq!(retx.len(), 1);
+    assert_eq!(retx[0].1, last);
+    let first = sent(&n).iter().find(|s| s.1 == last).expect("sent").0;
+    // The timer was (re)armed by the ACK of the segment before it, one RTT
+    // after `first` at most, and runs for max(min RTO, srtt + 4 rttvar) = 1 ms.
+    let gap = retx[0].0 - first;
+    assert!(
+        gap >= p.min_rto.ps && gap <= p.min_rto.ps + 2 * DELAY,
+        "{gap}"
+    );
+    assert_eq!(received(&n), size);
+    assert_eq!(n.finish(), Some(retx[0].0 + DELAY));
+}
+
+/// DCTCP through the state machines: with every other data packet
+/// marked, alpha settles near 1/2 and each window is cut by about alpha/2.
+#[test]
+fn dctcp_alpha_tracks_the_marked_fraction() {
+    let mut n = net(Protocol::Dctcp, params(), None);
+    let mut mark = |p: &Packet| (split_seq(p.seq).1 / MSS).is_multiple_of(2);
+    n.run(DELAY * 2 * 300, &mut never, &mut mark);
+    let alpha = tcp(&n).subs[0].cc.metrics().alpha.expect("dctcp");
+    assert!((alpha - 0.5).abs() < 0.05, "alpha {alpha}");
+    assert!(sent(&n).iter().all(|s| !s.2), "marks are not losses");
+}
+
+#[test]
+fn reno_without_ecn_ignores_echoes_and_with_ecn_halves_once_per_window() {
+    let everything = |_: &Packet| true;
+    let mut plain = net(Protocol::Tcp, params(), Some(400 * MSS));
+    plain.run(DELAY * 8, &mut never, &mut { everything });
+    let mut ecn = net(
+        Protocol::Tcp,
+        TcpParams {
+            ecn: true,
+            ..params()
+        },
+        Some(400 * MSS),
+    );
+    ecn.run(DELAY * 8, &mut never, &mut { everything });
+    assert!(tcp(&plain).cwnd(0) > 100.0 * MSS as f64);
+    // One cut per round trip from 10 segments, floored at 2 MSS.
+    assert!(
+        tcp(&ecn).cwnd(0) < 10.0 * MSS as f64,
+        "{}",
+        tcp(&ecn).cwnd(0)
+    );
+}
+
+#[test]
+fn delayed_ack_acks_every_second_segment() {
+    let p = TcpParams {
+        delayed_ack: true,
+        ..params()
+    };
+    let mut n = net(Protocol::Tcp, p, Some(10 * MSS));
+    n.run(u64::MAX, &mut never, &mut never);
+    assert_eq!(n.to_source, 5);
+    assert!(n.finish().is_some());
+}
+
+#[test]
+fn a_delayed_ack_for_an_odd_segment_waits_for_its_timer() {
+    let p = TcpParams {
+        delayed_ack: true,
+        delayed_ack_timeout: Micros::from_ps(200_000_000), // 200 µs, below the 1 ms RTO
+        iw_packets: 1,
+        ..params()
+    };
+    let delack = p.delayed_ack_timeout.ps;
+    let mut n = net(Protocol::Tcp, p, Some(3 * MSS));
+    n.run(u64::MAX, &mut never, &mut never);
+    // Segment 0 alone: ACKed by the timer; then 1 and 2 (cwnd 2): one ACK, which completes.
+    assert_eq!(n.to_source, 2);
+    assert_eq!(sent(&n)[1].0, 2 * DELAY + delack);
+}
+
+#[test]
+fn handshake_costs_one_round_trip_before_data() {
+    let p = TcpParams {
+        handshake: true,
+        ..params()
+    };
+    let mut n = net(Protocol::Tcp, p, Some(5 * MSS));
+    n.run(u64::MAX, &mut never, &mut never);
+    assert_eq!(sent(&n)[0].0, 2 * DELAY, "first data one RTT after the SYN");
+    assert_eq!(n.finish(), Some(3 * DELAY));
+}
+
+#[test]
+fn mptcp_spreads_subflows_over_distinct_paths_and_completes() {
+    let size = 500 * MSS;
+    let mut n = net(Protocol::Mptcp, params(), Some(size));
+    n.run(u64::MAX, &mut never, &mut never);
+    assert_eq!(tcp(&n).subflows(), 8);
+    let paths: std::collections::BTreeSet<u32> = tcp(&n).subs.iter().map(|s| s.path).collect();
+    assert_eq!(paths.len(), 8);
+    assert_eq!(received(&n), size);
+    assert!(n.finish().is_some());
+    assert_eq!(tcp(&n).stats.retransmissions, 0);
+}
+
+/// A 3-segment flow whose first segment is lost gets only two duplicate
+/// ACKs: early retransmit (RFC 5827) repairs it at once; without it only
+/// the RTO can.
+#[test]
+fn early_retransmit_repairs_a_small_window_without_the_rto() {
+    for er in [true, false] {
+        let p = TcpParams {
+            early_retransmit: er,
+            ..params()
+        };
+        let mut n = net(Protocol::Tcp, p, Some(3 * MSS));
+        let mut dropped = false;
+        let mut drop = |pk: &Packet| {
+            let hit = !dropped && split_seq(pk.seq).1 == 0;
+            dropped |= hit;
+            hit
+        };
+        n.run(u64::MAX, &mut drop, &mut never);
+        let retx = sent(&n).iter().find(|s| s.2).expect("retransmitted").0;
+        if er {
+            assert_eq!(retx, 2 * DELAY, "on the second duplicate ACK");
+            assert_eq!(tcp(&n).stats.timeouts, 0);
+        } else {
+            assert_eq!(tcp(&n).stats.timeouts, 1);
+        }
+        assert_eq!(received(&n), 3 * MSS);
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+    /// Whatever data transmissions (first sends or retransmissions) and
+    /// ACKs are lost, every protocol delivers every byte exactly once,
+    /// completes, and leaves no timer behind.
+    #[test]
+    fn any_loss_pattern_still_delivers_every_byte_once(
+        lost in proptest::collection::btree_set(0usize..150, 0..30),
+        ack_drop_every in proptest::prop_oneof![proptest::strategy::Just(0u64), 2u64..9],
+        proto in proptest::sample::select(vec![Protocol::Tcp, Protocol::Dctcp, Protocol::Mptcp]),
+        delayed_ack in proptest::bool::ANY,
+        size_segs in 1u64..60,
+    ) {
+        let p = TcpParams { delayed_ack, delayed_ack_timeout: Micros::from_ps(200_000_000), ..params() };
+        let size = size_segs * MSS - 17;
+        let mut n = net(proto, p, Some(size));
+        n.back_drop_every = ack_drop_every;
+        let mut k = 0usize;
+        let mut drop = |_: &Packet| {
+            k += 1;
+            lost.contains(&(k - 1))
+        };
+        n.run(u64::MAX, &mut drop, &mut never);
+        proptest::prop_assert_eq!(received(&n), size);
+        proptest::prop_assert!(n.finish().is_some());
+        proptest::prop_assert_eq!(n.src.ep.poll_at(), None);
+        // Every transmission beyond one per segment is a counted retransmission.
+        let segs = size.div_ceil(MSS) as usize;
+        proptest::prop_assert_eq!(sent(&n).len() - segs, tcp(&n).stats.retransmissions as usize);
+    }
+}
+
+#[test]
+fn subflow_index_survives_the_sequence_encoding() {
+    let (sub, seq) = split_seq(sub_seq(7, 123_456_789));
+    assert_eq!((sub, seq), (7, 123_456_789));
+}
