@@ -9,7 +9,7 @@ use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOUR
 use crate::config::Scenario;
 use crate::net::{Node, Port, Slot};
 use crate::packet::{Packet, Protocol};
-use crate::queue::{Enqueued, QueueCtx};
+use crate::queue::{Discipline, Outcome, QueueCtx, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, ProtocolParams, SinkStats, SourceStats};
@@ -148,6 +148,10 @@ pub struct Shard {
     pending_free: Vec<u32>,
     flow_buf: Vec<workloads::FlowSpec>,
     scratch: Vec<Packet>,
+    /// Report buffers of port operations, one per nesting level (a bounced
+    /// packet is offered to another port while the first one's reports are
+    /// read), reused so that reporting allocates nothing per packet.
+    report_pool: Vec<Vec<Report>>,
     /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
     /// Events processed so far (completion notices excluded: every shard
@@ -233,6 +237,7 @@ impl Shard {
             pending_free: Vec::new(),
             flow_buf: Vec::new(),
             scratch: Vec::new(),
+            report_pool: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
             last_event_ps: 0,
@@ -491,7 +496,7 @@ impl Shard {
             self.host_receive(local, f.pkt, now);
         } else {
             let out = self.shared.topo.route(id, f.pkt.dst, f.pkt.path);
-            self.enqueue(local, out, f.pkt, now);
+            self.offer(local, out, f.pkt, now, Some(port));
         }
     }
 
@@ -605,61 +610,61 @@ impl Shard {
         self.scratch = out;
     }
 
-    /// Offers a packet to an output port and starts the port if it is idle.
+    /// Offers a packet a host's transport emitted to an output port.
     fn enqueue(&mut self, local: usize, port: u16, pkt: Packet, now: u64) {
+        self.offer(local, port, pkt, now, None);
+    }
+
+    /// Offers a packet that came in on `ingress` (None: from the host's
+    /// transport) to an output port, counts and traces what the discipline
+    /// reports, routes a bounced packet back, and starts the port if it is idle.
+    fn offer(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
+        let mut reports = self.report_pool.pop().unwrap_or_default();
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
-        let size = pkt.size as u64;
-        let arriving = match self.trace.as_deref_mut() {
-            Some(t) => {
-                t.before(node.id, port, &p.queue, now);
-                Some(crate::trace::PacketFields::of(&pkt))
-            }
-            None => None,
-        };
-        let outcome = p.queue.enqueue(
-            pkt,
-            &mut QueueCtx {
-                now,
-                rng: &mut node.rng,
-            },
-        );
-        if let (Some(t), Some(a)) = (self.trace.as_deref_mut(), &arriving) {
-            t.enqueued(node.id, port, now, a, &outcome, &p.queue);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.before(node.id, port, &p.queue, now);
         }
-        match outcome {
-            Enqueued::Queued => {
-                p.counters.enqueued += 1;
-                p.counters.enqueued_bytes += size;
+        let rate = p.link.link.rate_bps;
+        let mut cx = QueueCtx::new(now, &mut node.rng, rate, ingress, &mut reports);
+        p.queue.enqueue(pkt, &mut cx);
+        let mut bounced = false;
+        for r in &reports {
+            p.counters.count(r.outcome, r.pkt.size);
+            match r.outcome {
+                Outcome::Dropped | Outcome::Evicted | Outcome::DequeueDropped => {
+                    self.counters.dropped += 1
+                }
+                Outcome::Bounced => bounced = true,
+                _ => {}
             }
-            Enqueued::Marked => {
-                p.counters.enqueued += 1;
-                p.counters.enqueued_bytes += size;
-                p.counters.marked += 1;
-            }
-            Enqueued::Trimmed => {
-                p.counters.enqueued += 1;
-                p.counters.enqueued_bytes += size;
-                p.counters.trimmed += 1;
-            }
-            Enqueued::Dropped(d) => {
-                p.counters.dropped += 1;
-                p.counters.dropped_bytes += d.size as u64;
-                self.counters.dropped += 1;
-            }
-            Enqueued::Bounced(b) => {
-                // Return-to-sender: the discipline swapped the addresses; route it back.
-                p.counters.bounced += 1;
-                let back = self.shared.topo.route(node.id, b.dst, b.path);
+        }
+        debug_assert!(
+            p.counters.balanced(p.queue.len_packets()),
+            "{:?}",
+            p.counters
+        );
+        let id = node.id;
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.reported(id, port, now, &reports, &p.queue);
+        }
+        if bounced {
+            // Return-to-sender: the discipline swapped the addresses; route it back.
+            for r in reports.drain(..) {
+                if r.outcome != Outcome::Bounced {
+                    continue;
+                }
+                let back = self.shared.topo.route(id, r.pkt.dst, r.pkt.path);
                 if back != port {
-                    self.enqueue(local, back, b, now);
+                    self.offer(local, back, r.pkt, now, ingress);
                 } else {
                     self.counters.dropped += 1;
                 }
-                return;
             }
         }
-        if !self.nodes[local].ports[port as usize].busy {
+        reports.clear();
+        self.report_pool.push(reports);
+        if !bounced && !self.nodes[local].ports[port as usize].busy {
             self.transmit(local, port, now);
         }
     }
@@ -672,11 +677,39 @@ impl Shard {
         if let Some(t) = self.trace.as_deref_mut() {
             t.before(node.id, port, &p.queue, now);
         }
-        let Some(pkt) = p.queue.dequeue(now) else {
+        let mut reports = self.report_pool.pop().unwrap_or_default();
+        let rate = p.link.link.rate_bps;
+        let next = p.queue.dequeue(&mut QueueCtx::new(
+            now,
+            &mut node.rng,
+            rate,
+            None,
+            &mut reports,
+        ));
+        if !reports.is_empty() {
+            // Dequeue-time outcomes (drops at the head, as CoDel's).
+            for r in &reports {
+                p.counters.count(r.outcome, r.pkt.size);
+                if r.outcome.discards_queued() || r.outcome == Outcome::Dropped {
+                    self.counters.dropped += 1;
+                }
+            }
+            if let Some(t) = self.trace.as_deref_mut() {
+                t.reported(node.id, port, now, &reports, &p.queue);
+            }
+            reports.clear();
+        }
+        self.report_pool.push(reports);
+        let Some(pkt) = next else {
             return;
         };
         p.counters.dequeued += 1;
         p.counters.dequeued_bytes += pkt.size as u64;
+        debug_assert!(
+            p.counters.balanced(p.queue.len_packets()),
+            "{:?}",
+            p.counters
+        );
         p.busy = true;
         let link = p.link;
         let done = now + tx_time_ps(pkt.size as u64, link.link.rate_bps);

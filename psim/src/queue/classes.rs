@@ -17,7 +17,7 @@
 //! class's share goes to the other (work conserving). Within a class, the class's own discipline picks the
 //! packet (NDP's header queue still goes first within NDP's share).
 
-use super::{Enqueued, Queue, QueueCtx};
+use super::{Discipline, Queue, QueueCtx};
 use crate::packet::Packet;
 
 /// Number of classes.
@@ -57,12 +57,19 @@ impl ClassQueue {
         }
     }
 
-    pub(super) fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
+    fn next_turn(&mut self) {
+        self.turn = (self.turn + 1) % CLASSES;
+        self.credited = false;
+    }
+}
+
+impl Discipline for ClassQueue {
+    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
         let c = class_of(&pkt);
         self.classes[c].enqueue(pkt, cx)
     }
 
-    pub(super) fn dequeue(&mut self, now: u64) -> Option<Packet> {
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
         if self.classes.iter().all(|q| q.len_packets() == 0) {
             return None;
         }
@@ -79,7 +86,7 @@ impl ClassQueue {
                 self.credited = true;
             }
             if self.deficit[c] > 0 {
-                let p = self.classes[c].dequeue(now).expect("non-empty class");
+                let p = self.classes[c].dequeue(cx).expect("non-empty class");
                 self.deficit[c] -= p.size as i64;
                 if self.classes[c].len_packets() == 0 {
                     self.deficit[c] = 0;
@@ -91,15 +98,10 @@ impl ClassQueue {
         }
     }
 
-    fn next_turn(&mut self) {
-        self.turn = (self.turn + 1) % CLASSES;
-        self.credited = false;
-    }
-
-    pub(super) fn len_packets(&self) -> u32 {
+    fn len_packets(&self) -> u32 {
         self.classes.iter().map(Queue::len_packets).sum()
     }
-    pub(super) fn len_bytes(&self) -> u64 {
+    fn len_bytes(&self) -> u64 {
         self.classes.iter().map(Queue::len_bytes).sum()
     }
 }
@@ -108,6 +110,7 @@ impl ClassQueue {
 mod tests {
     use super::*;
     use crate::packet::{test_packet, PacketKind, Protocol};
+    use crate::queue::testkit::Kit;
     use crate::queue::{Capacity, DropTail};
 
     fn pkt(proto: Protocol, seq: u64, size: u32) -> Packet {
@@ -126,22 +129,17 @@ mod tests {
     /// over any prefix each class's bytes differ by at most one quantum.
     #[test]
     fn backlogged_classes_share_bytes_equally() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = two_fifos();
+        let (mut k, mut q) = (Kit::new(0), two_fifos());
         for i in 0..100 {
-            q.enqueue(pkt(Protocol::Ndp, i, 9064), &mut cx);
+            k.offer(&mut q, pkt(Protocol::Ndp, i, 9064));
             // TCP sends smaller packets: 1500 B. Fairness is in bytes, not packets.
             for j in 0..6 {
-                q.enqueue(pkt(Protocol::Tcp, i * 6 + j, 1500), &mut cx);
+                k.offer(&mut q, pkt(Protocol::Tcp, i * 6 + j, 1500));
             }
         }
         let mut bytes = [0u64; 2];
         for _ in 0..300 {
-            let p = q.dequeue(0).expect("backlogged");
+            let p = k.take(&mut q).expect("backlogged");
             bytes[class_of(&p)] += p.size as u64;
             assert!(bytes[0].abs_diff(bytes[1]) <= 2 * 9064, "{bytes:?}");
         }
@@ -149,17 +147,9 @@ mod tests {
 
     #[test]
     fn an_idle_class_leaves_the_link_to_the_other() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = two_fifos();
-        for i in 0..5 {
-            q.enqueue(pkt(Protocol::Tcp, i, 9064), &mut cx);
-        }
-        let seqs: Vec<u64> = std::iter::from_fn(|| q.dequeue(0)).map(|p| p.seq).collect();
-        assert_eq!(seqs, [0, 1, 2, 3, 4]);
+        let (mut k, mut q) = (Kit::new(0), two_fifos());
+        k.fill(&mut q, (0..5).map(|i| pkt(Protocol::Tcp, i, 9064)));
+        assert_eq!(k.drain_seqs(&mut q), [0, 1, 2, 3, 4]);
         assert_eq!(q.len_packets(), 0);
     }
 }

@@ -19,7 +19,7 @@
 //! where it was left (it is then high for a few arrivals at most, at the
 //! default weight).
 
-use super::{Capacity, DropTail, Enqueued, QueueCtx};
+use super::{Capacity, Discipline, DropTail, QueueCtx};
 use crate::packet::{flags, Packet};
 use rand::RngExt;
 
@@ -110,38 +110,45 @@ impl RedQueue {
             }
         }
     }
+}
 
+impl Discipline for RedQueue {
     #[inline]
-    pub(super) fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
+    fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
         if !self.fifo.has_room(pkt.size) {
-            return Enqueued::Dropped(pkt);
+            cx.dropped(pkt);
+            return;
         }
-        let mut result = Enqueued::Queued;
+        let mut mark = false;
         if self.signal(cx) {
             if self.ecn && pkt.has(flags::ECT) {
-                pkt.flags |= flags::ECN_CE;
-                self.marked += 1;
-                result = Enqueued::Marked;
+                mark = true;
             } else if self.ecn && matches!(self.marking, Marking::Threshold { .. }) {
                 // Not ECN-capable: the threshold only marks.
             } else {
                 self.early_drops += 1;
-                return Enqueued::Dropped(pkt);
+                cx.dropped(pkt);
+                return;
             }
         }
-        let admitted = self.fifo.enqueue(pkt, cx);
-        debug_assert_eq!(admitted, Enqueued::Queued, "room was checked");
-        result
+        cx.queued(&pkt);
+        if mark {
+            pkt.flags |= flags::ECN_CE;
+            self.marked += 1;
+            cx.marked(&pkt);
+        }
+        let admitted = self.fifo.push(pkt);
+        debug_assert!(admitted.is_ok(), "room was checked");
     }
 
     #[inline]
-    pub(super) fn dequeue(&mut self, now: u64) -> Option<Packet> {
-        self.fifo.dequeue(now)
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        self.fifo.dequeue(cx)
     }
-    pub(super) fn len_packets(&self) -> u32 {
+    fn len_packets(&self) -> u32 {
         self.fifo.len_packets()
     }
-    pub(super) fn len_bytes(&self) -> u64 {
+    fn len_bytes(&self) -> u64 {
         self.fifo.len_bytes()
     }
 }
@@ -149,36 +156,28 @@ impl RedQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{test_packet, PacketKind};
+    use crate::packet::PacketKind;
+    use crate::queue::testkit::{control, data, Kit};
+    use crate::queue::Outcome::*;
 
     fn ect(seq: u64) -> Packet {
-        let mut p = test_packet(PacketKind::Data, seq, 1000);
+        let mut p = data(seq, 1000);
         p.flags |= flags::ECT;
         p
     }
 
     #[test]
     fn threshold_marks_arrivals_above_k_and_drops_at_capacity() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = RedQueue::new(Capacity::Packets(6), Marking::Threshold { k: 3 }, true);
-        let outcomes: Vec<Enqueued> = (0..7).map(|i| q.enqueue(ect(i), &mut cx)).collect();
         // Occupancy on arrival 0,1,2,3 -> not above 3; 4,5 -> marked; the 7th finds the queue full.
-        assert_eq!(
-            outcomes[..4],
-            [
-                Enqueued::Queued,
-                Enqueued::Queued,
-                Enqueued::Queued,
-                Enqueued::Queued
-            ]
-        );
-        assert_eq!(outcomes[4..6], [Enqueued::Marked, Enqueued::Marked]);
-        assert!(matches!(outcomes[6], Enqueued::Dropped(_)));
-        let ce: Vec<bool> = std::iter::from_fn(|| q.dequeue(0))
+        k.fill(&mut q, (0..4).map(ect));
+        assert_eq!(k.offer(&mut q, ect(4)), [(Queued, 4), (Marked, 4)]);
+        assert_eq!(k.offer(&mut q, ect(5)), [(Queued, 5), (Marked, 5)]);
+        assert_eq!(k.offer(&mut q, ect(6)), [(Dropped, 6)]);
+        let ce: Vec<bool> = k
+            .drain(&mut q)
+            .iter()
             .map(|p| p.has(flags::ECN_CE))
             .collect();
         assert_eq!(ce, [false, false, false, false, true, true]);
@@ -187,15 +186,9 @@ mod tests {
 
     #[test]
     fn a_signalled_packet_without_ect_is_dropped_by_red_but_not_by_the_threshold() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = RedQueue::new(Capacity::Packets(10), Marking::Threshold { k: 0 }, true);
-        assert_eq!(q.enqueue(ect(0), &mut cx), Enqueued::Queued);
-        let plain = test_packet(PacketKind::Ack, 1, 64);
-        assert_eq!(q.enqueue(plain.clone(), &mut cx), Enqueued::Queued);
+        k.fill(&mut q, [ect(0), control(PacketKind::Ack, 1)]);
         let red = Marking::Red {
             min: 0.0,
             max: 0.5,
@@ -203,8 +196,8 @@ mod tests {
             weight: 1.0,
         };
         let mut q = RedQueue::new(Capacity::Packets(10), red, true);
-        assert_eq!(q.enqueue(ect(0), &mut cx), Enqueued::Queued);
-        assert!(matches!(q.enqueue(plain, &mut cx), Enqueued::Dropped(_)));
+        k.fill(&mut q, [ect(0)]);
+        assert_eq!(k.offer(&mut q, control(PacketKind::Ack, 1)), [(Dropped, 1)]);
         assert_eq!(q.early_drops, 1);
         assert_eq!(q.len_packets(), 1);
     }
@@ -216,11 +209,7 @@ mod tests {
     /// 2·p_b (Floyd & Jacobson §7).
     #[test]
     fn red_mark_rate_matches_its_closed_form() {
-        let mut rng = crate::rng::stream_rng(7, 7);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(7);
         // weight 1: avg = instantaneous occupancy; hold it at 10 of [5, 15] -> p_b = 0.05.
         let marking = Marking::Red {
             min: 5.0,
@@ -230,14 +219,14 @@ mod tests {
         };
         let mut q = RedQueue::new(Capacity::Packets(100), marking, true);
         for i in 0..10 {
-            q.enqueue(ect(i), &mut cx);
+            k.offer(&mut q, ect(i));
         }
         let (n, mut marks) = (200_000, 0u64);
         for i in 0..n {
-            if q.enqueue(ect(i), &mut cx) == Enqueued::Marked {
+            if k.offer(&mut q, ect(i)).contains(&(Marked, i)) {
                 marks += 1;
             }
-            q.dequeue(0);
+            k.take(&mut q);
         }
         let pb: f64 = 0.05;
         let expected = 2.0 * pb;
