@@ -183,14 +183,9 @@ impl Shard {
         let mut inbound_len = 0usize;
         for &e in members {
             let kind = topo.kind(e);
-            let spec = if kind == EntityKind::Host {
-                &scn.nic_queue
-            } else {
-                &scn.switch_queue
-            };
             let ports = (0..topo.port_count(e))
                 .map(|p| Port {
-                    queue: spec.build(),
+                    queue: scn.queues.build(kind),
                     busy: false,
                     link: topo.port(e, p),
                     counters: Default::default(),

@@ -17,19 +17,62 @@
 //! Dequeue: FIFO. Headers get no priority, which is why CP collapses when
 //! only headers get through ([P] §2.3, Fig. 2).
 //!
-//! | parameter | default | source |
+//! | parameter (`[switch.queue] kind = "cp"`) | default | source |
 //! |---|---|---|
-//! | `threshold` | 8 packets ([`DEFAULT_THRESHOLD_PACKETS`]), NDP's data-queue length, so that CP and NDP compare at equal data buffering | [P] §3.1 compares CP to NDP with the same small buffers; §3.1.1 |
-//! | `capacity` | the NDP port's memory: data budget + header budget = 2 × threshold × MTU bytes ([`CpQueue::default_capacity`]; 144 000 B for 8 × 9000 B, i.e. the 8 packets plus about 1125 headers) | [P] §3.2.4; spec A3 |
+//! | `threshold`: `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_THRESHOLD_PACKETS`]), NDP's data-queue length, so that CP and NDP compare at equal data buffering | [P] §3.1 compares CP to NDP with the same small buffers; §3.1.1 |
+//! | `capacity_bytes` | the NDP port's memory: data budget + header budget = 2 × threshold × MTU bytes ([`CpQueue::default_capacity`]; 144 000 B for 8 × 9000 B, i.e. the 8 packets plus about 1125 headers) | [P] §3.2.4; spec A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
 
 use super::ndp::trim;
-use super::{Capacity, Discipline, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::{bad, ConfigError};
 use crate::packet::{Packet, PacketKind, HEADER_BYTES};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Default trimming threshold in packets (NDP's data queue, [P] §3.1.1).
 pub const DEFAULT_THRESHOLD_PACKETS: u32 = 8;
+
+/// `kind = "cp"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CpConfig {
+    /// Trimming threshold in packets (default [`DEFAULT_THRESHOLD_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Trimming threshold in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Total capacity in bytes (default [`CpQueue::default_capacity`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_bytes: Option<u64>,
+}
+
+impl CpConfig {
+    fn threshold(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_THRESHOLD_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for CpConfig {
+    type Queue = CpQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.threshold(key)?;
+        if self.capacity_bytes == Some(0) {
+            return Err(bad(&format!("{key}.capacity_bytes"), 0, "must be positive"));
+        }
+        Ok(())
+    }
+    fn build(&self, env: &QueueEnv) -> CpQueue {
+        let threshold = self.threshold("").expect("validated");
+        let capacity = match self.capacity_bytes {
+            Some(b) => Capacity::Bytes(b),
+            None => CpQueue::default_capacity(threshold, env.mtu),
+        };
+        CpQueue::new(threshold, capacity)
+    }
+}
 
 /// A cut-payload FIFO. See the module documentation.
 #[derive(Clone, Debug)]

@@ -1,12 +1,49 @@
 //! Drop-tail FIFO: the baseline discipline of every simulator.
 //!
-//! Parameters: capacity in packets or bytes (scenario `[switch] queue_packets`
-//! or `queue_bytes`). The NDP paper runs pHost over 8-packet drop-tail buffers
-//! ([P] §6.2) and TCP-family protocols over 200-packet buffers ([P] §6.1).
+//! The NDP paper runs pHost over 8-packet drop-tail buffers ([P] §6.2) and
+//! TCP-family protocols over 200-packet buffers ([P] §6.1).
+//!
+//! | parameter (`[switch.queue] kind = "droptail"`) | default | source |
+//! |---|---|---|
+//! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | ns-3's `DropTailQueue` default |
 
-use super::{Capacity, Discipline, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
 use crate::packet::Packet;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Default capacity, packets (ns-3's `DropTailQueue` default).
+pub const DEFAULT_QUEUE_PACKETS: u32 = 100;
+
+/// `kind = "droptail"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DropTailConfig {
+    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+}
+
+impl DropTailConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for DropTailConfig {
+    type Queue = DropTail;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key).map(drop)
+    }
+    fn build(&self, _env: &QueueEnv) -> DropTail {
+        DropTail::new(self.cap("").expect("validated"))
+    }
+}
 
 /// A FIFO that drops arrivals when full.
 #[derive(Clone, Debug)]

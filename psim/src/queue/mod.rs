@@ -31,6 +31,7 @@ pub use ndp::{NdpCounters, NdpQueue};
 pub use priority::PriorityQueue;
 pub use red::{Marking, RedQueue};
 
+use crate::config::{bad, ConfigError};
 use crate::packet::Packet;
 use crate::rng::Rng;
 
@@ -66,7 +67,8 @@ pub enum Outcome {
     /// it was before the cut).
     Trimmed,
     /// A packet already queued had its payload cut and stays queued
-    /// (reported as it was before the cut): NDP's tail trim.
+    /// (reported as it was before the cut), to make room for the offered
+    /// packet, whose `Queued` report follows: NDP's tail trim.
     TrimmedQueued,
     /// The offered packet was discarded at enqueue.
     Dropped,
@@ -192,10 +194,40 @@ pub trait Discipline {
     fn set_paused(&mut self, _prio: u8, _paused: bool) {}
 }
 
-/// Generates [`Queue`], one variant per registered discipline, and its
-/// [`Discipline`] forwarding. The list below is the registry.
+/// What a discipline's build step may need from the rest of the scenario.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct QueueEnv {
+    /// NDP's MTU payload, bytes: sizes NDP's header budget and CP's memory
+    /// ([P] §3.2.4, spec A3) and the classes' DRR quantum.
+    pub mtu: u32,
+    /// The marking threshold K, in packets, of the switches next to this
+    /// port when they mark by threshold (a host NIC follows it, as htsim's
+    /// host queues do); None otherwise.
+    pub switch_k: Option<u32>,
+}
+
+/// A discipline's scenario table: serde (unknown keys rejected, defaults
+/// from `Default` and the discipline's constants), validation and build.
+pub trait DisciplineConfig {
+    /// What it builds.
+    type Queue;
+    /// Checks the values; `key` is the table's path (e.g. `switch.queue`),
+    /// which every error names with the offending key appended.
+    fn validate(&self, key: &str) -> Result<(), ConfigError>;
+    /// A new, empty queue. Call only after `validate` succeeded.
+    fn build(&self, env: &QueueEnv) -> Self::Queue;
+    /// K in packets when the discipline marks ECN at an instantaneous
+    /// threshold counted in packets (for the host NICs' default).
+    fn ecn_threshold_packets(&self) -> Option<u32> {
+        None
+    }
+}
+
+/// Generates from one list: [`Queue`] (one variant per registered
+/// discipline) with its [`Discipline`] forwarding, and [`QueueConfig`] (the
+/// `kind`-tagged scenario table) with its names, validation and build.
 macro_rules! disciplines {
-    ($( $(#[$doc:meta])* $variant:ident($ty:ty) ),* $(,)?) => {
+    ($( $(#[$doc:meta])* $variant:ident($ty:ty, $cfg:ty) = $name:literal ),* $(,)?) => {
         /// The queue disciplines psim implements (generated from one list).
         #[derive(Clone, Debug)]
         pub enum Queue {
@@ -223,22 +255,94 @@ macro_rules! disciplines {
                 match self { $( Queue::$variant(q) => q.set_paused(prio, paused), )* }
             }
         }
+
+        /// A port's discipline as the scenario gives it: `kind` names a
+        /// registered discipline, the other keys are its own.
+        #[derive(Clone, Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+        #[serde(tag = "kind", deny_unknown_fields)]
+        pub enum QueueConfig {
+            $( $(#[$doc])* #[serde(rename = $name)] $variant($cfg), )*
+        }
+
+        impl QueueConfig {
+            /// Every registered discipline name, in registry order.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
+            /// The registered name of this discipline.
+            pub fn name(&self) -> &'static str {
+                match self { $( QueueConfig::$variant(_) => $name, )* }
+            }
+            /// Checks the values; errors name `key` plus the offending key.
+            pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+                match self { $( QueueConfig::$variant(c) => c.validate(key), )* }
+            }
+            /// A new, empty queue.
+            pub fn build(&self, env: &QueueEnv) -> Queue {
+                match self { $( QueueConfig::$variant(c) => Queue::$variant(c.build(env)), )* }
+            }
+            /// K in packets when it marks ECN at a packet threshold.
+            pub fn ecn_threshold_packets(&self) -> Option<u32> {
+                match self { $( QueueConfig::$variant(c) => c.ecn_threshold_packets(), )* }
+            }
+        }
+
+        /// The default of every registered discipline, for tests.
+        #[cfg(test)]
+        pub(crate) fn every_default() -> Vec<QueueConfig> {
+            vec![$( QueueConfig::$variant(<$cfg>::default()), )*]
+        }
     };
 }
 
+// The registry: one line per discipline.
 disciplines! {
     /// First in, first out; tail drop.
-    DropTail(DropTail),
+    DropTail(DropTail, droptail::DropTailConfig) = "droptail",
     /// Strict priority, control before data (host NICs).
-    Priority(PriorityQueue),
+    Priority(PriorityQueue, priority::PriorityConfig) = "priority",
     /// NDP: trimming, a priority header queue, 10:1 WRR, return-to-sender.
-    Ndp(NdpQueue),
+    Ndp(NdpQueue, ndp::NdpConfig) = "ndp",
     /// Cut payload: trim above a threshold into the same FIFO.
-    Cp(CpQueue),
-    /// ECN marking (DCTCP threshold or RED).
-    Red(RedQueue),
-    /// Two classes (NDP, other) under deficit round robin.
-    Classes(Box<ClassQueue>),
+    Cp(CpQueue, cp::CpConfig) = "cp",
+    /// DCTCP's ECN marking at an instantaneous threshold.
+    Ecn(RedQueue, red::EcnConfig) = "ecn",
+    /// RED (marking or early drop on the average queue).
+    Red(RedQueue, red::RedConfig) = "red",
+    /// Traffic classes: a classifier, a discipline per class, a scheduler.
+    Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
+}
+
+impl Default for QueueConfig {
+    /// Switch ports: drop-tail.
+    fn default() -> Self {
+        QueueConfig::DropTail(Default::default())
+    }
+}
+
+/// A capacity from a table's `queue_packets` / `queue_bytes` (at most one of
+/// them, each at least 1), else `default`.
+pub(crate) fn capacity(
+    key: &str,
+    packets: Option<u32>,
+    bytes: Option<u64>,
+    default: Capacity,
+) -> Result<Capacity, ConfigError> {
+    match (packets, bytes) {
+        (Some(_), Some(_)) => Err(bad(
+            &format!("{key}.queue_bytes"),
+            "both",
+            "give queue_packets or queue_bytes, not both",
+        )),
+        (Some(0), _) => Err(bad(
+            &format!("{key}.queue_packets"),
+            0,
+            "must be at least 1",
+        )),
+        (_, Some(0)) => Err(bad(&format!("{key}.queue_bytes"), 0, "must be at least 1")),
+        (Some(p), None) => Ok(Capacity::Packets(p)),
+        (None, Some(b)) => Ok(Capacity::Bytes(b)),
+        (None, None) => Ok(default),
+    }
 }
 
 impl<D: Discipline + ?Sized> Discipline for Box<D> {
@@ -262,91 +366,47 @@ impl<D: Discipline + ?Sized> Discipline for Box<D> {
         (**self).set_paused(prio, paused)
     }
 }
-/// How to build the queue of a port, from the scenario.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
-pub enum QueueSpec {
-    /// Drop-tail FIFO.
-    DropTail {
-        /// Capacity.
-        cap: Capacity,
-    },
-    /// NDP trimming port.
-    Ndp {
-        /// Data queue capacity.
-        data: Capacity,
-        /// Header queue capacity.
-        header: Capacity,
-        /// Always trim the arrival (NetFPGA) instead of the fair coin.
-        trim_arrival_only: bool,
-        /// Return headers to their sender when the header queue overflows.
-        return_to_sender: bool,
-    },
-    /// Cut Payload.
-    Cp {
-        /// Queue length from which payloads are cut.
-        threshold: Capacity,
-        /// Total capacity.
-        capacity: Capacity,
-    },
-    /// Strict priority, control first (host NICs).
-    Priority {
-        /// Capacity shared by both classes.
-        cap: Capacity,
-        /// CE-mark ECN-capable data above this many queued data packets.
-        ecn_threshold: Option<u32>,
-    },
-    /// ECN marking FIFO.
-    Red {
-        /// Capacity.
-        cap: Capacity,
-        /// When to signal.
-        marking: Marking,
-        /// Mark ECT packets instead of dropping them.
-        ecn: bool,
-    },
-    /// NDP class and another class, fair-queued.
-    Classes {
-        /// The NDP class.
-        ndp: Box<QueueSpec>,
-        /// Every other protocol.
-        other: Box<QueueSpec>,
-        /// DRR quantum, bytes.
-        quantum: u64,
-    },
-}
 
-impl QueueSpec {
-    /// A new, empty queue of this kind.
-    pub fn build(&self) -> Queue {
-        match *self {
-            QueueSpec::DropTail { cap } => Queue::DropTail(DropTail::new(cap)),
-            QueueSpec::Ndp {
-                data,
-                header,
-                trim_arrival_only,
-                return_to_sender,
-            } => Queue::Ndp(
-                NdpQueue::new(data, header)
-                    .with_trim_arrival_only(trim_arrival_only)
-                    .with_return_to_sender(return_to_sender),
-            ),
-            QueueSpec::Cp {
-                threshold,
-                capacity,
-            } => Queue::Cp(CpQueue::new(threshold, capacity)),
-            QueueSpec::Priority { cap, ecn_threshold } => {
-                Queue::Priority(PriorityQueue::new(cap).with_ecn_threshold(ecn_threshold))
-            }
-            QueueSpec::Red { cap, marking, ecn } => Queue::Red(RedQueue::new(cap, marking, ecn)),
-            QueueSpec::Classes {
-                ref ndp,
-                ref other,
-                quantum,
-            } => Queue::Classes(Box::new(ClassQueue::new(
-                ndp.build(),
-                other.build(),
-                quantum,
-            ))),
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Scenario;
+    use crate::engine::{SimOptions, Simulation};
+
+    /// Every registered discipline, from its defaults, on every switch port
+    /// and every NIC of a small NDP and DCTCP incast: nothing registered is
+    /// half-wired, and `kind = "<name>"` alone gives the `Default` config.
+    #[test]
+    fn every_registered_discipline_runs_from_its_defaults() {
+        let all = every_default();
+        let names: Vec<&str> = all.iter().map(QueueConfig::name).collect();
+        assert_eq!(names, QueueConfig::NAMES);
+        for cfg in all {
+            let name = cfg.name();
+            let table = format!("kind = \"{name}\"\n");
+            assert_eq!(toml::from_str::<QueueConfig>(&table).unwrap(), cfg);
+            let text = format!(
+                "seed = 1\nstop_us = 2000\n[topology]\nkind = \"fattree\"\nk = 4\n\
+                 [switch.queue]\n{table}[host.queue]\n{table}\
+                 [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 90000\n\
+                 [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 1\nsenders = 6\nsize_bytes = 90000\n"
+            );
+            let scn = Scenario::from_str(&text, std::path::Path::new("t.toml"), &[])
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let opts = SimOptions {
+                shards: 2,
+                threads: 1,
+            };
+            let s = Simulation::new(&scn, opts)
+                .unwrap()
+                .run(&mut |_| {})
+                .unwrap();
+            assert!(s.conserved(), "{name}: {s:?}");
+            assert!(s.packets.delivered > 100, "{name}: {s:?}");
+            assert_eq!(
+                s.ports.enqueued,
+                s.ports.dequeued + s.queued + s.ports.discarded
+            );
         }
     }
 }

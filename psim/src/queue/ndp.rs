@@ -63,21 +63,23 @@
 //!   (work conserving; as htsim's `CompositeQueue` [C], whose cycle counter
 //!   also advances only when both queues are backlogged).
 //!
-//! # Parameters
+//! # Parameters (`[switch.queue] kind = "ndp"`)
 //!
 //! | parameter | default | source |
 //! |---|---|---|
-//! | data queue capacity `data_cap` | 8 packets ([`DEFAULT_DATA_PACKETS`]); spec A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; spec A3 |
-//! | header queue capacity `header_cap` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; spec A3 |
+//! | data queue capacity `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_DATA_PACKETS`]); spec A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; spec A3 |
+//! | header queue capacity `header_bytes` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] at NDP's MTU payload (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; spec A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
 //! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; spec A4 |
 //! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; spec A5 |
 //! | `trim_arrival_only` | false (true = NetFPGA prototype) | [P] §4 |
 //! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; spec A7 |
 
-use super::{Capacity, Discipline, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Default data-queue length in packets ([P] §3.1.1, §6.1, §6.2; [O]).
@@ -85,6 +87,75 @@ pub const DEFAULT_DATA_PACKETS: u32 = 8;
 /// Default headers served per data packet when both queues are backlogged
 /// ([P] §3.1; [O]).
 pub const DEFAULT_WRR_HEADERS: u32 = 10;
+
+/// `kind = "ndp"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NdpConfig {
+    /// Data queue capacity in packets (default [`DEFAULT_DATA_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Data queue capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Header queue bytes (default: the data queue's byte budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_bytes: Option<u64>,
+    /// Always trim the arrival instead of the fair coin (NetFPGA).
+    pub trim_arrival_only: bool,
+    /// Return overflowing headers to their sender.
+    pub return_to_sender: bool,
+    /// Headers served per data packet when both queues are backlogged.
+    pub wrr_headers: u32,
+}
+
+impl Default for NdpConfig {
+    fn default() -> Self {
+        NdpConfig {
+            queue_packets: None,
+            queue_bytes: None,
+            header_bytes: None,
+            trim_arrival_only: false,
+            return_to_sender: true,
+            wrr_headers: DEFAULT_WRR_HEADERS,
+        }
+    }
+}
+
+impl NdpConfig {
+    fn data_cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_DATA_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for NdpConfig {
+    type Queue = NdpQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.data_cap(key)?;
+        if self.header_bytes == Some(0) {
+            return Err(bad(
+                &format!("{key}.header_bytes"),
+                0,
+                "must be at least 64",
+            ));
+        }
+        if self.wrr_headers == 0 {
+            return Err(bad(&format!("{key}.wrr_headers"), 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+    fn build(&self, env: &QueueEnv) -> NdpQueue {
+        let data = self.data_cap("").expect("validated");
+        let header = self
+            .header_bytes
+            .unwrap_or_else(|| NdpQueue::header_bytes_for(data, env.mtu));
+        NdpQueue::new(data, Capacity::Bytes(header))
+            .with_trim_arrival_only(self.trim_arrival_only)
+            .with_return_to_sender(self.return_to_sender)
+            .with_wrr_headers(self.wrr_headers)
+    }
+}
 
 /// Event counters of one NDP port.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]

@@ -5,14 +5,56 @@
 //! behind its own data, as in htsim's priority NIC queue ([C] per spec A6).
 //! With only data packets (CBR) it is a plain drop-tail FIFO.
 //!
-//! | parameter | default | source |
+//! | parameter (`[host.queue] kind = "priority"`, the NIC default) | default | source |
 //! |---|---|---|
-//! | capacity (`[host] nic_queue_packets`), shared by both classes | 1000 packets | spec A6 ([C] uses a 1000-packet NIC buffer) |
-//! | ECN marking of ECN-capable data above K data packets (`[host] nic_ecn_threshold`) | the switches' K when they mark (`queue = "ecn"` or `"classes"`), else off | htsim's host egress queue is of the switches' kind; without it a DCTCP sender's window grows unchecked in its own NIC queue when the NIC is the bottleneck |
+//! | `queue_packets` (or `queue_bytes`), shared by both classes | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]) | spec A6 ([C] uses a 1000-packet NIC buffer) |
+//! | `ecn_threshold`: CE-mark ECN-capable data above K queued data packets; 0 = off | the switches' K when they mark at a packet threshold (`ecn`, or an `ecn` class), else off | htsim's host egress queue is of the switches' kind; without it a DCTCP sender's window grows unchecked in its own NIC queue when the NIC is the bottleneck |
 
-use super::{Capacity, Discipline, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Default NIC capacity, packets (spec A6; [C]).
+pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
+
+/// `kind = "priority"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PriorityConfig {
+    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Marking threshold K in data packets (default: the switches' K; 0 = off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_threshold: Option<u32>,
+}
+
+impl PriorityConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for PriorityConfig {
+    type Queue = PriorityQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key).map(drop)
+    }
+    fn build(&self, env: &QueueEnv) -> PriorityQueue {
+        let k = match self.ecn_threshold {
+            Some(0) => None,
+            Some(k) => Some(k),
+            None => env.switch_k,
+        };
+        PriorityQueue::new(self.cap("").expect("validated")).with_ecn_threshold(k)
+    }
+}
 
 /// Two FIFOs, control first, one shared capacity.
 #[derive(Clone, Debug)]

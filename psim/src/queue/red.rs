@@ -8,10 +8,10 @@
 //! rule, not an AQM (as in htsim's ECN queue; dropping ACKs above K would
 //! punish the reverse path of every loaded link).
 //!
-//! | mode (`[switch] queue`) | signal | parameters, defaults, source |
+//! | `[switch.queue] kind` | signal | parameters, defaults, source |
 //! |---|---|---|
-//! | `"ecn"` (threshold) | queue occupancy on arrival greater than K | `ecn_threshold_packets` K = 30, `queue_packets` = 200: [P] §6.1 for DCTCP; RFC 8257 §3.1 / Alizadeh et al. §3.1 ("mark ... if the queue occupancy is greater than K upon its arrival") |
-//! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true |
+//! | `"ecn"` (threshold) | queue occupancy on arrival greater than K | `ecn_threshold` K = 30 ([`DEFAULT_ECN_THRESHOLD_PACKETS`]), `queue_packets` = 200 ([`DEFAULT_ECN_QUEUE_PACKETS`]): [P] §6.1 for DCTCP; RFC 8257 §3.1 / Alizadeh et al. §3.1 ("mark ... if the queue occupancy is greater than K upon its arrival"); `red_ecn` = true |
+//! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true, `queue_packets` = 200 |
 //!
 //! Thresholds are in the unit of the capacity (packets or bytes). RED's
 //! average is updated on arrivals only; the idle-time decay of the original
@@ -19,14 +19,143 @@
 //! where it was left (it is then high for a few arrivals at most, at the
 //! default weight).
 
-use super::{Capacity, Discipline, DropTail, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, DropTail, QueueCtx, QueueEnv};
+use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet};
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 
 /// Default DCTCP marking threshold, packets ([P] §6.1).
 pub const DEFAULT_ECN_THRESHOLD_PACKETS: u32 = 30;
 /// Default buffer of the TCP-family comparisons, packets ([P] §6.1).
 pub const DEFAULT_ECN_QUEUE_PACKETS: u32 = 200;
+
+/// RED's default minimum threshold (Floyd & Jacobson §4).
+pub const DEFAULT_RED_MIN: f64 = 5.0;
+/// RED's default maximum threshold (Floyd & Jacobson §4).
+pub const DEFAULT_RED_MAX: f64 = 15.0;
+/// RED's default marking probability at the maximum threshold (Floyd & Jacobson §4).
+pub const DEFAULT_RED_MAX_P: f64 = 0.1;
+/// RED's default EWMA weight (Floyd & Jacobson §4).
+pub const DEFAULT_RED_WEIGHT: f64 = 0.002;
+
+fn default_capacity(key: &str, p: Option<u32>, b: Option<u64>) -> Result<Capacity, ConfigError> {
+    capacity(key, p, b, Capacity::Packets(DEFAULT_ECN_QUEUE_PACKETS))
+}
+
+/// `kind = "ecn"`: DCTCP's threshold marking.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EcnConfig {
+    /// Capacity in packets (default [`DEFAULT_ECN_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// K, in the capacity's unit.
+    pub ecn_threshold: u64,
+    /// Mark ECN-capable packets (true) or drop every signalled packet.
+    pub red_ecn: bool,
+}
+
+impl Default for EcnConfig {
+    fn default() -> Self {
+        EcnConfig {
+            queue_packets: None,
+            queue_bytes: None,
+            ecn_threshold: DEFAULT_ECN_THRESHOLD_PACKETS as u64,
+            red_ecn: true,
+        }
+    }
+}
+
+impl DisciplineConfig for EcnConfig {
+    type Queue = RedQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        default_capacity(key, self.queue_packets, self.queue_bytes).map(drop)
+    }
+    fn build(&self, _env: &QueueEnv) -> RedQueue {
+        let cap = default_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
+        let k = self.ecn_threshold;
+        RedQueue::new(cap, Marking::Threshold { k }, self.red_ecn)
+    }
+    fn ecn_threshold_packets(&self) -> Option<u32> {
+        self.queue_bytes
+            .is_none()
+            .then_some(self.ecn_threshold as u32)
+    }
+}
+
+/// `kind = "red"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedConfig {
+    /// Capacity in packets (default [`DEFAULT_ECN_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Minimum threshold, in the capacity's unit.
+    pub red_min: f64,
+    /// Maximum threshold.
+    pub red_max: f64,
+    /// Marking probability at the maximum threshold.
+    pub red_max_p: f64,
+    /// EWMA weight of the average queue.
+    pub red_weight: f64,
+    /// Mark ECN-capable packets (true) or drop every signalled packet.
+    pub red_ecn: bool,
+}
+
+impl Default for RedConfig {
+    fn default() -> Self {
+        RedConfig {
+            queue_packets: None,
+            queue_bytes: None,
+            red_min: DEFAULT_RED_MIN,
+            red_max: DEFAULT_RED_MAX,
+            red_max_p: DEFAULT_RED_MAX_P,
+            red_weight: DEFAULT_RED_WEIGHT,
+            red_ecn: true,
+        }
+    }
+}
+
+impl DisciplineConfig for RedConfig {
+    type Queue = RedQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        default_capacity(key, self.queue_packets, self.queue_bytes)?;
+        let (min, max) = (self.red_min, self.red_max);
+        if !(min >= 0.0 && max > min) {
+            return Err(bad(
+                &format!("{key}.red_max"),
+                max,
+                "must exceed red_min, and red_min must be at least 0",
+            ));
+        }
+        if !(self.red_max_p > 0.0 && self.red_max_p <= 1.0) {
+            let k = format!("{key}.red_max_p");
+            return Err(bad(&k, self.red_max_p, "must be in (0, 1]"));
+        }
+        if !(self.red_weight > 0.0 && self.red_weight <= 1.0) {
+            let k = format!("{key}.red_weight");
+            return Err(bad(&k, self.red_weight, "must be in (0, 1]"));
+        }
+        Ok(())
+    }
+    fn build(&self, _env: &QueueEnv) -> RedQueue {
+        let cap = default_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
+        let marking = Marking::Red {
+            min: self.red_min,
+            max: self.red_max,
+            max_p: self.red_max_p,
+            weight: self.red_weight,
+        };
+        RedQueue::new(cap, marking, self.red_ecn)
+    }
+}
 
 /// How a marking queue decides to signal congestion.
 #[derive(Copy, Clone, Debug, PartialEq, serde::Serialize)]
