@@ -20,6 +20,7 @@ pub mod cp;
 pub mod droptail;
 pub mod ndp;
 pub mod priority;
+pub mod random;
 pub mod red;
 #[cfg(test)]
 pub mod testkit;
@@ -310,6 +311,8 @@ disciplines! {
     Red(RedQueue, red::RedConfig) = "red",
     /// Traffic classes: a classifier, a discipline per class, a scheduler.
     Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
+    /// Uniformly random service order (UPS's Random).
+    Random(random::RandomQueue, random::RandomConfig) = "random",
 }
 
 impl Default for QueueConfig {

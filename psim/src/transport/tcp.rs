@@ -646,6 +646,7 @@ impl TcpSource {
             proto: self.proto,
             flags: fl,
             prio: self.info.prio,
+            rank: 0,
         }
     }
 
@@ -720,6 +721,7 @@ impl TcpSource {
                 proto: self.proto,
                 flags: f,
                 prio: self.info.prio,
+                rank: 0,
             });
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += s.len as u64;
@@ -879,6 +881,7 @@ impl TcpSink {
             proto: self.proto,
             flags: if ece { flags::ECE } else { 0 },
             prio: self.prio,
+            rank: 0,
         }
     }
 
