@@ -7,7 +7,7 @@
 //! in the receiver's inbound FIFO, which schedules only its head.
 
 use crate::packet::Protocol;
-use crate::queue::{Outcome, Queue};
+use crate::queue::{Outcome, Queue, Report};
 use crate::rng::Rng;
 use crate::topo::PortInfo;
 use crate::transport::{Endpoint, FlowInfo};
@@ -68,6 +68,22 @@ impl PortCounters {
             }
             Outcome::Bounced => self.bounced += 1,
         }
+    }
+
+    /// Counts every report; returns how many packets the port discarded
+    /// (they leave the network) and whether any was bounced.
+    #[inline]
+    pub fn count_all(&mut self, reports: &[Report]) -> (u64, bool) {
+        let (mut dropped, mut bounced) = (0, false);
+        for r in reports {
+            self.count(r.outcome, r.pkt.size);
+            match r.outcome {
+                Outcome::Dropped | Outcome::Evicted | Outcome::DequeueDropped => dropped += 1,
+                Outcome::Bounced => bounced = true,
+                _ => {}
+            }
+        }
+        (dropped, bounced)
     }
 
     /// The port identity: every packet admitted was sent, is still queued

@@ -148,10 +148,12 @@ pub struct Shard {
     pending_free: Vec<u32>,
     flow_buf: Vec<workloads::FlowSpec>,
     scratch: Vec<Packet>,
-    /// Report buffers of port operations, one per nesting level (a bounced
-    /// packet is offered to another port while the first one's reports are
-    /// read), reused so that reporting allocates nothing per packet.
-    report_pool: Vec<Vec<Report>>,
+    /// What the discipline of the port being operated on reported; reused,
+    /// so that reporting allocates nothing per packet.
+    reports: Vec<Report>,
+    /// Bounced packets waiting to be offered to the port back towards their
+    /// source: (port, packet).
+    bounced: Vec<(u16, Packet)>,
     /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
     /// Events processed so far (completion notices excluded: every shard
@@ -232,7 +234,8 @@ impl Shard {
             pending_free: Vec::new(),
             flow_buf: Vec::new(),
             scratch: Vec::new(),
-            report_pool: Vec::new(),
+            reports: Vec::new(),
+            bounced: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
             last_event_ps: 0,
@@ -611,55 +614,52 @@ impl Shard {
     }
 
     /// Offers a packet that came in on `ingress` (None: from the host's
-    /// transport) to an output port, counts and traces what the discipline
-    /// reports, routes a bounced packet back, and starts the port if it is idle.
+    /// transport) to an output port, then any packet it bounced to the port
+    /// back towards its source.
     fn offer(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
-        let mut reports = self.report_pool.pop().unwrap_or_default();
+        self.offer_at(local, port, pkt, now, ingress);
+        while let Some((back, b)) = self.bounced.pop() {
+            self.offer_at(local, back, b, now, ingress);
+        }
+    }
+
+    /// One offer: counts and traces what the discipline reports, sets
+    /// bounced packets aside, and starts the port if it is idle.
+    #[inline]
+    fn offer_at(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
         if let Some(t) = self.trace.as_deref_mut() {
             t.before(node.id, port, &p.queue, now);
         }
+        let reports = &mut self.reports;
+        reports.clear();
         let rate = p.link.link.rate_bps;
-        let mut cx = QueueCtx::new(now, &mut node.rng, rate, ingress, &mut reports);
-        p.queue.enqueue(pkt, &mut cx);
-        let mut bounced = false;
-        for r in &reports {
-            p.counters.count(r.outcome, r.pkt.size);
-            match r.outcome {
-                Outcome::Dropped | Outcome::Evicted | Outcome::DequeueDropped => {
-                    self.counters.dropped += 1
-                }
-                Outcome::Bounced => bounced = true,
-                _ => {}
-            }
-        }
+        p.queue.enqueue(
+            pkt,
+            &mut QueueCtx::new(now, &mut node.rng, rate, ingress, reports),
+        );
+        let (dropped, bounced) = p.counters.count_all(reports);
+        self.counters.dropped += dropped;
         debug_assert!(
             p.counters.balanced(p.queue.len_packets()),
             "{:?}",
             p.counters
         );
-        let id = node.id;
         if let Some(t) = self.trace.as_deref_mut() {
-            t.reported(id, port, now, &reports, &p.queue);
+            t.reported(node.id, port, now, reports, &p.queue);
         }
         if bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
-            for r in reports.drain(..) {
-                if r.outcome != Outcome::Bounced {
-                    continue;
-                }
-                let back = self.shared.topo.route(id, r.pkt.dst, r.pkt.path);
+            for r in reports.drain(..).filter(|r| r.outcome == Outcome::Bounced) {
+                let back = self.shared.topo.route(node.id, r.pkt.dst, r.pkt.path);
                 if back != port {
-                    self.offer(local, back, r.pkt, now, ingress);
+                    self.bounced.push((back, r.pkt));
                 } else {
                     self.counters.dropped += 1;
                 }
             }
-        }
-        reports.clear();
-        self.report_pool.push(reports);
-        if !bounced && !self.nodes[local].ports[port as usize].busy {
+        } else if !p.busy {
             self.transmit(local, port, now);
         }
     }
@@ -672,29 +672,19 @@ impl Shard {
         if let Some(t) = self.trace.as_deref_mut() {
             t.before(node.id, port, &p.queue, now);
         }
-        let mut reports = self.report_pool.pop().unwrap_or_default();
+        let reports = &mut self.reports;
+        reports.clear();
         let rate = p.link.link.rate_bps;
-        let next = p.queue.dequeue(&mut QueueCtx::new(
-            now,
-            &mut node.rng,
-            rate,
-            None,
-            &mut reports,
-        ));
+        let next = p
+            .queue
+            .dequeue(&mut QueueCtx::new(now, &mut node.rng, rate, None, reports));
         if !reports.is_empty() {
             // Dequeue-time outcomes (drops at the head, as CoDel's).
-            for r in &reports {
-                p.counters.count(r.outcome, r.pkt.size);
-                if r.outcome.discards_queued() || r.outcome == Outcome::Dropped {
-                    self.counters.dropped += 1;
-                }
-            }
+            self.counters.dropped += p.counters.count_all(reports).0;
             if let Some(t) = self.trace.as_deref_mut() {
-                t.reported(node.id, port, now, &reports, &p.queue);
+                t.reported(node.id, port, now, reports, &p.queue);
             }
-            reports.clear();
         }
-        self.report_pool.push(reports);
         let Some(pkt) = next else {
             return;
         };
