@@ -412,4 +412,33 @@ mod tests {
             );
         }
     }
+
+    /// The shard builds each switch's ports from its tier's table: a 3-to-1
+    /// incast inside one leaf loads only that leaf's (a `tor`) port to the
+    /// receiver: over 1000-packet queues, 8-packet drop-tail on the `tor`
+    /// tier drops, and the same queue on the spines (`core`) drops nothing.
+    #[test]
+    fn a_tier_table_reaches_that_tiers_ports() {
+        let drops = |tier: &str| {
+            let text = format!(
+                "seed = 3\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
+                 link_gbps = 25\n[topology.uplink]\ngbps = 100\n\
+                 [switch.queue]\nkind = \"droptail\"\nqueue_packets = 1000\n\
+                 [switch.{tier}.queue]\nkind = \"droptail\"\nqueue_packets = 8\n\
+                 [[traffic]]\nprotocol = \"cbr\"\npattern = \"many_to_many\"\nsenders = [1, 2, 3]\nreceivers = [0]\nsize_bytes = 90000\n"
+            );
+            let scn = Scenario::from_str(&text, std::path::Path::new("t.toml"), &[]).unwrap();
+            let opts = SimOptions {
+                shards: 1,
+                threads: 1,
+            };
+            let s = Simulation::new(&scn, opts)
+                .unwrap()
+                .run(&mut |_| {})
+                .unwrap();
+            s.ports.dropped
+        };
+        assert!(drops("tor") > 0);
+        assert_eq!(drops("core"), 0);
+    }
 }
