@@ -7,7 +7,7 @@ use psim_integration_tests::{fct_extremes, goodput_gbps, optimum, run, scenario,
 
 fn ndp(k: u32, traffic: &str, extra: &[&str]) -> Ran {
     let text = format!(
-        "seed = 1\n[topology]\nkind = \"fattree\"\nk = {k}\n[switch]\nqueue = \"ndp\"\n{traffic}"
+        "seed = 1\n[topology]\nkind = \"fattree\"\nk = {k}\n[switch.queue]\nkind = \"ndp\"\n{traffic}"
     );
     run(&scenario(&text, extra), 2, 2)
 }
@@ -215,7 +215,7 @@ fn v23_sender_limited_flows_saturate_both_bottlenecks() {
 
 #[test]
 fn ndp_runs_are_identical_across_shard_counts() {
-    let text = "seed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"ndp\"\n[[traffic]]\nprotocol = \"ndp\"\n\
+    let text = "seed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"ndp\"\n[[traffic]]\nprotocol = \"ndp\"\n\
                 pattern = \"incast\"\nreceiver = 5\nsenders = 15\nsize_bytes = 300000\n";
     let s = scenario(text, &[]);
     let one = run(&s, 1, 1);
@@ -255,7 +255,7 @@ fn v2_a_trimmed_packet_is_retransmitted_before_the_receiver_link_idles() {
     // drains, so the receiver link never idles: the last packet lands exactly
     // 9 serialisations (and the one 64 B header) after the first starts.
     let text = "seed = 1\n[topology]\nkind = \"leafspine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 10\n\
-                [switch]\nqueue = \"ndp\"\nqueue_packets = 7\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\n\
+                [switch.queue]\nkind = \"ndp\"\nqueue_packets = 7\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\n\
                 senders = [1,2,3,4,5,6,7,8,9]\nreceivers = [0]\nsize_bytes = 9000\n";
     let r = run(&scenario(text, &[]), 2, 2);
     let trimmed: Vec<_> = r.flows.iter().filter(|f| f.trims > 0).collect();
@@ -275,7 +275,7 @@ fn v7_testbed_incast_last_flow_within_5_percent_of_optimal() {
     // responses of 10 KB to 1 MB. Paper: NDP's last flow within 5% of optimal.
     for size in [10_000u64, 100_000, 1_000_000] {
         let text = format!(
-            "seed = 1\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 2\n[switch]\nqueue = \"ndp\"\n\
+            "seed = 1\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 2\n[switch.queue]\nkind = \"ndp\"\n\
              [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 7\nsize_bytes = {size}\n"
         );
         let r = run(&scenario(&text, &[]), 2, 2);
@@ -331,7 +331,7 @@ fn v24_path_penalty_protects_flows_from_a_degraded_core_link() {
     // some flows fall to a fraction of line rate.
     let traffic = "[[topology.degraded_links]]\ncore = 1\npod = 1\ngbps = 1\n";
     let text = format!(
-        "seed = 1\nstop_us = 20000\n[topology]\nkind = \"fattree\"\nk = 4\n{traffic}[switch]\nqueue = \"ndp\"\n\
+        "seed = 1\nstop_us = 20000\n[topology]\nkind = \"fattree\"\nk = 4\n{traffic}[switch.queue]\nkind = \"ndp\"\n\
          [protocol.ndp]\niw_packets = 15\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"permutation\"\n"
     );
     let worst = |pen: bool| {
@@ -368,7 +368,7 @@ fn v1_cut_payload_collapses_where_ndp_does_not() {
         let senders: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
         let text = format!(
             "seed = 1\nstop_us = 3000\n[topology]\nkind = \"leafspine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 33\n\
-             [switch]\nqueue = \"{queue}\"\n[protocol.cbr]\npacket_bytes = 9064\n[[traffic]]\nprotocol = \"{proto}\"\n\
+             [switch.queue]\nkind = \"{queue}\"\n[protocol.cbr]\npacket_bytes = 9064\n[[traffic]]\nprotocol = \"{proto}\"\n\
              pattern = \"many_to_many\"\nsenders = [{}]\nreceivers = [0]\nsize_bytes = 100000000\n",
             senders.join(",")
         );
@@ -450,8 +450,8 @@ fn v16_phost_over_drop_tail_recovers_by_timeouts_where_ndp_does_not() {
         traffic,
         &[
             "traffic.0.protocol=\"phost\"",
-            "switch.queue=\"droptail\"",
-            "switch.queue_packets=8",
+            "switch.queue.kind=\"droptail\"",
+            "switch.queue.queue_packets=8",
         ],
     );
     let timeouts = |r: &Ran| r.flows.iter().map(|f| f.timeouts).sum::<u64>();

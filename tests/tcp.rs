@@ -15,12 +15,12 @@
 
 use psim_integration_tests::{fct_extremes, goodput_gbps, optimum, run, scenario, Ran};
 
-/// The `[switch]` and `[protocol]` sections each protocol is compared with.
+/// The `[switch.queue]` and `[protocol]` sections each protocol is compared with.
 fn stack(proto: &str) -> &'static str {
     match proto {
-        "ndp" => "[switch]\nqueue = \"ndp\"\n",
-        "dctcp" => "[switch]\nqueue = \"ecn\"\nqueue_packets = 200\necn_threshold = 30\n",
-        "mptcp" | "tcp" => "[switch]\nqueue = \"droptail\"\nqueue_packets = 200\n",
+        "ndp" => "[switch.queue]\nkind = \"ndp\"\n",
+        "dctcp" => "[switch.queue]\nkind = \"ecn\"\nqueue_packets = 200\necn_threshold = 30\n",
+        "mptcp" | "tcp" => "[switch.queue]\nkind = \"droptail\"\nqueue_packets = 200\n",
         _ => unreachable!("{proto}"),
     }
 }
@@ -243,7 +243,7 @@ fn v27_a_short_ndp_flow_beside_tcp_in_fair_queued_classes_is_at_most_2x_slower()
             ""
         };
         format!(
-            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\n{switch}\n{}{bg}\
+            "seed = 1\nstop_us = 6000\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\n{switch}\n{}{bg}\
              [[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [8]\nreceivers = [0]\nsize_bytes = 90000\nstart_us = 2000\n",
             timers(INCAST_RTO_US)
         )
@@ -256,10 +256,10 @@ fn v27_a_short_ndp_flow_beside_tcp_in_fair_queued_classes_is_at_most_2x_slower()
             .and_then(|f| f.fct_ps)
             .expect("the NDP flow finishes")
     };
-    let alone = ndp_fct("queue = \"ndp\"", false);
-    let classes = ndp_fct("queue = \"classes\"", true);
+    let alone = ndp_fct("kind = \"ndp\"", false);
+    let classes = ndp_fct("kind = \"classes\"", true);
     // The contrast: one shared 200-packet FIFO, which TCP keeps full.
-    let shared = ndp_fct("queue = \"droptail\"\nqueue_packets = 200", true);
+    let shared = ndp_fct("kind = \"droptail\"\nqueue_packets = 200", true);
     eprintln!(
         "V27 90 KB NDP flow: alone {alone} ps, beside TCP in classes {classes} ps, in a shared FIFO {shared} ps"
     );

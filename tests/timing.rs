@@ -119,7 +119,7 @@ fn line_rate_cbr_delivers_exactly_the_expected_bytes_by_time_t() {
 #[test]
 fn an_incast_never_beats_the_receivers_line_rate() {
     // 8 senders at 10 Gb/s into one 10 Gb/s receiver for 200 us, large buffers.
-    let text = "seed = 2\nstop_us = 200\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue_packets = 1000\n\
+    let text = "seed = 2\nstop_us = 200\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"droptail\"\nqueue_packets = 1000\n\
                 [[traffic]]\nprotocol = \"cbr\"\npattern = \"incast\"\nreceiver = 0\nsenders = 8\nsize_bytes = 10000000\n";
     let r = run(&scenario(text, &[]), 2, 2);
     let received: u64 = r.flows.iter().map(|f| f.packets_received).sum();
@@ -138,7 +138,7 @@ fn an_incast_never_beats_the_receivers_line_rate() {
 
 #[test]
 fn drops_are_counted_and_conserved() {
-    let text = "seed = 2\nstop_us = 100\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue_packets = 4\n\
+    let text = "seed = 2\nstop_us = 100\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"droptail\"\nqueue_packets = 4\n\
                 [[traffic]]\nprotocol = \"cbr\"\npattern = \"incast\"\nreceiver = 0\nsenders = 8\nsize_bytes = 1000000\n";
     let r = run(&scenario(text, &[]), 3, 2);
     let s = &r.outcome.summary;

@@ -666,7 +666,7 @@ fn the_binary_prints_markdown_writes_csv_and_plots_and_fails_in_one_line() {
 
 #[test]
 fn a_real_ndp_incast_analyses_consistently() {
-    let text = "name = \"tiny-incast\"\nseed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"ndp\"\nqueue_packets = 8\n\
+    let text = "name = \"tiny-incast\"\nseed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"ndp\"\nqueue_packets = 8\n\
                 [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 90000\n";
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
     let scn = psim::config::Scenario::from_str(text, &root.join("inline.toml"), &[]).unwrap();
@@ -768,7 +768,7 @@ fn a_psim_sweep_folder_is_one_table_keyed_by_the_swept_parameters() {
 
 #[test]
 fn queue_occupancy_is_plotted_from_the_queue_traces() {
-    let text = "name = \"tiny-incast-queues\"\nseed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch]\nqueue = \"ndp\"\nqueue_packets = 8\n\
+    let text = "name = \"tiny-incast-queues\"\nseed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"ndp\"\nqueue_packets = 8\n\
                 [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 90000\n\
                 [trace.queues]\nenabled = true\ninterval_us = 5\n";
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();

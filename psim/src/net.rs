@@ -7,7 +7,7 @@
 //! in the receiver's inbound FIFO, which schedules only its head.
 
 use crate::packet::Protocol;
-use crate::queue::Queue;
+use crate::queue::{Outcome, Queue, Report};
 use crate::rng::Rng;
 use crate::topo::PortInfo;
 use crate::transport::{Endpoint, FlowInfo};
@@ -34,6 +34,64 @@ pub struct PortCounters {
     pub bounced: u64,
     /// Packets ECN-marked (CE) on enqueue.
     pub marked: u64,
+    /// Queued packets that left without being sent (evicted, or dropped at
+    /// dequeue); also counted in `dropped`.
+    pub discarded: u64,
+}
+
+impl PortCounters {
+    /// Counts one outcome a discipline reported for a packet of `size` bytes
+    /// (as reported: a trimmed packet counts its size before the cut).
+    #[inline]
+    pub fn count(&mut self, outcome: Outcome, size: u32) {
+        let size = size as u64;
+        match outcome {
+            Outcome::Queued => {
+                self.enqueued += 1;
+                self.enqueued_bytes += size;
+            }
+            Outcome::Marked => self.marked += 1,
+            Outcome::Trimmed => {
+                self.enqueued += 1;
+                self.enqueued_bytes += size;
+                self.trimmed += 1;
+            }
+            Outcome::TrimmedQueued => self.trimmed += 1,
+            Outcome::Dropped => {
+                self.dropped += 1;
+                self.dropped_bytes += size;
+            }
+            Outcome::Evicted | Outcome::DequeueDropped => {
+                self.dropped += 1;
+                self.dropped_bytes += size;
+                self.discarded += 1;
+            }
+            Outcome::Bounced => self.bounced += 1,
+        }
+    }
+
+    /// Counts every report; returns how many packets the port discarded
+    /// (they leave the network) and whether any was bounced.
+    #[inline]
+    pub fn count_all(&mut self, reports: &[Report]) -> (u64, bool) {
+        let (mut dropped, mut bounced) = (0, false);
+        for r in reports {
+            self.count(r.outcome, r.pkt.size);
+            match r.outcome {
+                Outcome::Dropped | Outcome::Evicted | Outcome::DequeueDropped => dropped += 1,
+                Outcome::Bounced => bounced = true,
+                _ => {}
+            }
+        }
+        (dropped, bounced)
+    }
+
+    /// The port identity: every packet admitted was sent, is still queued
+    /// (`queued` packets), or was discarded after admission.
+    #[inline]
+    pub fn balanced(&self, queued: u32) -> bool {
+        self.enqueued == self.dequeued + queued as u64 + self.discarded
+    }
 }
 
 impl std::ops::AddAssign for PortCounters {
@@ -47,6 +105,7 @@ impl std::ops::AddAssign for PortCounters {
         self.trimmed += o.trimmed;
         self.bounced += o.bounced;
         self.marked += o.marked;
+        self.discarded += o.discarded;
     }
 }
 
@@ -116,5 +175,41 @@ impl Node {
     pub fn next_seq(&mut self) -> u64 {
         self.seq += 1;
         self.seq
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_balance_over_every_outcome() {
+        let mut c = PortCounters::default();
+        for o in [
+            Outcome::Queued,
+            Outcome::Queued,
+            Outcome::Queued,
+            Outcome::Marked,
+        ] {
+            c.count(o, 100);
+        }
+        c.count(Outcome::Trimmed, 9064);
+        c.count(Outcome::TrimmedQueued, 9064);
+        c.count(Outcome::Dropped, 64);
+        c.count(Outcome::Bounced, 64);
+        // 4 admitted, none sent: all queued.
+        assert!(c.balanced(4) && !c.balanced(3));
+        c.dequeued += 1;
+        c.count(Outcome::Evicted, 100);
+        c.count(Outcome::DequeueDropped, 100);
+        assert!(c.balanced(1) && !c.balanced(0));
+        assert_eq!(
+            (c.enqueued, c.enqueued_bytes, c.trimmed, c.marked),
+            (4, 9364, 2, 1)
+        );
+        assert_eq!(
+            (c.dropped, c.dropped_bytes, c.discarded, c.bounced),
+            (3, 264, 2, 1)
+        );
     }
 }

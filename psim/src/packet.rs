@@ -87,8 +87,13 @@ pub struct Packet {
     pub proto: Protocol,
     /// Flag bits, see [`flags`].
     pub flags: u8,
-    /// Priority class (0 = default); used by priority-aware disciplines.
+    /// Priority class (0 = default); used by priority-aware disciplines
+    /// (`classify = "prio"` uses 3 bits: 8 classes).
     pub prio: u8,
+    /// Scheduling rank: a rank, slack or deadline, as the discipline that
+    /// reads it defines (pFabric's remaining size, LSTF's slack, EDF's
+    /// deadline); 0 when nothing sets it.
+    pub rank: u64,
 }
 
 impl Packet {
@@ -121,6 +126,7 @@ pub(crate) fn test_packet(kind: PacketKind, seq: u64, size: u32) -> Packet {
         proto: Protocol::Cbr,
         flags: 0,
         prio: 0,
+        rank: 0,
     }
 }
 
@@ -131,10 +137,6 @@ mod tests {
     #[test]
     fn packet_stays_compact() {
         // Packets are copied through queues and links: keep them within one cache line.
-        assert!(
-            std::mem::size_of::<Packet>() <= 64,
-            "{}",
-            std::mem::size_of::<Packet>()
-        );
+        assert_eq!(std::mem::size_of::<Packet>(), 64);
     }
 }

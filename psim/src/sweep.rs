@@ -25,8 +25,8 @@
 //! ```toml
 //! [grid]
 //! stack = [
-//!     { name = "ndp", "traffic.0.protocol" = "ndp", "switch.queue" = "ndp" },
-//!     { name = "dctcp", "traffic.0.protocol" = "dctcp", "switch.queue" = "ecn" },
+//!     { name = "ndp", "traffic.0.protocol" = "ndp", "switch.queue.kind" = "ndp" },
+//!     { name = "dctcp", "traffic.0.protocol" = "dctcp", "switch.queue.kind" = "ecn" },
 //! ]
 //! ```
 //!
@@ -711,7 +711,7 @@ mod tests {
     #[test]
     fn expands_the_cartesian_product_last_key_fastest() {
         let tasks = expand(&grid(
-            "\"traffic.0.senders\" = [4, 8]\nseed = [1, 2, 3]\n\"switch.queue\" = [\"ndp\"]",
+            "\"traffic.0.senders\" = [4, 8]\nseed = [1, 2, 3]\n\"switch.queue.kind\" = [\"ndp\"]",
         ))
         .unwrap();
         assert_eq!(tasks.len(), 6);
@@ -719,19 +719,19 @@ mod tests {
         assert_eq!(
             dirs,
             [
-                "seed=1,switch.queue=ndp,traffic.0.senders=4",
-                "seed=1,switch.queue=ndp,traffic.0.senders=8",
-                "seed=2,switch.queue=ndp,traffic.0.senders=4",
-                "seed=2,switch.queue=ndp,traffic.0.senders=8",
-                "seed=3,switch.queue=ndp,traffic.0.senders=4",
-                "seed=3,switch.queue=ndp,traffic.0.senders=8",
+                "seed=1,switch.queue.kind=ndp,traffic.0.senders=4",
+                "seed=1,switch.queue.kind=ndp,traffic.0.senders=8",
+                "seed=2,switch.queue.kind=ndp,traffic.0.senders=4",
+                "seed=2,switch.queue.kind=ndp,traffic.0.senders=8",
+                "seed=3,switch.queue.kind=ndp,traffic.0.senders=4",
+                "seed=3,switch.queue.kind=ndp,traffic.0.senders=8",
             ]
         );
         assert!(tasks.iter().enumerate().all(|(i, t)| t.id == i));
         // Strings keep their TOML quotes in --set, so "1" stays a string.
         assert_eq!(
             tasks[5].sets(),
-            ["seed=3", "switch.queue=\"ndp\"", "traffic.0.senders=8"]
+            ["seed=3", "switch.queue.kind=\"ndp\"", "traffic.0.senders=8"]
         );
     }
 
@@ -750,7 +750,7 @@ mod tests {
     #[test]
     fn a_bundle_axis_sets_its_keys_together_and_names_the_directory() {
         let tasks = expand(&grid(
-            "seed = [1, 2]\nstack = [\n { name = \"ndp\", \"traffic.0.protocol\" = \"ndp\", \"switch.queue\" = \"ndp\" },\n              { name = \"dctcp\", \"traffic.0.protocol\" = \"dctcp\", \"switch.queue\" = \"ecn\", \"switch.queue_packets\" = 200 },\n]",
+            "seed = [1, 2]\nstack = [\n { name = \"ndp\", \"traffic.0.protocol\" = \"ndp\", \"switch.queue.kind\" = \"ndp\" },\n              { name = \"dctcp\", \"traffic.0.protocol\" = \"dctcp\", \"switch.queue.kind\" = \"ecn\", \"switch.queue.queue_packets\" = 200 },\n]",
         ))
         .unwrap();
         assert_eq!(tasks.len(), 4);
@@ -759,8 +759,8 @@ mod tests {
             tasks[1].sets(),
             [
                 "seed=1",
-                "switch.queue=\"ecn\"",
-                "switch.queue_packets=200",
+                "switch.queue.kind=\"ecn\"",
+                "switch.queue.queue_packets=200",
                 "traffic.0.protocol=\"dctcp\""
             ]
         );
@@ -768,16 +768,16 @@ mod tests {
             tasks[2].sets(),
             [
                 "seed=2",
-                "switch.queue=\"ndp\"",
+                "switch.queue.kind=\"ndp\"",
                 "traffic.0.protocol=\"ndp\""
             ]
         );
-        let e = expand(&grid("stack = [{ \"switch.queue\" = \"ndp\" }]")).unwrap_err();
+        let e = expand(&grid("stack = [{ \"switch.queue.kind\" = \"ndp\" }]")).unwrap_err();
         assert!(e.contains("needs a string `name`"), "{e}");
         let e = expand(&grid("stack = [{ name = \"a\" }]")).unwrap_err();
         assert!(e.contains("sets nothing"), "{e}");
         let e = expand(&grid(
-            "\"switch.queue\" = [\"ndp\"]\nstack = [{ name = \"a\", \"switch.queue\" = \"ecn\" }]",
+            "\"switch.queue.kind\" = [\"ndp\"]\nstack = [{ name = \"a\", \"switch.queue.kind\" = \"ecn\" }]",
         ))
         .unwrap_err();
         assert!(e.contains("set by both"), "{e}");

@@ -13,7 +13,7 @@ use psim::trace::PortSeries;
 use psim::trace::{read_manifest, read_queues};
 
 const SCENARIO: &str = "name = \"h5-incast\"\nseed = 7\n[topology]\nkind = \"fattree\"\nk = 4\n\
-    [switch]\nqueue = \"ndp\"\nqueue_packets = 8\n\
+    [switch.queue]\nkind = \"ndp\"\nqueue_packets = 8\n\
     [[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 90000\n\
     [trace.queues]\nenabled = true\ninterval_us = 4\n";
 

@@ -333,7 +333,7 @@ fn the_shipped_example_sweep_validates_and_out_overrides_its_folder() {
     assert_eq!(tasks.len(), 36);
     // The last task: 15 senders, 64-packet queues, seed 2, the DCTCP bundle.
     assert_eq!(tasks[35]["params"]["stack"], "\"dctcp\"");
-    assert_eq!(tasks[35]["overrides"]["switch.queue"], "\"ecn\"");
+    assert_eq!(tasks[35]["overrides"]["switch.queue.kind"], "\"ecn\"");
     assert_eq!(tasks[35]["overrides"]["traffic.0.protocol"], "\"dctcp\"");
 }
 

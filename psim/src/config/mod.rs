@@ -11,15 +11,14 @@ mod switch;
 mod topology;
 
 pub use error::ConfigError;
-pub use switch::{HostFile, SwitchFile};
+pub use switch::{HostFile, PortQueues, SwitchFile, TierQueue};
 pub use topology::{DegradedLinkFile, TierFile, TopologyFile};
 
 use crate::packet::Protocol;
-use crate::queue::QueueSpec;
 use crate::topo::Topology;
 use crate::transport::ProtocolParams;
 use crate::units::us_to_ps;
-use error::bad;
+pub(crate) use error::bad;
 use overrides::{apply_set, line_col};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -87,10 +86,8 @@ pub struct Scenario {
     pub stop_ps: Option<u64>,
     /// Network.
     pub topology: Topology,
-    /// Discipline and capacity of switch ports.
-    pub switch_queue: QueueSpec,
-    /// Host NIC queues.
-    pub nic_queue: QueueSpec,
+    /// The discipline of every port: host NICs and each switch tier.
+    pub queues: PortQueues,
     /// Transport parameters.
     pub protocols: ProtocolParams,
     /// Protocol of each traffic entry (indexed by `FlowSpec::class`).
@@ -132,6 +129,8 @@ impl Scenario {
             }
         };
         if sets.is_empty() {
+            let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e, text))?;
+            switch::reject_old_keys(&table)?;
             // Parse the text as written, so that schema errors point at the user's line.
             let file: ScenarioFile = toml::from_str(text).map_err(|e| parse_err(e, text))?;
             return Self::validate(file, path);
@@ -140,6 +139,7 @@ impl Scenario {
         for s in sets {
             apply_set(&mut table, s)?;
         }
+        switch::reject_old_keys(&table)?;
         let file: ScenarioFile =
             toml::Value::Table(table)
                 .try_into()
@@ -164,8 +164,7 @@ impl Scenario {
         let topology = topology::build_topology(&file.topology)?;
         file.protocol.validate()?;
         let protocols = file.protocol.clone();
-        let switch_queue = switch::switch_queue(&file.switch, protocols.ndp.mtu_bytes)?;
-        let nic_queue = switch::nic_queue(&file.host, &switch_queue)?;
+        let queues = switch::port_queues(&file.switch, &file.host, protocols.ndp.mtu_bytes)?;
 
         let mut traffic_protocols = Vec::new();
         let mut patterns = Vec::new();
@@ -211,8 +210,7 @@ impl Scenario {
             seed: file.seed,
             stop_ps,
             topology,
-            switch_queue,
-            nic_queue,
+            queues,
             protocols,
             traffic_protocols,
             workload: std::sync::Arc::new(workload),
@@ -229,8 +227,8 @@ impl Scenario {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::{Capacity, Marking};
-    use crate::topo::LinkSpec;
+    use crate::queue::QueueConfig;
+    use crate::topo::{EntityKind, LinkSpec};
 
     const BASE: &str = "seed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n";
 
@@ -250,12 +248,10 @@ mod tests {
                 delay_ps: 1_000_000
             }
         );
-        assert_eq!(
-            s.switch_queue,
-            QueueSpec::DropTail {
-                cap: Capacity::Packets(100)
-            }
-        );
+        for tier in [EntityKind::Tor, EntityKind::Agg, EntityKind::Core] {
+            assert_eq!(s.queues.config(tier), &QueueConfig::default());
+        }
+        assert_eq!(s.queues.config(EntityKind::Host).name(), "priority");
         assert_eq!(s.seed, 3);
     }
 
@@ -318,121 +314,191 @@ mod tests {
     }
 
     #[test]
-    fn queue_capacity_choices() {
-        assert_eq!(
-            load(BASE, &["switch.queue_bytes=12000"])
-                .unwrap()
-                .switch_queue,
-            QueueSpec::DropTail {
-                cap: Capacity::Bytes(12000)
-            }
-        );
-        // NDP defaults: 8-packet data queue, header queue of the same bytes at 9000 B payloads = 1125 x 64 B.
-        assert_eq!(
-            load(BASE, &["switch.queue=\"ndp\""]).unwrap().switch_queue,
-            QueueSpec::Ndp {
-                data: Capacity::Packets(8),
-                header: Capacity::Bytes(72_000),
-                trim_arrival_only: false,
-                return_to_sender: true
-            }
-        );
-        assert_eq!(72_000 / 64, 1125);
-        assert!(
-            load(BASE, &["switch.header_bytes=100"]).is_err(),
-            "ndp key on droptail"
-        );
-        assert!(load(
+    fn queue_tables_take_their_kind_and_keys() {
+        let s = load(
             BASE,
-            &["switch.queue=\"cp\"", "switch.return_to_sender=false"]
+            &["switch.queue={kind=\"droptail\", queue_bytes=12000}"],
         )
-        .is_err());
-        assert!(matches!(
-            load(BASE, &["switch.queue=\"cp\""]).unwrap().switch_queue,
-            QueueSpec::Cp {
-                threshold: Capacity::Packets(8),
-                ..
-            }
-        ));
-        assert!(load(BASE, &["protocol.ndp.iw_packets=0"]).is_err());
-        assert!(load(BASE, &["protocol.ndp.spray=\"sideways\""]).is_err());
-        assert!(load(BASE, &["switch.queue_bytes=1", "switch.queue_packets=1"]).is_err());
-        assert!(load(BASE, &["switch.queue_packets=0"]).is_err());
-        assert!(load(BASE, &["switch.queue=\"wred\""]).is_err());
-    }
-
-    #[test]
-    fn marking_and_class_queues_take_their_defaults_and_reject_bad_keys() {
-        let ecn = load(BASE, &["switch.queue=\"ecn\""]).unwrap();
-        assert_eq!(
-            ecn.switch_queue,
-            QueueSpec::Red {
-                cap: Capacity::Packets(200),
-                marking: Marking::Threshold { k: 30 },
-                ecn: true,
-            }
-        );
-        // Host NICs mark at the switches' K unless told otherwise.
-        assert_eq!(
-            ecn.nic_queue,
-            QueueSpec::Priority {
-                cap: Capacity::Packets(1000),
-                ecn_threshold: Some(30),
-            }
-        );
-        let off = load(BASE, &["switch.queue=\"ecn\"", "host.nic_ecn_threshold=0"]).unwrap();
-        assert!(matches!(
-            off.nic_queue,
-            QueueSpec::Priority {
-                ecn_threshold: None,
-                ..
-            }
-        ));
-        assert!(matches!(
-            load(BASE, &["switch.queue=\"red\""]).unwrap().switch_queue,
-            QueueSpec::Red {
-                marking: Marking::Red { .. },
-                ..
-            }
-        ));
-        let classes = load(BASE, &["switch.queue=\"classes\""]).unwrap();
-        let QueueSpec::Classes { ndp, other, .. } = classes.switch_queue else {
-            panic!("classes")
+        .unwrap();
+        let QueueConfig::DropTail(d) = s.queues.config(EntityKind::Tor) else {
+            panic!("droptail")
         };
-        assert!(matches!(*ndp, QueueSpec::Ndp { .. }));
-        assert!(matches!(*other, QueueSpec::Red { .. }));
+        assert_eq!((d.queue_packets, d.queue_bytes), (None, Some(12000)));
+        let s = load(BASE, &["switch.queue.kind=\"ndp\""]).unwrap();
+        assert_eq!(
+            s.queues.config(EntityKind::Core),
+            &QueueConfig::Ndp(Default::default())
+        );
+        let s = load(BASE, &["switch.queue={kind=\"classes\"}"]).unwrap();
+        assert_eq!(
+            s.queues.config(EntityKind::Agg),
+            &QueueConfig::Classes(Default::default())
+        );
         for (sets, key) in [
-            (&["switch.ecn_threshold=5"][..], "switch.ecn_threshold"),
             (
-                &["switch.queue=\"red\"", "switch.red_max_p=2.0"][..],
-                "switch.red_max_p",
+                &["switch.queue.header_bytes=100"][..],
+                "switch.queue.kind = missing",
             ),
             (
-                &[
-                    "switch.queue=\"classes\"",
-                    "switch.tcp_class_queue=\"fifo\"",
-                ][..],
-                "switch.tcp_class_queue",
+                &["switch.queue={kind=\"droptail\", header_bytes=100}"][..],
+                "header_bytes",
             ),
             (
-                &["protocol.tcp.iw_packets=0"][..],
-                "protocol.tcp.iw_packets",
+                &["switch.queue={kind=\"cp\", return_to_sender=false}"][..],
+                "return_to_sender",
             ),
             (
-                &["protocol.tcp.min_rto_us=-1"][..],
-                "protocol.tcp.min_rto_us",
+                &["switch.queue={kind=\"ecn\", queue_bytes=1, queue_packets=1}"][..],
+                "switch.queue.queue_bytes",
             ),
-            (&["protocol.dctcp.g=0"][..], "protocol.dctcp.g"),
             (
-                &["protocol.mptcp.subflows=0"][..],
-                "protocol.mptcp.subflows",
+                &["switch.queue={kind=\"ndp\", queue_packets=0}"][..],
+                "switch.queue.queue_packets",
             ),
+            (
+                &["switch.queue={kind=\"red\", red_max_p=2.0}"][..],
+                "switch.queue.red_max_p",
+            ),
+            (
+                &["switch.queue={kind=\"red\", red_min=20.0}"][..],
+                "switch.queue.red_max",
+            ),
+            (
+                &["switch.tor.queue={kind=\"cp\", capacity_bytes=0}"][..],
+                "switch.tor.queue.capacity_bytes",
+            ),
+            (
+                &["host.queue={kind=\"priority\", queue_packets=0}"][..],
+                "host.queue.queue_packets",
+            ),
+            (
+                &["protocol.ndp.iw_packets=0"][..],
+                "protocol.ndp.iw_packets",
+            ),
+            (&["protocol.ndp.spray=\"sideways\""][..], "sideways"),
         ] {
             let e = load(BASE, sets)
                 .err()
                 .unwrap_or_else(|| panic!("{sets:?} accepted"));
             assert!(e.to_string().contains(key), "{sets:?}: {e}");
+            assert!(!e.to_string().contains('\n'), "{e}");
         }
+    }
+
+    #[test]
+    fn an_unknown_kind_lists_the_registered_names() {
+        let e = load(BASE, &["switch.queue.kind=\"wred\""])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("wred"), "{e}");
+        for name in QueueConfig::NAMES {
+            assert!(e.contains(name), "{name} missing: {e}");
+        }
+    }
+
+    #[test]
+    fn old_flat_keys_say_where_they_went() {
+        for (text, sets, want) in [
+            (
+                "[switch]\nqueue = \"ndp\"\n",
+                &[][..],
+                "[switch.queue] kind = \"ndp\"",
+            ),
+            (
+                "",
+                &["switch.queue=\"ecn\""][..],
+                "[switch.queue] kind = \"ecn\"",
+            ),
+            (
+                "[switch]\nqueue_packets = 8\n",
+                &[][..],
+                "switch.queue.queue_packets",
+            ),
+            ("", &["switch.red_min=3.0"][..], "switch.queue.red_min"),
+            (
+                "",
+                &["switch.cp_capacity_bytes=9"][..],
+                "switch.queue.capacity_bytes",
+            ),
+            (
+                "",
+                &["switch.tcp_class_queue=\"ecn\""][..],
+                "switch.queue.class",
+            ),
+            (
+                "[host]\nnic_queue_packets = 10\n",
+                &[][..],
+                "host.queue.queue_packets",
+            ),
+            (
+                "",
+                &["host.nic_ecn_threshold=0"][..],
+                "host.queue.ecn_threshold",
+            ),
+        ] {
+            let e = load(&format!("{BASE}{text}"), sets)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(want), "{text}{sets:?}: {e}");
+            assert!(!e.contains('\n'), "{e}");
+        }
+    }
+
+    /// The NIC marks at the ToRs' K (asked through the spec), unless told otherwise.
+    #[test]
+    fn host_nics_mark_at_the_tors_threshold() {
+        use crate::packet::flags;
+        use crate::queue::testkit::{data, Kit};
+        use crate::queue::Outcome;
+        // Offers 40 ECN-capable data packets to a NIC; how many got marked.
+        let marks = |sets: &[&str]| {
+            let s = load(BASE, sets).unwrap();
+            let (mut k, mut q) = (Kit::new(0), s.queues.build(EntityKind::Host));
+            (0..40)
+                .filter(|&i| {
+                    let mut p = data(i, 1000);
+                    p.flags |= flags::ECT;
+                    k.offer(&mut q, p).contains(&(Outcome::Marked, i))
+                })
+                .count()
+        };
+        assert_eq!(marks(&[]), 0, "drop-tail switches: no marking");
+        assert_eq!(
+            marks(&["switch.queue.kind=\"ecn\""]),
+            9,
+            "K = 30: arrivals 31..40"
+        );
+        let k5 = ["switch.tor.queue={kind=\"ecn\", ecn_threshold=5}"];
+        assert_eq!(marks(&k5), 34, "the ToR tier's K");
+        assert_eq!(
+            marks(&["switch.core.queue.kind=\"ecn\""]),
+            0,
+            "not the core's"
+        );
+        assert_eq!(
+            marks(&["switch.queue.kind=\"classes\""]),
+            9,
+            "the TCP class's K"
+        );
+        let off = [
+            "switch.queue.kind=\"ecn\"",
+            "host.queue={kind=\"priority\", ecn_threshold=0}",
+        ];
+        assert_eq!(marks(&off), 0);
+        let own = ["host.queue={kind=\"priority\", ecn_threshold=2}"];
+        assert_eq!(marks(&own), 37);
+    }
+
+    #[test]
+    fn a_tier_table_overrides_the_switch_queue_for_that_tier_only() {
+        let s = load(
+            BASE,
+            &["switch.queue.kind=\"ecn\"", "switch.agg.queue.kind=\"ndp\""],
+        )
+        .unwrap();
+        let names =
+            [EntityKind::Tor, EntityKind::Agg, EntityKind::Core].map(|t| s.queues.config(t).name());
+        assert_eq!(names, ["ecn", "ndp", "ecn"]);
     }
 
     #[test]

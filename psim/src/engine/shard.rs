@@ -9,7 +9,7 @@ use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOUR
 use crate::config::Scenario;
 use crate::net::{Node, Port, Slot};
 use crate::packet::{Packet, Protocol};
-use crate::queue::{Enqueued, QueueCtx};
+use crate::queue::{Discipline, Outcome, QueueCtx, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
@@ -147,6 +147,12 @@ pub struct Shard {
     pending_free: Vec<u32>,
     flow_buf: Vec<workloads::FlowSpec>,
     scratch: Vec<Packet>,
+    /// What the discipline of the port being operated on reported; reused,
+    /// so that reporting allocates nothing per packet.
+    reports: Vec<Report>,
+    /// Bounced packets waiting to be offered to the port back towards their
+    /// source: (port, packet).
+    bounced: Vec<(u16, Packet)>,
     /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
     /// Events processed so far (completion notices excluded: every shard
@@ -178,14 +184,9 @@ impl Shard {
         let mut inbound_len = 0usize;
         for &e in members {
             let kind = topo.kind(e);
-            let spec = if kind == EntityKind::Host {
-                &scn.nic_queue
-            } else {
-                &scn.switch_queue
-            };
             let ports = (0..topo.port_count(e))
                 .map(|p| Port {
-                    queue: spec.build(),
+                    queue: scn.queues.build(kind),
                     busy: false,
                     link: topo.port(e, p),
                     counters: Default::default(),
@@ -232,6 +233,8 @@ impl Shard {
             pending_free: Vec::new(),
             flow_buf: Vec::new(),
             scratch: Vec::new(),
+            reports: Vec::new(),
+            bounced: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
             last_event_ps: 0,
@@ -487,7 +490,7 @@ impl Shard {
             self.host_receive(local, f.pkt, now);
         } else {
             let out = self.shared.topo.route(id, f.pkt.dst, f.pkt.path);
-            self.enqueue(local, out, f.pkt, now);
+            self.offer(local, out, f.pkt, now, Some(port));
         }
     }
 
@@ -576,61 +579,58 @@ impl Shard {
         self.scratch = out;
     }
 
-    /// Offers a packet to an output port and starts the port if it is idle.
+    /// Offers a packet a host's transport emitted to an output port.
     fn enqueue(&mut self, local: usize, port: u16, pkt: Packet, now: u64) {
+        self.offer(local, port, pkt, now, None);
+    }
+
+    /// Offers a packet that came in on `ingress` (None: from the host's
+    /// transport) to an output port, then any packet it bounced to the port
+    /// back towards its source.
+    fn offer(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
+        self.offer_at(local, port, pkt, now, ingress);
+        while let Some((back, b)) = self.bounced.pop() {
+            self.offer_at(local, back, b, now, ingress);
+        }
+    }
+
+    /// One offer: counts and traces what the discipline reports, sets
+    /// bounced packets aside, and starts the port if it is idle.
+    #[inline]
+    fn offer_at(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
-        let size = pkt.size as u64;
-        let arriving = match self.trace.as_deref_mut() {
-            Some(t) => {
-                t.before(node.id, port, &p.queue, now);
-                Some(crate::trace::PacketFields::of(&pkt))
-            }
-            None => None,
-        };
-        let outcome = p.queue.enqueue(
-            pkt,
-            &mut QueueCtx {
-                now,
-                rng: &mut node.rng,
-            },
-        );
-        if let (Some(t), Some(a)) = (self.trace.as_deref_mut(), &arriving) {
-            t.enqueued(node.id, port, now, a, &outcome, &p.queue);
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.before(node.id, port, &p.queue, now);
         }
-        match outcome {
-            Enqueued::Queued => {
-                p.counters.enqueued += 1;
-                p.counters.enqueued_bytes += size;
-            }
-            Enqueued::Marked => {
-                p.counters.enqueued += 1;
-                p.counters.enqueued_bytes += size;
-                p.counters.marked += 1;
-            }
-            Enqueued::Trimmed => {
-                p.counters.enqueued += 1;
-                p.counters.enqueued_bytes += size;
-                p.counters.trimmed += 1;
-            }
-            Enqueued::Dropped(d) => {
-                p.counters.dropped += 1;
-                p.counters.dropped_bytes += d.size as u64;
-                self.counters.dropped += 1;
-            }
-            Enqueued::Bounced(b) => {
-                // Return-to-sender: the discipline swapped the addresses; route it back.
-                p.counters.bounced += 1;
-                let back = self.shared.topo.route(node.id, b.dst, b.path);
+        let reports = &mut self.reports;
+        reports.clear();
+        let rate = p.link.link.rate_bps;
+        p.queue.enqueue(
+            pkt,
+            &mut QueueCtx::new(now, &mut node.rng, rate, ingress, reports),
+        );
+        let (dropped, bounced) = p.counters.count_all(reports);
+        self.counters.dropped += dropped;
+        debug_assert!(
+            p.counters.balanced(p.queue.len_packets()),
+            "{:?}",
+            p.counters
+        );
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.reported(node.id, port, now, reports, &p.queue);
+        }
+        if bounced {
+            // Return-to-sender: the discipline swapped the addresses; route it back.
+            for r in reports.drain(..).filter(|r| r.outcome == Outcome::Bounced) {
+                let back = self.shared.topo.route(node.id, r.pkt.dst, r.pkt.path);
                 if back != port {
-                    self.enqueue(local, back, b, now);
+                    self.bounced.push((back, r.pkt));
                 } else {
                     self.counters.dropped += 1;
                 }
-                return;
             }
-        }
-        if !self.nodes[local].ports[port as usize].busy {
+        } else if !p.busy {
             self.transmit(local, port, now);
         }
     }
@@ -643,11 +643,29 @@ impl Shard {
         if let Some(t) = self.trace.as_deref_mut() {
             t.before(node.id, port, &p.queue, now);
         }
-        let Some(pkt) = p.queue.dequeue(now) else {
+        let reports = &mut self.reports;
+        reports.clear();
+        let rate = p.link.link.rate_bps;
+        let next = p
+            .queue
+            .dequeue(&mut QueueCtx::new(now, &mut node.rng, rate, None, reports));
+        if !reports.is_empty() {
+            // Dequeue-time outcomes (drops at the head, as CoDel's).
+            self.counters.dropped += p.counters.count_all(reports).0;
+            if let Some(t) = self.trace.as_deref_mut() {
+                t.reported(node.id, port, now, reports, &p.queue);
+            }
+        }
+        let Some(pkt) = next else {
             return;
         };
         p.counters.dequeued += 1;
         p.counters.dequeued_bytes += pkt.size as u64;
+        debug_assert!(
+            p.counters.balanced(p.queue.len_packets()),
+            "{:?}",
+            p.counters
+        );
         p.busy = true;
         let link = p.link;
         let done = now + tx_time_ps(pkt.size as u64, link.link.rate_bps);
@@ -812,7 +830,7 @@ mod tests {
     fn per_packet_storage_stays_small() {
         // docs/performance.md quotes these: a packet on a wire costs one InFlight,
         // a queued packet one Packet, with no allocation per packet.
-        assert_eq!(std::mem::size_of::<Packet>(), 56);
-        assert_eq!(std::mem::size_of::<InFlight>(), 80);
+        assert_eq!(std::mem::size_of::<Packet>(), 64);
+        assert_eq!(std::mem::size_of::<InFlight>(), 88);
     }
 }

@@ -459,6 +459,7 @@ impl Simulation {
             pulls.gaps,
             pulls.gaps_at_interval,
             ports.marked,
+            ports.discarded,
         ];
         let g = self.comm.all_sum(&local);
         let mins = self.comm.all_min(&[
@@ -515,6 +516,7 @@ impl Simulation {
                 trimmed: g[11],
                 bounced: g[12],
                 marked: g[16],
+                discarded: g[17],
             },
             pulls: crate::transport::PullStats {
                 sent: g[13],

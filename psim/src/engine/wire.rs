@@ -11,7 +11,7 @@ use crate::transport::SinkStats;
 
 /// Encoded size of one [`Message`].
 pub const MESSAGE_BYTES: usize =
-    4 + 2 + 8 + 4 + 8 + (8 + 4 + 4 + 8 + 8 + 4 + 4 + 4 + 8 + 1 + 1 + 1 + 1);
+    4 + 2 + 8 + 4 + 8 + (8 + 4 + 4 + 8 + 8 + 4 + 4 + 4 + 8 + 1 + 1 + 1 + 1 + 8);
 
 /// A malformed buffer (a bug or a mismatched build on another rank).
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -87,6 +87,7 @@ pub fn put_message(m: &Message, out: &mut Vec<u8>) {
     out.extend_from_slice(&p.path.to_le_bytes());
     out.extend_from_slice(&p.sent_ps.to_le_bytes());
     out.extend_from_slice(&[p.kind as u8, p.proto as u8, p.flags, p.prio]);
+    out.extend_from_slice(&p.rank.to_le_bytes());
 }
 
 /// Decodes every message of a buffer.
@@ -113,6 +114,7 @@ pub fn get_messages(b: &[u8]) -> Result<Vec<Message>, WireError> {
             proto: proto_from(r.u8()?)?,
             flags: r.u8()?,
             prio: r.u8()?,
+            rank: r.u64()?,
         };
         v.push(Message {
             dst,
@@ -205,6 +207,7 @@ mod tests {
                     proto: Protocol::Phost,
                     flags: flags::PULL | flags::LAST,
                     prio: 1,
+                    rank: u64::MAX - 3,
                 },
             },
         };

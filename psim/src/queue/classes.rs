@@ -1,40 +1,176 @@
-//! Two traffic classes with fair queueing between them: NDP beside TCP.
+//! Traffic classes: a classifier, a discipline per class, and a scheduler
+//! across the classes.
 //!
-//! The NDP paper's answer to deployment next to TCP ([P] §3, [O]): put the
-//! two in separate switch classes and share the link fairly between the
-//! classes, so that NDP keeps its tiny trimming queue and TCP gets a large
-//! one it can fill without hurting NDP. Packets of NDP and pHost flows go to
-//! class 0, every other protocol to class 1. Each class has its own
-//! discipline (`[switch] queue = "classes"`: class 0 is the NDP port of the
-//! `[switch]` NDP keys; class 1 is chosen by `tcp_class_queue`, default a
-//! 200-packet ECN queue with K = 30).
+//! The NDP paper's answer to deployment next to TCP ([P] §3, [O]) is the
+//! default: two classes by protocol family (NDP and pHost in class 0, every
+//! other protocol in class 1), NDP's trimming port for class 0, a 200-packet
+//! ECN queue with K = 30 for class 1, and deficit round robin between them,
+//! so that NDP keeps its tiny queue and TCP gets a large one it can fill
+//! without hurting NDP. Any registered discipline can be a class; classes
+//! can also be chosen by the packet's `prio` field (8 strict levels for RC3
+//! or PFC classes).
 //!
-//! Scheduling is deficit round robin (Shreedhar & Varghese, SIGCOMM 1995)
-//! with a quantum of one full packet per round, in its "send while the
-//! deficit is positive, carry the overdraft" form, which needs no peek at
-//! the next packet (a class discipline such as NDP's decides that only on
-//! dequeue): each backlogged class gets an equal share of bytes, and an idle
-//! class's share goes to the other (work conserving). Within a class, the class's own discipline picks the
-//! packet (NDP's header queue still goes first within NDP's share).
+//! Schedulers:
+//! * `drr`: deficit round robin (Shreedhar & Varghese, SIGCOMM 1995) with a
+//!   quantum of one full packet per round, in its "send while the deficit is
+//!   positive, carry the overdraft" form, which needs no peek at the next
+//!   packet (a class discipline such as NDP's decides that only on dequeue):
+//!   each backlogged class gets an equal share of bytes, and an idle class's
+//!   share goes to the others (work conserving);
+//! * `wrr`: weighted round robin, `weights[c]` packets per turn (the same
+//!   loop with a cost of one per packet);
+//! * `strict`: the lowest-numbered backlogged class first.
+//!
+//! Within a class, the class's own discipline picks the packet (NDP's header
+//! queue still goes first within NDP's share).
+//!
+//! | parameter (`[switch.queue] kind = "classes"`) | default | source |
+//! |---|---|---|
+//! | `classify` | `"protocol"` (`"prio"`: class = min(prio, classes − 1)) | [P] §3 |
+//! | `scheduler` | `"drr"` | [P] §3 ("fair queueing between the classes"); Shreedhar & Varghese 1995 |
+//! | `quantum_bytes` (drr) | one full NDP packet: NDP's MTU payload + [`HEADER_BYTES`] | DRR needs a quantum of at least one packet for O(1) work |
+//! | `weights` (wrr) | 1 packet per class | — |
+//! | `class` (array of discipline tables, `[[switch.queue.class]]`) | `ndp` defaults, then `ecn` defaults (200 packets, K = 30) | [P] §3, §6.1 |
 
-use super::{Enqueued, Queue, QueueCtx};
-use crate::packet::Packet;
+use super::{Discipline, DisciplineConfig, Queue, QueueConfig, QueueCtx, QueueEnv};
+use crate::config::{bad, ConfigError};
+use crate::packet::{Packet, HEADER_BYTES};
+use serde::{Deserialize, Serialize};
 
-/// Number of classes.
-const CLASSES: usize = 2;
-
-/// The class of a packet: 0 for NDP-family protocols, 1 for the rest.
+/// The protocol class of a packet: 0 for NDP-family protocols, 1 for the rest.
 #[inline]
 pub fn class_of(pkt: &Packet) -> usize {
     pkt.proto.switch_class() as usize
 }
 
-/// Per-class queues under deficit round robin.
+/// Most classes a port may have (a 3-bit priority).
+pub const MAX_CLASSES: usize = 8;
+
+/// How a packet's class is chosen.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classify {
+    /// By protocol family ([`class_of`]); needs exactly two classes.
+    #[default]
+    Protocol,
+    /// By the packet's `prio` field; above the last class, the last class.
+    Prio,
+}
+
+/// How the classes share the link.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Scheduler {
+    /// Deficit round robin over bytes.
+    #[default]
+    Drr,
+    /// Weighted round robin over packets.
+    Wrr,
+    /// Strict priority, class 0 first.
+    Strict,
+}
+
+/// `kind = "classes"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ClassesConfig {
+    /// Classifier.
+    pub classify: Classify,
+    /// Scheduler across classes.
+    pub scheduler: Scheduler,
+    /// DRR quantum, bytes (default: NDP's MTU payload plus a header).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub quantum_bytes: Option<u64>,
+    /// WRR packets per turn, one per class (default 1 each).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub weights: Vec<u32>,
+    /// The classes' disciplines, class 0 first.
+    pub class: Vec<QueueConfig>,
+}
+
+impl Default for ClassesConfig {
+    fn default() -> Self {
+        ClassesConfig {
+            classify: Classify::Protocol,
+            scheduler: Scheduler::Drr,
+            quantum_bytes: None,
+            weights: Vec::new(),
+            class: vec![
+                QueueConfig::Ndp(Default::default()),
+                QueueConfig::Ecn(Default::default()),
+            ],
+        }
+    }
+}
+
+impl DisciplineConfig for ClassesConfig {
+    type Queue = Box<ClassQueue>;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let n = self.class.len();
+        if self.classify == Classify::Protocol && n != 2 {
+            let msg = "classify = \"protocol\" needs two classes (NDP family, the rest)";
+            return Err(bad(&format!("{key}.class"), n, msg));
+        }
+        if !(1..=MAX_CLASSES).contains(&n) {
+            return Err(bad(&format!("{key}.class"), n, "needs 1 to 8 classes"));
+        }
+        if self.quantum_bytes == Some(0) {
+            return Err(bad(
+                &format!("{key}.quantum_bytes"),
+                0,
+                "must be at least 1",
+            ));
+        }
+        let w = &self.weights;
+        if !w.is_empty() && (self.scheduler != Scheduler::Wrr || w.len() != n || w.contains(&0)) {
+            let msg = "with scheduler = \"wrr\" only: one weight of at least 1 per class";
+            return Err(bad(&format!("{key}.weights"), format!("{w:?}"), msg));
+        }
+        for (i, c) in self.class.iter().enumerate() {
+            c.validate(&format!("{key}.class[{i}]"))?;
+        }
+        Ok(())
+    }
+    fn build(&self, env: &QueueEnv) -> Box<ClassQueue> {
+        let n = self.class.len();
+        let quantum: Vec<i64> = match self.scheduler {
+            Scheduler::Drr => {
+                let q = self
+                    .quantum_bytes
+                    .unwrap_or(env.mtu as u64 + HEADER_BYTES as u64);
+                vec![q as i64; n]
+            }
+            Scheduler::Wrr if self.weights.is_empty() => vec![1; n],
+            Scheduler::Wrr => self.weights.iter().map(|&w| w as i64).collect(),
+            Scheduler::Strict => vec![0; n],
+        };
+        Box::new(ClassQueue {
+            classes: self.class.iter().map(|c| c.build(env)).collect(),
+            deficit: vec![0; n],
+            quantum,
+            classify: self.classify,
+            scheduler: self.scheduler,
+            turn: 0,
+            credited: false,
+        })
+    }
+    fn ecn_threshold_packets(&self) -> Option<u32> {
+        self.class
+            .iter()
+            .find_map(QueueConfig::ecn_threshold_packets)
+    }
+}
+
+/// Per-class queues under a scheduler.
 #[derive(Clone, Debug)]
 pub struct ClassQueue {
-    classes: [Queue; CLASSES],
-    deficit: [i64; CLASSES],
-    quantum: i64,
+    classes: Vec<Queue>,
+    /// Credit of each class in its turn: bytes (DRR) or packets (WRR).
+    deficit: Vec<i64>,
+    /// Credit per turn.
+    quantum: Vec<i64>,
+    classify: Classify,
+    scheduler: Scheduler,
     /// Class whose turn it is.
     turn: usize,
     /// Whether the class at `turn` already got this round's quantum.
@@ -42,27 +178,22 @@ pub struct ClassQueue {
 }
 
 impl ClassQueue {
-    /// Two classes, `quantum` bytes per round each.
-    pub fn new(ndp: Queue, other: Queue, quantum: u64) -> Self {
-        ClassQueue {
-            classes: [ndp, other],
-            deficit: [0; CLASSES],
-            quantum: quantum.max(1) as i64,
-            turn: 0,
-            credited: false,
+    #[inline]
+    fn class(&self, pkt: &Packet) -> usize {
+        match self.classify {
+            Classify::Protocol => class_of(pkt),
+            Classify::Prio => (pkt.prio as usize).min(self.classes.len() - 1),
         }
     }
 
-    pub(super) fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
-        let c = class_of(&pkt);
-        self.classes[c].enqueue(pkt, cx)
+    fn next_turn(&mut self) {
+        self.turn = (self.turn + 1) % self.classes.len();
+        self.credited = false;
     }
 
-    pub(super) fn dequeue(&mut self, now: u64) -> Option<Packet> {
-        if self.classes.iter().all(|q| q.len_packets() == 0) {
-            return None;
-        }
-        loop {
+    /// Round robin with credit (DRR: bytes, WRR: packets).
+    fn round_robin(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        while self.len_packets() > 0 {
             let c = self.turn;
             if self.classes[c].len_packets() == 0 {
                 // An idle class keeps no credit (DRR).
@@ -71,31 +202,55 @@ impl ClassQueue {
                 continue;
             }
             if !self.credited {
-                self.deficit[c] += self.quantum;
+                self.deficit[c] += self.quantum[c];
                 self.credited = true;
             }
             if self.deficit[c] > 0 {
-                let p = self.classes[c].dequeue(now).expect("non-empty class");
-                self.deficit[c] -= p.size as i64;
+                // A class may drop at dequeue and return nothing: next turn.
+                let p = self.classes[c].dequeue(cx);
+                if let Some(p) = &p {
+                    self.deficit[c] -= match self.scheduler {
+                        Scheduler::Drr => p.size as i64,
+                        _ => 1,
+                    };
+                }
                 if self.classes[c].len_packets() == 0 {
                     self.deficit[c] = 0;
                     self.next_turn();
                 }
-                return Some(p);
+                if p.is_some() {
+                    return p;
+                }
+                continue;
             }
             self.next_turn();
         }
+        None
+    }
+}
+
+impl Discipline for ClassQueue {
+    #[inline]
+    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
+        let c = self.class(&pkt);
+        self.classes[c].enqueue(pkt, cx)
     }
 
-    fn next_turn(&mut self) {
-        self.turn = (self.turn + 1) % CLASSES;
-        self.credited = false;
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        match self.scheduler {
+            Scheduler::Strict => self
+                .classes
+                .iter_mut()
+                .filter(|q| q.len_packets() > 0)
+                .find_map(|q| q.dequeue(cx)),
+            Scheduler::Drr | Scheduler::Wrr => self.round_robin(cx),
+        }
     }
 
-    pub(super) fn len_packets(&self) -> u32 {
+    fn len_packets(&self) -> u32 {
         self.classes.iter().map(Queue::len_packets).sum()
     }
-    pub(super) fn len_bytes(&self) -> u64 {
+    fn len_bytes(&self) -> u64 {
         self.classes.iter().map(Queue::len_bytes).sum()
     }
 }
@@ -104,7 +259,8 @@ impl ClassQueue {
 mod tests {
     use super::*;
     use crate::packet::{test_packet, PacketKind, Protocol};
-    use crate::queue::{Capacity, DropTail};
+    use crate::queue::droptail::DropTailConfig;
+    use crate::queue::testkit::{data, with_prio, Kit};
 
     fn pkt(proto: Protocol, seq: u64, size: u32) -> Packet {
         let mut p = test_packet(PacketKind::Data, seq, size);
@@ -112,32 +268,41 @@ mod tests {
         p
     }
 
-    /// Two 1000-packet drop-tail classes, one 9064 B packet per round.
-    fn two_fifos() -> ClassQueue {
-        let big = || Queue::DropTail(DropTail::new(Capacity::Packets(1000)));
-        ClassQueue::new(big(), big(), 9064)
+    const ENV: QueueEnv = QueueEnv {
+        mtu: 9000,
+        switch_k: None,
+    };
+
+    /// `n` 1000-packet drop-tail classes.
+    fn fifos(n: usize, classify: Classify, scheduler: Scheduler) -> ClassesConfig {
+        let big = QueueConfig::DropTail(DropTailConfig {
+            queue_packets: Some(1000),
+            queue_bytes: None,
+        });
+        ClassesConfig {
+            classify,
+            scheduler,
+            class: vec![big; n],
+            ..Default::default()
+        }
     }
 
     /// Both classes backlogged with equal packets: service alternates, and
     /// over any prefix each class's bytes differ by at most one quantum.
     #[test]
     fn backlogged_classes_share_bytes_equally() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = two_fifos();
+        let cfg = fifos(2, Classify::Protocol, Scheduler::Drr);
+        let (mut k, mut q) = (Kit::new(0), cfg.build(&ENV));
         for i in 0..100 {
-            q.enqueue(pkt(Protocol::Ndp, i, 9064), &mut cx);
+            k.offer(&mut q, pkt(Protocol::Ndp, i, 9064));
             // TCP sends smaller packets: 1500 B. Fairness is in bytes, not packets.
             for j in 0..6 {
-                q.enqueue(pkt(Protocol::Tcp, i * 6 + j, 1500), &mut cx);
+                k.offer(&mut q, pkt(Protocol::Tcp, i * 6 + j, 1500));
             }
         }
         let mut bytes = [0u64; 2];
         for _ in 0..300 {
-            let p = q.dequeue(0).expect("backlogged");
+            let p = k.take(&mut q).expect("backlogged");
             bytes[class_of(&p)] += p.size as u64;
             assert!(bytes[0].abs_diff(bytes[1]) <= 2 * 9064, "{bytes:?}");
         }
@@ -145,17 +310,57 @@ mod tests {
 
     #[test]
     fn an_idle_class_leaves_the_link_to_the_other() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = two_fifos();
-        for i in 0..5 {
-            q.enqueue(pkt(Protocol::Tcp, i, 9064), &mut cx);
-        }
-        let seqs: Vec<u64> = std::iter::from_fn(|| q.dequeue(0)).map(|p| p.seq).collect();
-        assert_eq!(seqs, [0, 1, 2, 3, 4]);
+        let cfg = fifos(2, Classify::Protocol, Scheduler::Drr);
+        let (mut k, mut q) = (Kit::new(0), cfg.build(&ENV));
+        k.fill(&mut q, (0..5).map(|i| pkt(Protocol::Tcp, i, 9064)));
+        assert_eq!(k.drain_seqs(&mut q), [0, 1, 2, 3, 4]);
         assert_eq!(q.len_packets(), 0);
+    }
+
+    #[test]
+    fn strict_priority_by_prio_serves_lower_classes_first() {
+        let cfg = fifos(3, Classify::Prio, Scheduler::Strict);
+        let (mut k, mut q) = (Kit::new(0), cfg.build(&ENV));
+        // prio 7 falls into the last class.
+        let prios = [2, 0, 7, 1, 0, 2];
+        k.fill(
+            &mut q,
+            (0..6).map(|s| with_prio(data(s, 100), prios[s as usize])),
+        );
+        assert_eq!(k.drain_seqs(&mut q), [1, 4, 3, 0, 2, 5]);
+    }
+
+    #[test]
+    fn wrr_serves_weights_in_packets() {
+        let mut cfg = fifos(2, Classify::Prio, Scheduler::Wrr);
+        cfg.weights = vec![3, 1];
+        let (mut k, mut q) = (Kit::new(0), cfg.build(&ENV));
+        k.fill(&mut q, (0..8).map(|s| with_prio(data(s, 100), 0)));
+        k.fill(&mut q, (10..14).map(|s| with_prio(data(s, 9000), 1)));
+        assert_eq!(
+            k.drain_seqs(&mut q),
+            [0, 1, 2, 10, 3, 4, 5, 11, 6, 7, 12, 13]
+        );
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let mut cfg = fifos(3, Classify::Protocol, Scheduler::Drr);
+        let e = cfg.validate("switch.queue").unwrap_err().to_string();
+        assert!(e.starts_with("switch.queue.class = 3"), "{e}");
+        cfg.classify = Classify::Prio;
+        cfg.weights = vec![1, 1, 1];
+        let e = cfg.validate("switch.queue").unwrap_err().to_string();
+        assert!(e.starts_with("switch.queue.weights"), "{e}");
+        cfg.scheduler = Scheduler::Wrr;
+        cfg.class[2] = QueueConfig::DropTail(DropTailConfig {
+            queue_packets: Some(0),
+            queue_bytes: None,
+        });
+        let e = cfg.validate("switch.queue").unwrap_err().to_string();
+        assert!(
+            e.starts_with("switch.queue.class[2].queue_packets = 0"),
+            "{e}"
+        );
     }
 }

@@ -1,12 +1,49 @@
 //! Drop-tail FIFO: the baseline discipline of every simulator.
 //!
-//! Parameters: capacity in packets or bytes (scenario `[switch] queue_packets`
-//! or `queue_bytes`). The NDP paper runs pHost over 8-packet drop-tail buffers
-//! ([P] §6.2) and TCP-family protocols over 200-packet buffers ([P] §6.1).
+//! The NDP paper runs pHost over 8-packet drop-tail buffers ([P] §6.2) and
+//! TCP-family protocols over 200-packet buffers ([P] §6.1).
+//!
+//! | parameter (`[switch.queue] kind = "droptail"`) | default | source |
+//! |---|---|---|
+//! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | ns-3's `DropTailQueue` default |
 
-use super::{Capacity, Enqueued, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
 use crate::packet::Packet;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Default capacity, packets (ns-3's `DropTailQueue` default).
+pub const DEFAULT_QUEUE_PACKETS: u32 = 100;
+
+/// `kind = "droptail"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct DropTailConfig {
+    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+}
+
+impl DropTailConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for DropTailConfig {
+    type Queue = DropTail;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key).map(drop)
+    }
+    fn build(&self, _env: &QueueEnv) -> DropTail {
+        DropTail::new(self.cap("").expect("validated"))
+    }
+}
 
 /// A FIFO that drops arrivals when full.
 #[derive(Clone, Debug)]
@@ -38,75 +75,67 @@ impl DropTail {
             Capacity::Bytes(_) => self.bytes,
         }
     }
+    /// Queues `pkt` if it fits, without reporting (for disciplines built on a FIFO).
     #[inline]
-    pub(super) fn enqueue(&mut self, pkt: Packet, _cx: &mut QueueCtx<'_>) -> Enqueued {
+    pub(super) fn push(&mut self, pkt: Packet) -> Result<(), Packet> {
         if self.has_room(pkt.size) {
             self.bytes += pkt.size as u64;
             self.q.push_back(pkt);
-            Enqueued::Queued
+            Ok(())
         } else {
-            Enqueued::Dropped(pkt)
+            Err(pkt)
+        }
+    }
+}
+
+impl Discipline for DropTail {
+    #[inline]
+    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
+        if self.has_room(pkt.size) {
+            cx.queued(&pkt);
+            self.bytes += pkt.size as u64;
+            self.q.push_back(pkt);
+        } else {
+            cx.dropped(pkt);
         }
     }
     #[inline]
-    pub(super) fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
         let p = self.q.pop_front()?;
         self.bytes -= p.size as u64;
         Some(p)
     }
-    pub(super) fn len_packets(&self) -> u32 {
+    fn len_packets(&self) -> u32 {
         self.q.len() as u32
     }
-    pub(super) fn len_bytes(&self) -> u64 {
+    fn len_bytes(&self) -> u64 {
         self.bytes
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Queue, QueueCtx};
     use super::*;
-    use crate::packet::PacketKind;
-
-    fn pkt(seq: u64, size: u32) -> Packet {
-        crate::packet::test_packet(PacketKind::Data, seq, size)
-    }
+    use crate::queue::testkit::{data, Kit};
+    use crate::queue::Outcome::*;
 
     #[test]
     fn packet_capacity_drops_the_arrival_beyond_it() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = Queue::DropTail(DropTail::new(Capacity::Packets(2)));
-        assert_eq!(q.enqueue(pkt(0, 100), &mut cx), Enqueued::Queued);
-        assert_eq!(q.enqueue(pkt(1, 100), &mut cx), Enqueued::Queued);
-        assert_eq!(
-            q.enqueue(pkt(2, 100), &mut cx),
-            Enqueued::Dropped(pkt(2, 100))
-        );
+        let (mut k, mut q) = (Kit::new(0), DropTail::new(Capacity::Packets(2)));
+        assert_eq!(k.offer(&mut q, data(0, 100)), [(Queued, 0)]);
+        assert_eq!(k.offer(&mut q, data(1, 100)), [(Queued, 1)]);
+        assert_eq!(k.offer(&mut q, data(2, 100)), [(Dropped, 2)]);
         assert_eq!((q.len_packets(), q.len_bytes()), (2, 200));
-        assert_eq!(q.dequeue(0).unwrap().seq, 0);
-        assert_eq!(q.dequeue(0).unwrap().seq, 1);
-        assert_eq!(q.dequeue(0), None);
+        assert_eq!(k.drain_seqs(&mut q), [0, 1]);
         assert_eq!(q.len_bytes(), 0);
     }
 
     #[test]
     fn byte_capacity_counts_sizes() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = Queue::DropTail(DropTail::new(Capacity::Bytes(1000)));
-        assert_eq!(q.enqueue(pkt(0, 600), &mut cx), Enqueued::Queued);
-        assert!(matches!(
-            q.enqueue(pkt(1, 500), &mut cx),
-            Enqueued::Dropped(_)
-        ));
-        assert_eq!(q.enqueue(pkt(2, 400), &mut cx), Enqueued::Queued);
+        let (mut k, mut q) = (Kit::new(0), DropTail::new(Capacity::Bytes(1000)));
+        assert_eq!(k.offer(&mut q, data(0, 600)), [(Queued, 0)]);
+        assert_eq!(k.offer(&mut q, data(1, 500)), [(Dropped, 1)]);
+        assert_eq!(k.offer(&mut q, data(2, 400)), [(Queued, 2)]);
         assert_eq!(q.len_bytes(), 1000);
     }
 }

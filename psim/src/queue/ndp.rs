@@ -37,17 +37,19 @@
 //! 3. Header queue: queued if it has room. If not:
 //!    * a `Header` not yet bounced, with return-to-sender on: source and
 //!      destination are swapped, [`flags::BOUNCED`] is set, and the packet is
-//!      returned as [`Enqueued::Bounced`] for the switch to route back
-//!      ([P] §3.2.4). A header is bounced at most once (A7);
+//!      reported `Bounced` for the switch to route back ([P] §3.2.4). A
+//!      header is bounced at most once (A7);
 //!    * anything else (an already-bounced header, an ACK/NACK/PULL, or any
 //!      header with return-to-sender off, as on NetFPGA [P] §4) is dropped:
-//!      [`Enqueued::Dropped`].
+//!      reported `Dropped`.
 //!
-//! Return values: `Queued` (data or control packet queued as is), `Trimmed`
-//! (a payload was cut, of the arrival or of the tail, and the header queued),
-//! `Bounced`, `Dropped`. When the arrival is trimmed and its header then
-//! bounced or dropped, the result is `Bounced`/`Dropped` but the trim is still
-//! counted in [`NdpQueue::trims`].
+//! Reports (see [`super::Outcome`]): `Queued` (the arrival queued as is),
+//! `Trimmed` (the arrival, before the cut, whose header was queued), or a
+//! tail trim: `TrimmedQueued` naming the tail (before the cut), then `Queued`
+//! naming the arrival; `Bounced`, `Dropped`. When the arrival is trimmed and
+//! its header then bounced or dropped, only `Bounced`/`Dropped` is reported
+//! (the port saw one outcome for it), but the trim is still counted in
+//! [`NdpQueue::trims`].
 //!
 //! # Dequeue: weighted round robin (A4)
 //!
@@ -61,21 +63,23 @@
 //!   (work conserving; as htsim's `CompositeQueue` [C], whose cycle counter
 //!   also advances only when both queues are backlogged).
 //!
-//! # Parameters
+//! # Parameters (`[switch.queue] kind = "ndp"`)
 //!
 //! | parameter | default | source |
 //! |---|---|---|
-//! | data queue capacity `data_cap` | 8 packets ([`DEFAULT_DATA_PACKETS`]); spec A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; spec A3 |
-//! | header queue capacity `header_cap` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; spec A3 |
+//! | data queue capacity `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_DATA_PACKETS`]); spec A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; spec A3 |
+//! | header queue capacity `header_bytes` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] at NDP's MTU payload (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; spec A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
 //! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; spec A4 |
 //! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; spec A5 |
 //! | `trim_arrival_only` | false (true = NetFPGA prototype) | [P] §4 |
 //! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; spec A7 |
 
-use super::{Capacity, Enqueued, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
 /// Default data-queue length in packets ([P] §3.1.1, §6.1, §6.2; [O]).
@@ -83,6 +87,75 @@ pub const DEFAULT_DATA_PACKETS: u32 = 8;
 /// Default headers served per data packet when both queues are backlogged
 /// ([P] §3.1; [O]).
 pub const DEFAULT_WRR_HEADERS: u32 = 10;
+
+/// `kind = "ndp"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NdpConfig {
+    /// Data queue capacity in packets (default [`DEFAULT_DATA_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Data queue capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Header queue bytes (default: the data queue's byte budget).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_bytes: Option<u64>,
+    /// Always trim the arrival instead of the fair coin (NetFPGA).
+    pub trim_arrival_only: bool,
+    /// Return overflowing headers to their sender.
+    pub return_to_sender: bool,
+    /// Headers served per data packet when both queues are backlogged.
+    pub wrr_headers: u32,
+}
+
+impl Default for NdpConfig {
+    fn default() -> Self {
+        NdpConfig {
+            queue_packets: None,
+            queue_bytes: None,
+            header_bytes: None,
+            trim_arrival_only: false,
+            return_to_sender: true,
+            wrr_headers: DEFAULT_WRR_HEADERS,
+        }
+    }
+}
+
+impl NdpConfig {
+    fn data_cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_DATA_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for NdpConfig {
+    type Queue = NdpQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.data_cap(key)?;
+        if self.header_bytes == Some(0) {
+            return Err(bad(
+                &format!("{key}.header_bytes"),
+                0,
+                "must be at least 64",
+            ));
+        }
+        if self.wrr_headers == 0 {
+            return Err(bad(&format!("{key}.wrr_headers"), 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+    fn build(&self, env: &QueueEnv) -> NdpQueue {
+        let data = self.data_cap("").expect("validated");
+        let header = self
+            .header_bytes
+            .unwrap_or_else(|| NdpQueue::header_bytes_for(data, env.mtu));
+        NdpQueue::new(data, Capacity::Bytes(header))
+            .with_trim_arrival_only(self.trim_arrival_only)
+            .with_return_to_sender(self.return_to_sender)
+            .with_wrr_headers(self.wrr_headers)
+    }
+}
 
 /// Event counters of one NDP port.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -205,34 +278,6 @@ impl NdpQueue {
         self
     }
 
-    /// Offers a packet. See the module documentation for the rules.
-    #[inline]
-    pub fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
-        if pkt.kind.is_control() {
-            return self.enqueue_header(pkt);
-        }
-        if self.data.fits(pkt.size) {
-            self.data.push(pkt);
-            return Enqueued::Queued;
-        }
-        // Data queue full for this packet: trim the arrival or the tail.
-        let trim_tail = !self.trim_arrival_only && cx.rng.random_bool(0.5);
-        if trim_tail && self.tail_can_make_room(pkt.size) && self.hdr.fits(HEADER_BYTES) {
-            let mut tail = self.data.pop_back().expect("tail_can_make_room");
-            trim(&mut tail);
-            self.counters.trims += 1;
-            self.hdr.push(tail);
-            self.data.push(pkt);
-            return Enqueued::Trimmed;
-        }
-        trim(&mut pkt);
-        self.counters.trims += 1;
-        match self.enqueue_header(pkt) {
-            Enqueued::Queued => Enqueued::Trimmed,
-            other => other,
-        }
-    }
-
     /// Whether removing the data queue's tail leaves room for `size` bytes.
     #[inline]
     fn tail_can_make_room(&self, size: u32) -> bool {
@@ -248,50 +293,29 @@ impl NdpQueue {
 
     /// Header-queue admission, with return-to-sender on overflow.
     #[inline]
-    fn enqueue_header(&mut self, mut pkt: Packet) -> Enqueued {
+    fn enqueue_header(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
         if self.hdr.fits(pkt.size) {
+            cx.queued(&pkt);
             self.hdr.push(pkt);
-            return Enqueued::Queued;
+        } else {
+            self.overflow_header(pkt, cx);
         }
+    }
+
+    /// A header that does not fit: bounced once, else dropped.
+    #[inline]
+    fn overflow_header(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
         if self.return_to_sender && pkt.kind == PacketKind::Header && !pkt.has(flags::BOUNCED) {
             std::mem::swap(&mut pkt.src, &mut pkt.dst);
             pkt.flags |= flags::BOUNCED;
             self.counters.bounces += 1;
-            Enqueued::Bounced(pkt)
+            cx.bounced(pkt);
         } else {
             self.counters.drops += 1;
-            Enqueued::Dropped(pkt)
+            cx.dropped(pkt);
         }
     }
 
-    /// Takes the next packet to transmit (weighted round robin, see the
-    /// module documentation).
-    #[inline]
-    pub fn dequeue(&mut self, _now: u64) -> Option<Packet> {
-        match (self.hdr.q.is_empty(), self.data.q.is_empty()) {
-            (false, false) => {
-                let header_turn = self.wrr_pos < self.wrr_headers;
-                self.wrr_pos = (self.wrr_pos + 1) % (self.wrr_headers + 1);
-                if header_turn {
-                    self.hdr.pop_front()
-                } else {
-                    self.data.pop_front()
-                }
-            }
-            (false, true) => self.hdr.pop_front(),
-            (true, false) => self.data.pop_front(),
-            (true, true) => None,
-        }
-    }
-
-    /// Packets waiting in both queues.
-    pub fn len_packets(&self) -> u32 {
-        (self.data.q.len() + self.hdr.q.len()) as u32
-    }
-    /// Bytes waiting in both queues.
-    pub fn len_bytes(&self) -> u64 {
-        self.data.bytes + self.hdr.bytes
-    }
     /// Packets in the data (low-priority) queue.
     pub fn data_len_packets(&self) -> u32 {
         self.data.q.len() as u32
@@ -326,20 +350,84 @@ impl NdpQueue {
     }
 }
 
+impl Discipline for NdpQueue {
+    /// Offers a packet. See the module documentation for the rules.
+    #[inline]
+    fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
+        if pkt.kind.is_control() {
+            return self.enqueue_header(pkt, cx);
+        }
+        if self.data.fits(pkt.size) {
+            cx.queued(&pkt);
+            self.data.push(pkt);
+            return;
+        }
+        // Data queue full for this packet: trim the arrival or the tail.
+        let trim_tail = !self.trim_arrival_only && cx.rng.random_bool(0.5);
+        if trim_tail && self.tail_can_make_room(pkt.size) && self.hdr.fits(HEADER_BYTES) {
+            let mut tail = self.data.pop_back().expect("tail_can_make_room");
+            cx.trimmed_queued(&tail);
+            trim(&mut tail);
+            self.counters.trims += 1;
+            self.hdr.push(tail);
+            cx.queued(&pkt);
+            self.data.push(pkt);
+            return;
+        }
+        self.counters.trims += 1;
+        if self.hdr.fits(HEADER_BYTES) {
+            cx.trimmed(&pkt);
+            trim(&mut pkt);
+            self.hdr.push(pkt);
+        } else {
+            trim(&mut pkt);
+            self.overflow_header(pkt, cx);
+        }
+    }
+
+    /// Takes the next packet to transmit (weighted round robin, see the
+    /// module documentation).
+    #[inline]
+    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        match (self.hdr.q.is_empty(), self.data.q.is_empty()) {
+            (false, false) => {
+                let header_turn = self.wrr_pos < self.wrr_headers;
+                self.wrr_pos = (self.wrr_pos + 1) % (self.wrr_headers + 1);
+                if header_turn {
+                    self.hdr.pop_front()
+                } else {
+                    self.data.pop_front()
+                }
+            }
+            (false, true) => self.hdr.pop_front(),
+            (true, false) => self.data.pop_front(),
+            (true, true) => None,
+        }
+    }
+
+    /// Packets waiting in both queues.
+    fn len_packets(&self) -> u32 {
+        (self.data.q.len() + self.hdr.q.len()) as u32
+    }
+    /// Bytes waiting in both queues.
+    fn len_bytes(&self) -> u64 {
+        self.data.bytes + self.hdr.bytes
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::{Queue, QueueCtx};
     use super::*;
+    use crate::queue::testkit::Kit;
+    use crate::queue::Outcome::*;
+    use crate::queue::{Outcome, Queue};
     use proptest::prelude::*;
+    use PacketKind::{Ack, Data, Nack, Pull};
 
     const MTU: u32 = 9064;
 
     fn pkt(seq: u64, kind: PacketKind) -> Packet {
-        let size = if kind == PacketKind::Data {
-            MTU
-        } else {
-            HEADER_BYTES
-        };
+        let size = if kind == Data { MTU } else { HEADER_BYTES };
         Packet {
             flow: 7,
             src: 3,
@@ -351,7 +439,11 @@ mod tests {
         }
     }
     fn data(seq: u64) -> Packet {
-        pkt(seq, PacketKind::Data)
+        pkt(seq, Data)
+    }
+    fn trimmed(mut p: Packet) -> Packet {
+        trim(&mut p);
+        p
     }
 
     fn paper_queue() -> NdpQueue {
@@ -373,57 +465,43 @@ mod tests {
 
     #[test]
     fn ninth_packet_is_trimmed_on_arrival_with_the_coin_off() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = paper_queue().with_trim_arrival_only(true);
-        for s in 0..8 {
-            assert_eq!(q.enqueue(data(s), &mut cx), Enqueued::Queued);
-        }
-        assert_eq!(q.enqueue(data(8), &mut cx), Enqueued::Trimmed);
+        let (mut k, mut q) = (Kit::new(0), paper_queue().with_trim_arrival_only(true));
+        k.fill(&mut q, (0..8).map(data));
+        assert_eq!(k.offer(&mut q, data(8)), [(Trimmed, 8)]);
+        assert_eq!(k.reports[0].pkt, data(8), "reported before the cut");
         assert_eq!((q.data_len_packets(), q.header_len_packets()), (8, 1));
         assert_eq!(q.trims(), 1);
-        // Header first (WRR), and it is the arrival, trimmed.
-        let h = q.dequeue(0).unwrap();
-        let mut want = data(8);
-        want.kind = PacketKind::Header;
-        want.size = 64;
-        want.payload = 0;
-        assert_eq!(h, want);
+        // Header first (WRR), and it is the arrival, trimmed, other fields kept.
+        let h = k.take(&mut q).unwrap();
+        assert_eq!(h, trimmed(data(8)));
         assert_eq!((h.size, h.payload, h.kind), (64, 0, PacketKind::Header));
         assert_eq!((h.seq, h.flow, h.path, h.flags), (8, 7, 11, flags::SYN));
-        for s in 0..8 {
-            assert_eq!(q.dequeue(0).unwrap().seq, s);
-        }
-        assert_eq!(q.dequeue(0), None);
+        assert_eq!(k.drain_seqs(&mut q), (0..8).collect::<Vec<_>>());
     }
 
+    /// A tail trim names the tail (trimmed in place), then the arrival (queued).
     #[test]
     fn coin_trims_the_tail_about_half_the_time() {
-        let mut rng = crate::rng::stream_rng(1, 2);
+        let mut k = Kit::new(1);
         let trials = 2000u32;
         let mut tail = 0u32;
         for _ in 0..trials {
-            let mut cx = QueueCtx {
-                now: 0,
-                rng: &mut rng,
-            };
             let mut q = paper_queue();
-            for s in 0..8 {
-                q.enqueue(data(s), &mut cx);
-            }
-            assert_eq!(q.enqueue(data(8), &mut cx), Enqueued::Trimmed);
-            let h = q.dequeue(0).unwrap();
+            k.fill(&mut q, (0..8).map(data));
+            let out = k.offer(&mut q, data(8));
+            let h = k.take(&mut q).unwrap();
             assert_eq!((h.kind, h.size, h.payload), (PacketKind::Header, 64, 0));
-            let rest: Vec<u64> = std::iter::from_fn(|| q.dequeue(0)).map(|p| p.seq).collect();
+            let rest = k.drain_seqs(&mut q);
             match h.seq {
                 7 => {
                     tail += 1;
+                    assert_eq!(out, [(TrimmedQueued, 7), (Queued, 8)]);
                     assert_eq!(rest, vec![0, 1, 2, 3, 4, 5, 6, 8]);
                 }
-                8 => assert_eq!(rest, (0..8).collect::<Vec<_>>()),
+                8 => {
+                    assert_eq!(out, [(Trimmed, 8)]);
+                    assert_eq!(rest, (0..8).collect::<Vec<_>>());
+                }
                 s => panic!("trimmed seq {s}"),
             }
         }
@@ -436,21 +514,11 @@ mod tests {
 
     #[test]
     fn wrr_serves_ten_headers_per_data_packet() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = NdpQueue::new(Capacity::Packets(100), Capacity::Packets(100));
-        for s in 0..5 {
-            q.enqueue(data(s), &mut cx);
-        }
-        for s in 0..40 {
-            q.enqueue(pkt(100 + s, PacketKind::Ack), &mut cx);
-        }
-        let kinds: Vec<bool> = std::iter::from_fn(|| q.dequeue(0))
-            .map(|p| p.kind == PacketKind::Data)
-            .collect();
+        k.fill(&mut q, (0..5).map(data));
+        k.fill(&mut q, (0..40).map(|s| pkt(100 + s, Ack)));
+        let kinds: Vec<bool> = k.drain(&mut q).iter().map(|p| p.kind == Data).collect();
         let mut want = Vec::new();
         for _ in 0..3 {
             want.extend(std::iter::repeat_n(false, 10));
@@ -463,47 +531,22 @@ mod tests {
 
     #[test]
     fn data_alone_flows_every_dequeue_and_headers_alone_too() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = paper_queue();
-        for s in 0..8 {
-            q.enqueue(data(s), &mut cx);
-        }
-        for s in 0..8 {
-            assert_eq!(q.dequeue(0).unwrap().seq, s);
-        }
-        for s in 0..20 {
-            q.enqueue(pkt(s, PacketKind::Pull), &mut cx);
-        }
-        for s in 0..20 {
-            assert_eq!(q.dequeue(0).unwrap().seq, s);
-        }
-        assert_eq!(q.dequeue(0), None);
+        let (mut k, mut q) = (Kit::new(0), paper_queue());
+        k.fill(&mut q, (0..8).map(data));
+        assert_eq!(k.drain_seqs(&mut q), (0..8).collect::<Vec<_>>());
+        k.fill(&mut q, (0..20).map(|s| pkt(s, Pull)));
+        assert_eq!(k.drain_seqs(&mut q), (0..20).collect::<Vec<_>>());
         assert_eq!(q.len_bytes(), 0);
     }
 
     #[test]
     fn control_packets_take_the_header_queue() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = paper_queue();
-        for (i, k) in [
-            PacketKind::Ack,
-            PacketKind::Nack,
-            PacketKind::Pull,
-            PacketKind::Header,
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            assert_eq!(q.enqueue(pkt(i as u64, k), &mut cx), Enqueued::Queued);
-        }
+        let (mut k, mut q) = (Kit::new(0), paper_queue());
+        let kinds = [Ack, Nack, Pull, PacketKind::Header];
+        k.fill(
+            &mut q,
+            kinds.iter().enumerate().map(|(i, &t)| pkt(i as u64, t)),
+        );
         assert_eq!((q.header_len_packets(), q.data_len_packets()), (4, 0));
         assert_eq!(q.header_len_bytes(), 4 * 64);
         assert_eq!(q.trims(), 0);
@@ -511,40 +554,25 @@ mod tests {
 
     #[test]
     fn header_overflow_bounces_once_and_drops_the_rest() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = NdpQueue::new(Capacity::Packets(1), Capacity::Bytes(2 * 64));
-        assert_eq!(
-            q.enqueue(pkt(0, PacketKind::Ack), &mut cx),
-            Enqueued::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(1, PacketKind::Header), &mut cx),
-            Enqueued::Queued
-        );
+        k.fill(&mut q, [pkt(0, Ack), pkt(1, PacketKind::Header)]);
         // A header that does not fit goes back, addresses swapped.
-        let Enqueued::Bounced(b) = q.enqueue(pkt(2, PacketKind::Header), &mut cx) else {
-            panic!("not bounced")
-        };
+        assert_eq!(k.offer(&mut q, pkt(2, PacketKind::Header)), [(Bounced, 2)]);
+        let b = k.reports[0].pkt.clone();
         assert_eq!((b.src, b.dst, b.seq), (5, 3, 2));
         assert!(b.has(flags::BOUNCED) && b.has(flags::SYN));
         // Already bounced: dropped.
-        assert_eq!(q.enqueue(b.clone(), &mut cx), Enqueued::Dropped(b));
+        assert_eq!(k.offer(&mut q, b.clone()), [(Dropped, 2)]);
+        assert_eq!(k.reports[0].pkt, b);
         // Control packets are dropped.
-        for k in [PacketKind::Ack, PacketKind::Nack, PacketKind::Pull] {
-            assert!(matches!(
-                q.enqueue(pkt(3, k), &mut cx),
-                Enqueued::Dropped(_)
-            ));
+        for t in [Ack, Nack, Pull] {
+            assert_eq!(k.offer(&mut q, pkt(3, t)), [(Dropped, 3)]);
         }
-        // A trimmed data packet whose header does not fit is bounced.
-        assert_eq!(q.enqueue(data(4), &mut cx), Enqueued::Queued);
-        let Enqueued::Bounced(b) = q.enqueue(data(5), &mut cx) else {
-            panic!("not bounced")
-        };
+        // A trimmed data packet whose header does not fit is bounced (one report).
+        k.fill(&mut q, [data(4)]);
+        assert_eq!(k.offer(&mut q, data(5)), [(Bounced, 5)]);
+        let b = &k.reports[0].pkt;
         assert_eq!(
             (b.kind, b.size, b.seq, b.src),
             (PacketKind::Header, 64, 5, 5)
@@ -555,61 +583,39 @@ mod tests {
 
     #[test]
     fn return_to_sender_off_drops() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q =
             NdpQueue::new(Capacity::Packets(1), Capacity::Packets(1)).with_return_to_sender(false);
-        assert_eq!(
-            q.enqueue(pkt(0, PacketKind::Header), &mut cx),
-            Enqueued::Queued
-        );
-        assert!(matches!(
-            q.enqueue(pkt(1, PacketKind::Header), &mut cx),
-            Enqueued::Dropped(_)
-        ));
+        k.fill(&mut q, [pkt(0, PacketKind::Header)]);
+        assert_eq!(k.offer(&mut q, pkt(1, PacketKind::Header)), [(Dropped, 1)]);
         assert_eq!((q.bounces(), q.drops()), (0, 1));
     }
 
     #[test]
     fn byte_capacities() {
-        let mut rng = crate::rng::stream_rng(3, 3);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(3);
         // [C]: a 72 000 B cap holds 7 packets of 9064 B.
         let mut q = NdpQueue::new(Capacity::Bytes(72_000), Capacity::Bytes(72_000))
             .with_trim_arrival_only(true);
-        for s in 0..7 {
-            assert_eq!(q.enqueue(data(s), &mut cx), Enqueued::Queued);
-        }
-        assert_eq!(q.enqueue(data(7), &mut cx), Enqueued::Trimmed);
+        k.fill(&mut q, (0..7).map(data));
+        assert_eq!(k.offer(&mut q, data(7)), [(Trimmed, 7)]);
         assert_eq!(q.data_len_bytes(), 7 * 9064);
         // 1125 headers fit in 72 000 B; the 1126th bounces.
-        for s in 1..1125 {
-            assert_eq!(
-                q.enqueue(pkt(100 + s, PacketKind::Header), &mut cx),
-                Enqueued::Queued
-            );
-        }
+        k.fill(&mut q, (1..1125).map(|s| pkt(100 + s, PacketKind::Header)));
         assert_eq!(q.header_len_bytes(), 72_000);
-        assert!(matches!(
-            q.enqueue(pkt(99, PacketKind::Header), &mut cx),
-            Enqueued::Bounced(_)
-        ));
+        assert_eq!(
+            k.offer(&mut q, pkt(99, PacketKind::Header)),
+            [(Bounced, 99)]
+        );
         // With the coin on and a byte cap, a large arrival cannot take the
         // place of a smaller tail: the arrival is trimmed whatever the coin.
         let mut q = NdpQueue::new(Capacity::Bytes(10_000), Capacity::Bytes(10_000));
-        assert_eq!(q.enqueue(data(0), &mut cx), Enqueued::Queued);
         let mut small = data(1);
         small.size = 500;
         small.payload = 436;
-        assert_eq!(q.enqueue(small, &mut cx), Enqueued::Queued);
+        k.fill(&mut q, [data(0), small]);
         for s in 2..50 {
-            assert_eq!(q.enqueue(data(s), &mut cx), Enqueued::Trimmed);
+            assert_eq!(k.offer(&mut q, data(s)), [(Trimmed, s)]);
         }
         assert_eq!(q.trims(), 48);
         assert_eq!(q.header_len_bytes(), 48 * 64);
@@ -619,17 +625,13 @@ mod tests {
 
     #[test]
     fn queue_enum_dispatches() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = Queue::Ndp(paper_queue().with_trim_arrival_only(true));
         for s in 0..9 {
-            q.enqueue(data(s), &mut cx);
+            k.offer(&mut q, data(s));
         }
         assert_eq!((q.len_packets(), q.len_bytes()), (9, 8 * 9064 + 64));
-        assert_eq!(q.dequeue(0).unwrap().kind, PacketKind::Header);
+        assert_eq!(k.take(&mut q).unwrap().kind, PacketKind::Header);
     }
 
     proptest! {
@@ -640,7 +642,7 @@ mod tests {
             seed in any::<u64>(),
             bytes_cap in any::<bool>(),
         ) {
-            let mut rng = crate::rng::stream_rng(seed, 0);
+            let mut k = Kit::new(seed);
             let (dc, hc) = if bytes_cap {
                 (Capacity::Bytes(30_000), Capacity::Bytes(640))
             } else {
@@ -649,31 +651,35 @@ mod tests {
             let mut q = NdpQueue::new(dc, hc);
             let (mut accepted, mut dequeued, mut rejected, mut offered) = (0u64, 0u64, 0u64, 0u64);
             for (i, op) in ops.into_iter().enumerate() {
-                let mut cx = QueueCtx { now: 0, rng: &mut rng };
                 let p = match op {
                     0 | 1 => {
                         let mut p = data(i as u64);
                         p.size = 1000 + (i as u32 * 37) % 9000;
                         p
                     }
-                    2 => pkt(i as u64, PacketKind::Ack),
+                    2 => pkt(i as u64, Ack),
                     3 => pkt(i as u64, PacketKind::Header),
                     _ => {
-                        if q.dequeue(0).is_some() {
+                        if k.take(&mut q).is_some() {
                             dequeued += 1;
                         }
                         continue;
                     }
                 };
                 offered += 1;
-                match q.enqueue(p, &mut cx) {
-                    Enqueued::Queued | Enqueued::Marked | Enqueued::Trimmed => accepted += 1,
-                    Enqueued::Bounced(_) | Enqueued::Dropped(_) => rejected += 1,
+                // Exactly one admission outcome names the arrival.
+                let out = k.offer(&mut q, p);
+                let mine: Vec<Outcome> = out.iter().filter(|r| r.1 == i as u64).map(|r| r.0).collect();
+                prop_assert_eq!(mine.len(), 1);
+                match mine[0] {
+                    Queued | Trimmed => accepted += 1,
+                    Bounced | Dropped => rejected += 1,
+                    o => prop_assert!(false, "{:?}", o),
                 }
                 prop_assert_eq!(q.len_bytes(), q.data.q.iter().chain(q.hdr.q.iter()).map(|p| p.size as u64).sum::<u64>());
                 prop_assert_eq!(q.len_packets() as usize, q.data.q.len() + q.hdr.q.len());
-                prop_assert!(q.data.q.iter().all(|p| p.kind == PacketKind::Data));
-                prop_assert!(q.hdr.q.iter().all(|p| p.kind != PacketKind::Data && p.size == HEADER_BYTES));
+                prop_assert!(q.data.q.iter().all(|p| p.kind == Data));
+                prop_assert!(q.hdr.q.iter().all(|p| p.kind != Data && p.size == HEADER_BYTES));
             }
             prop_assert_eq!(offered, accepted + rejected);
             prop_assert_eq!(accepted, dequeued + q.len_packets() as u64);

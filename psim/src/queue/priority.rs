@@ -5,14 +5,56 @@
 //! behind its own data, as in htsim's priority NIC queue ([C] per spec A6).
 //! With only data packets (CBR) it is a plain drop-tail FIFO.
 //!
-//! | parameter | default | source |
+//! | parameter (`[host.queue] kind = "priority"`, the NIC default) | default | source |
 //! |---|---|---|
-//! | capacity (`[host] nic_queue_packets`), shared by both classes | 1000 packets | spec A6 ([C] uses a 1000-packet NIC buffer) |
-//! | ECN marking of ECN-capable data above K data packets (`[host] nic_ecn_threshold`) | the switches' K when they mark (`queue = "ecn"` or `"classes"`), else off | htsim's host egress queue is of the switches' kind; without it a DCTCP sender's window grows unchecked in its own NIC queue when the NIC is the bottleneck |
+//! | `queue_packets` (or `queue_bytes`), shared by both classes | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]) | spec A6 ([C] uses a 1000-packet NIC buffer) |
+//! | `ecn_threshold`: CE-mark ECN-capable data above K queued data packets; 0 = off | the switches' K when they mark at a packet threshold (`ecn`, or an `ecn` class), else off | htsim's host egress queue is of the switches' kind; without it a DCTCP sender's window grows unchecked in its own NIC queue when the NIC is the bottleneck |
 
-use super::{Capacity, Enqueued, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
 use crate::packet::{flags, Packet};
+use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
+
+/// Default NIC capacity, packets (spec A6; [C]).
+pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
+
+/// `kind = "priority"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PriorityConfig {
+    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Marking threshold K in data packets (default: the switches' K; 0 = off).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_threshold: Option<u32>,
+}
+
+impl PriorityConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for PriorityConfig {
+    type Queue = PriorityQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key).map(drop)
+    }
+    fn build(&self, env: &QueueEnv) -> PriorityQueue {
+        let k = match self.ecn_threshold {
+            Some(0) => None,
+            Some(k) => Some(k),
+            None => env.switch_k,
+        };
+        PriorityQueue::new(self.cap("").expect("validated")).with_ecn_threshold(k)
+    }
+}
 
 /// Two FIFOs, control first, one shared capacity.
 #[derive(Clone, Debug)]
@@ -40,37 +82,38 @@ impl PriorityQueue {
         self.mark_above = k;
         self
     }
-    pub(super) fn enqueue(&mut self, mut pkt: Packet, _cx: &mut QueueCtx<'_>) -> Enqueued {
+}
+
+impl Discipline for PriorityQueue {
+    fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
         if !self.cap.fits(self.len_packets(), self.bytes, pkt.size) {
-            return Enqueued::Dropped(pkt);
+            cx.dropped(pkt);
+            return;
         }
         self.bytes += pkt.size as u64;
+        cx.queued(&pkt);
         if pkt.kind.is_control() {
             self.control.push_back(pkt);
-            return Enqueued::Queued;
+            return;
         }
         let mark = self
             .mark_above
             .is_some_and(|k| self.data.len() as u32 > k && pkt.has(flags::ECT));
         if mark {
             pkt.flags |= flags::ECN_CE;
+            cx.marked(&pkt);
         }
         self.data.push_back(pkt);
-        if mark {
-            Enqueued::Marked
-        } else {
-            Enqueued::Queued
-        }
     }
-    pub(super) fn dequeue(&mut self, _now: u64) -> Option<Packet> {
+    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
         let p = self.control.pop_front().or_else(|| self.data.pop_front())?;
         self.bytes -= p.size as u64;
         Some(p)
     }
-    pub(super) fn len_packets(&self) -> u32 {
+    fn len_packets(&self) -> u32 {
         (self.control.len() + self.data.len()) as u32
     }
-    pub(super) fn len_bytes(&self) -> u64 {
+    fn len_bytes(&self) -> u64 {
         self.bytes
     }
 }
@@ -78,38 +121,38 @@ impl PriorityQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::PacketKind;
-
-    fn pkt(kind: PacketKind, seq: u64) -> Packet {
-        crate::packet::test_packet(kind, seq, 100)
-    }
+    use crate::packet::PacketKind::{Ack, Pull};
+    use crate::queue::testkit::{control, data, Kit};
+    use crate::queue::Outcome::*;
 
     #[test]
     fn control_overtakes_data_and_capacity_is_shared() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
-        let mut q = PriorityQueue::new(Capacity::Packets(3));
-        assert_eq!(
-            q.enqueue(pkt(PacketKind::Data, 0), &mut cx),
-            Enqueued::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(PacketKind::Data, 1), &mut cx),
-            Enqueued::Queued
-        );
-        assert_eq!(
-            q.enqueue(pkt(PacketKind::Ack, 2), &mut cx),
-            Enqueued::Queued
-        );
-        assert!(matches!(
-            q.enqueue(pkt(PacketKind::Pull, 3), &mut cx),
-            Enqueued::Dropped(_)
-        ));
-        let order: Vec<u64> = std::iter::from_fn(|| q.dequeue(0)).map(|p| p.seq).collect();
-        assert_eq!(order, vec![2, 0, 1]);
+        let (mut k, mut q) = (Kit::new(0), PriorityQueue::new(Capacity::Packets(3)));
+        k.fill(&mut q, [data(0, 100), data(1, 100), control(Ack, 2)]);
+        assert_eq!(k.offer(&mut q, control(Pull, 3)), [(Dropped, 3)]);
+        assert_eq!(k.drain_seqs(&mut q), [2, 0, 1]);
         assert_eq!(q.len_bytes(), 0);
+    }
+
+    #[test]
+    fn marks_ect_data_above_k_after_queueing_it() {
+        let mut q = PriorityQueue::new(Capacity::Packets(10)).with_ecn_threshold(Some(1));
+        let mut k = Kit::new(0);
+        let ect = |s| {
+            let mut p = data(s, 100);
+            p.flags |= flags::ECT;
+            p
+        };
+        k.fill(&mut q, [ect(0), ect(1)]);
+        assert_eq!(k.offer(&mut q, ect(2)), [(Queued, 2), (Marked, 2)]);
+        assert!(!k.reports[0].pkt.has(flags::ECN_CE) && k.reports[1].pkt.has(flags::ECN_CE));
+        // Not ECN-capable: queued unmarked.
+        assert_eq!(k.offer(&mut q, data(3, 100)), [(Queued, 3)]);
+        let ce: Vec<bool> = k
+            .drain(&mut q)
+            .iter()
+            .map(|p| p.has(flags::ECN_CE))
+            .collect();
+        assert_eq!(ce, [false, false, true, false]);
     }
 }

@@ -8,10 +8,10 @@
 //! rule, not an AQM (as in htsim's ECN queue; dropping ACKs above K would
 //! punish the reverse path of every loaded link).
 //!
-//! | mode (`[switch] queue`) | signal | parameters, defaults, source |
+//! | `[switch.queue] kind` | signal | parameters, defaults, source |
 //! |---|---|---|
-//! | `"ecn"` (threshold) | queue occupancy on arrival greater than K | `ecn_threshold_packets` K = 30, `queue_packets` = 200: [P] §6.1 for DCTCP; RFC 8257 §3.1 / Alizadeh et al. §3.1 ("mark ... if the queue occupancy is greater than K upon its arrival") |
-//! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true |
+//! | `"ecn"` (threshold) | queue occupancy on arrival greater than K | `ecn_threshold` K = 30 ([`DEFAULT_ECN_THRESHOLD_PACKETS`]), `queue_packets` = 200 ([`DEFAULT_ECN_QUEUE_PACKETS`]): [P] §6.1 for DCTCP; RFC 8257 §3.1 / Alizadeh et al. §3.1 ("mark ... if the queue occupancy is greater than K upon its arrival"); `red_ecn` = true |
+//! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true, `queue_packets` = 200 |
 //!
 //! Thresholds are in the unit of the capacity (packets or bytes). RED's
 //! average is updated on arrivals only; the idle-time decay of the original
@@ -19,14 +19,143 @@
 //! where it was left (it is then high for a few arrivals at most, at the
 //! default weight).
 
-use super::{Capacity, DropTail, Enqueued, QueueCtx};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, DropTail, QueueCtx, QueueEnv};
+use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet};
 use rand::RngExt;
+use serde::{Deserialize, Serialize};
 
 /// Default DCTCP marking threshold, packets ([P] §6.1).
 pub const DEFAULT_ECN_THRESHOLD_PACKETS: u32 = 30;
 /// Default buffer of the TCP-family comparisons, packets ([P] §6.1).
 pub const DEFAULT_ECN_QUEUE_PACKETS: u32 = 200;
+
+/// RED's default minimum threshold (Floyd & Jacobson §4).
+pub const DEFAULT_RED_MIN: f64 = 5.0;
+/// RED's default maximum threshold (Floyd & Jacobson §4).
+pub const DEFAULT_RED_MAX: f64 = 15.0;
+/// RED's default marking probability at the maximum threshold (Floyd & Jacobson §4).
+pub const DEFAULT_RED_MAX_P: f64 = 0.1;
+/// RED's default EWMA weight (Floyd & Jacobson §4).
+pub const DEFAULT_RED_WEIGHT: f64 = 0.002;
+
+fn default_capacity(key: &str, p: Option<u32>, b: Option<u64>) -> Result<Capacity, ConfigError> {
+    capacity(key, p, b, Capacity::Packets(DEFAULT_ECN_QUEUE_PACKETS))
+}
+
+/// `kind = "ecn"`: DCTCP's threshold marking.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EcnConfig {
+    /// Capacity in packets (default [`DEFAULT_ECN_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// K, in the capacity's unit.
+    pub ecn_threshold: u64,
+    /// Mark ECN-capable packets (true) or drop every signalled packet.
+    pub red_ecn: bool,
+}
+
+impl Default for EcnConfig {
+    fn default() -> Self {
+        EcnConfig {
+            queue_packets: None,
+            queue_bytes: None,
+            ecn_threshold: DEFAULT_ECN_THRESHOLD_PACKETS as u64,
+            red_ecn: true,
+        }
+    }
+}
+
+impl DisciplineConfig for EcnConfig {
+    type Queue = RedQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        default_capacity(key, self.queue_packets, self.queue_bytes).map(drop)
+    }
+    fn build(&self, _env: &QueueEnv) -> RedQueue {
+        let cap = default_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
+        let k = self.ecn_threshold;
+        RedQueue::new(cap, Marking::Threshold { k }, self.red_ecn)
+    }
+    fn ecn_threshold_packets(&self) -> Option<u32> {
+        self.queue_bytes
+            .is_none()
+            .then_some(self.ecn_threshold as u32)
+    }
+}
+
+/// `kind = "red"`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RedConfig {
+    /// Capacity in packets (default [`DEFAULT_ECN_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Minimum threshold, in the capacity's unit.
+    pub red_min: f64,
+    /// Maximum threshold.
+    pub red_max: f64,
+    /// Marking probability at the maximum threshold.
+    pub red_max_p: f64,
+    /// EWMA weight of the average queue.
+    pub red_weight: f64,
+    /// Mark ECN-capable packets (true) or drop every signalled packet.
+    pub red_ecn: bool,
+}
+
+impl Default for RedConfig {
+    fn default() -> Self {
+        RedConfig {
+            queue_packets: None,
+            queue_bytes: None,
+            red_min: DEFAULT_RED_MIN,
+            red_max: DEFAULT_RED_MAX,
+            red_max_p: DEFAULT_RED_MAX_P,
+            red_weight: DEFAULT_RED_WEIGHT,
+            red_ecn: true,
+        }
+    }
+}
+
+impl DisciplineConfig for RedConfig {
+    type Queue = RedQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        default_capacity(key, self.queue_packets, self.queue_bytes)?;
+        let (min, max) = (self.red_min, self.red_max);
+        if !(min >= 0.0 && max > min) {
+            return Err(bad(
+                &format!("{key}.red_max"),
+                max,
+                "must exceed red_min, and red_min must be at least 0",
+            ));
+        }
+        if !(self.red_max_p > 0.0 && self.red_max_p <= 1.0) {
+            let k = format!("{key}.red_max_p");
+            return Err(bad(&k, self.red_max_p, "must be in (0, 1]"));
+        }
+        if !(self.red_weight > 0.0 && self.red_weight <= 1.0) {
+            let k = format!("{key}.red_weight");
+            return Err(bad(&k, self.red_weight, "must be in (0, 1]"));
+        }
+        Ok(())
+    }
+    fn build(&self, _env: &QueueEnv) -> RedQueue {
+        let cap = default_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
+        let marking = Marking::Red {
+            min: self.red_min,
+            max: self.red_max,
+            max_p: self.red_max_p,
+            weight: self.red_weight,
+        };
+        RedQueue::new(cap, marking, self.red_ecn)
+    }
+}
 
 /// How a marking queue decides to signal congestion.
 #[derive(Copy, Clone, Debug, PartialEq, serde::Serialize)]
@@ -110,38 +239,45 @@ impl RedQueue {
             }
         }
     }
+}
 
+impl Discipline for RedQueue {
     #[inline]
-    pub(super) fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) -> Enqueued {
+    fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
         if !self.fifo.has_room(pkt.size) {
-            return Enqueued::Dropped(pkt);
+            cx.dropped(pkt);
+            return;
         }
-        let mut result = Enqueued::Queued;
+        let mut mark = false;
         if self.signal(cx) {
             if self.ecn && pkt.has(flags::ECT) {
-                pkt.flags |= flags::ECN_CE;
-                self.marked += 1;
-                result = Enqueued::Marked;
+                mark = true;
             } else if self.ecn && matches!(self.marking, Marking::Threshold { .. }) {
                 // Not ECN-capable: the threshold only marks.
             } else {
                 self.early_drops += 1;
-                return Enqueued::Dropped(pkt);
+                cx.dropped(pkt);
+                return;
             }
         }
-        let admitted = self.fifo.enqueue(pkt, cx);
-        debug_assert_eq!(admitted, Enqueued::Queued, "room was checked");
-        result
+        cx.queued(&pkt);
+        if mark {
+            pkt.flags |= flags::ECN_CE;
+            self.marked += 1;
+            cx.marked(&pkt);
+        }
+        let admitted = self.fifo.push(pkt);
+        debug_assert!(admitted.is_ok(), "room was checked");
     }
 
     #[inline]
-    pub(super) fn dequeue(&mut self, now: u64) -> Option<Packet> {
-        self.fifo.dequeue(now)
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        self.fifo.dequeue(cx)
     }
-    pub(super) fn len_packets(&self) -> u32 {
+    fn len_packets(&self) -> u32 {
         self.fifo.len_packets()
     }
-    pub(super) fn len_bytes(&self) -> u64 {
+    fn len_bytes(&self) -> u64 {
         self.fifo.len_bytes()
     }
 }
@@ -149,36 +285,28 @@ impl RedQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::packet::{test_packet, PacketKind};
+    use crate::packet::PacketKind;
+    use crate::queue::testkit::{control, data, Kit};
+    use crate::queue::Outcome::*;
 
     fn ect(seq: u64) -> Packet {
-        let mut p = test_packet(PacketKind::Data, seq, 1000);
+        let mut p = data(seq, 1000);
         p.flags |= flags::ECT;
         p
     }
 
     #[test]
     fn threshold_marks_arrivals_above_k_and_drops_at_capacity() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = RedQueue::new(Capacity::Packets(6), Marking::Threshold { k: 3 }, true);
-        let outcomes: Vec<Enqueued> = (0..7).map(|i| q.enqueue(ect(i), &mut cx)).collect();
         // Occupancy on arrival 0,1,2,3 -> not above 3; 4,5 -> marked; the 7th finds the queue full.
-        assert_eq!(
-            outcomes[..4],
-            [
-                Enqueued::Queued,
-                Enqueued::Queued,
-                Enqueued::Queued,
-                Enqueued::Queued
-            ]
-        );
-        assert_eq!(outcomes[4..6], [Enqueued::Marked, Enqueued::Marked]);
-        assert!(matches!(outcomes[6], Enqueued::Dropped(_)));
-        let ce: Vec<bool> = std::iter::from_fn(|| q.dequeue(0))
+        k.fill(&mut q, (0..4).map(ect));
+        assert_eq!(k.offer(&mut q, ect(4)), [(Queued, 4), (Marked, 4)]);
+        assert_eq!(k.offer(&mut q, ect(5)), [(Queued, 5), (Marked, 5)]);
+        assert_eq!(k.offer(&mut q, ect(6)), [(Dropped, 6)]);
+        let ce: Vec<bool> = k
+            .drain(&mut q)
+            .iter()
             .map(|p| p.has(flags::ECN_CE))
             .collect();
         assert_eq!(ce, [false, false, false, false, true, true]);
@@ -187,15 +315,9 @@ mod tests {
 
     #[test]
     fn a_signalled_packet_without_ect_is_dropped_by_red_but_not_by_the_threshold() {
-        let mut rng = crate::rng::stream_rng(0, 0);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(0);
         let mut q = RedQueue::new(Capacity::Packets(10), Marking::Threshold { k: 0 }, true);
-        assert_eq!(q.enqueue(ect(0), &mut cx), Enqueued::Queued);
-        let plain = test_packet(PacketKind::Ack, 1, 64);
-        assert_eq!(q.enqueue(plain.clone(), &mut cx), Enqueued::Queued);
+        k.fill(&mut q, [ect(0), control(PacketKind::Ack, 1)]);
         let red = Marking::Red {
             min: 0.0,
             max: 0.5,
@@ -203,8 +325,8 @@ mod tests {
             weight: 1.0,
         };
         let mut q = RedQueue::new(Capacity::Packets(10), red, true);
-        assert_eq!(q.enqueue(ect(0), &mut cx), Enqueued::Queued);
-        assert!(matches!(q.enqueue(plain, &mut cx), Enqueued::Dropped(_)));
+        k.fill(&mut q, [ect(0)]);
+        assert_eq!(k.offer(&mut q, control(PacketKind::Ack, 1)), [(Dropped, 1)]);
         assert_eq!(q.early_drops, 1);
         assert_eq!(q.len_packets(), 1);
     }
@@ -216,11 +338,7 @@ mod tests {
     /// 2·p_b (Floyd & Jacobson §7).
     #[test]
     fn red_mark_rate_matches_its_closed_form() {
-        let mut rng = crate::rng::stream_rng(7, 7);
-        let mut cx = QueueCtx {
-            now: 0,
-            rng: &mut rng,
-        };
+        let mut k = Kit::new(7);
         // weight 1: avg = instantaneous occupancy; hold it at 10 of [5, 15] -> p_b = 0.05.
         let marking = Marking::Red {
             min: 5.0,
@@ -230,14 +348,14 @@ mod tests {
         };
         let mut q = RedQueue::new(Capacity::Packets(100), marking, true);
         for i in 0..10 {
-            q.enqueue(ect(i), &mut cx);
+            k.offer(&mut q, ect(i));
         }
         let (n, mut marks) = (200_000, 0u64);
         for i in 0..n {
-            if q.enqueue(ect(i), &mut cx) == Enqueued::Marked {
+            if k.offer(&mut q, ect(i)).contains(&(Marked, i)) {
                 marks += 1;
             }
-            q.dequeue(0);
+            k.take(&mut q);
         }
         let pb: f64 = 0.05;
         let expected = 2.0 * pb;

@@ -10,7 +10,7 @@ use super::packets::{PacketFields, PacketRow, PacketTracer};
 use super::queues::{PortSeries, QueueSeries};
 use super::spec::{PacketEvent, TraceSpec};
 use crate::packet::Packet;
-use crate::queue::{Enqueued, Queue};
+use crate::queue::{Discipline, Outcome, Queue, Report};
 
 /// What a shard recorded, ready to write.
 #[derive(Debug, Default)]
@@ -81,50 +81,31 @@ impl ShardTrace {
         }
     }
 
-    /// After an enqueue of `arriving` with `outcome`; `q` is the queue after it.
+    /// After an enqueue or dequeue of `q` (port `port` of `node`) whose
+    /// discipline reported `reports`: one row per report, naming the packet
+    /// it happened to, with the queue's length after the operation. One
+    /// exception keeps "one admission row per admitted packet": a trim of a
+    /// queued packet (NDP's tail trim) is the `trim` row of the arrival it
+    /// made room for, so that arrival's own `Queued` report has no row.
     #[inline]
-    pub fn enqueued(
-        &mut self,
-        node: u32,
-        port: u16,
-        now: u64,
-        arriving: &PacketFields,
-        outcome: &Enqueued,
-        q: &Queue,
-    ) {
+    pub fn reported(&mut self, node: u32, port: u16, now: u64, reports: &[Report], q: &Queue) {
         let Some(t) = &mut self.packets else { return };
-        let (ev, fields) = match outcome {
-            Enqueued::Queued => (PacketEvent::Enqueue, *arriving),
-            Enqueued::Marked => {
-                // Admitted like any packet, then marked: two rows, the second
-                // showing the CE bit the queue set.
-                let (b, n) = (q.len_bytes(), q.len_packets());
-                t.record(PacketEvent::Enqueue, now, node, port, arriving, b, n);
-                let marked = arriving.with_flags(crate::packet::flags::ECN_CE);
-                (PacketEvent::EcnMark, marked)
-            }
-            Enqueued::Trimmed => (PacketEvent::Trim, *arriving),
-            Enqueued::Dropped(d) => (PacketEvent::Drop, PacketFields::of(d)),
-            Enqueued::Bounced(b) => (PacketEvent::Bounce, PacketFields::of(b)),
-        };
-        t.record(ev, now, node, port, &fields, q.len_bytes(), q.len_packets());
-    }
-
-    /// After a discipline marked `pkt` ECN Congestion Experienced at port
-    /// `port` of `node`; `q` is the queue after the enqueue. The one call an
-    /// ECN-marking queue needs (recorded in addition to the `enqueue` row).
-    #[inline]
-    pub fn ecn_marked(&mut self, node: u32, port: u16, now: u64, pkt: &PacketFields, q: &Queue) {
-        if let Some(t) = &mut self.packets {
-            t.record(
-                PacketEvent::EcnMark,
-                now,
-                node,
-                port,
-                pkt,
-                q.len_bytes(),
-                q.len_packets(),
-            );
+        let (b, n) = (q.len_bytes(), q.len_packets());
+        let mut made_room = false;
+        for r in reports {
+            let ev = match r.outcome {
+                Outcome::Queued if std::mem::take(&mut made_room) => continue,
+                Outcome::TrimmedQueued => {
+                    made_room = true;
+                    PacketEvent::Trim
+                }
+                Outcome::Queued => PacketEvent::Enqueue,
+                Outcome::Marked => PacketEvent::EcnMark,
+                Outcome::Trimmed => PacketEvent::Trim,
+                Outcome::Dropped | Outcome::Evicted | Outcome::DequeueDropped => PacketEvent::Drop,
+                Outcome::Bounced => PacketEvent::Bounce,
+            };
+            t.record(ev, now, node, port, &PacketFields::of(&r.pkt), b, n);
         }
     }
 

@@ -155,6 +155,7 @@ impl Transport for CbrSource {
             proto: Protocol::Cbr,
             flags: if last { flags::LAST } else { 0 },
             prio: self.prio,
+            rank: 0,
         });
         self.stats.bytes_sent += payload;
         self.stats.packets_sent += 1;

@@ -293,6 +293,7 @@ impl NdpSource {
             proto: self.proto,
             flags: f,
             prio: self.info.prio,
+            rank: 0,
         });
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += payload as u64;
@@ -527,6 +528,7 @@ impl NdpSink {
             proto: self.proto,
             flags: 0,
             prio: self.prio,
+            rank: 0,
         }
     }
 }
@@ -630,6 +632,7 @@ mod tests {
             proto: Protocol::Ndp,
             flags: fl,
             prio: 0,
+            rank: 0,
         }
     }
 

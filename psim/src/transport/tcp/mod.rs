@@ -298,6 +298,7 @@ impl TcpSource {
             proto: self.proto,
             flags: fl,
             prio: self.info.prio,
+            rank: 0,
         }
     }
 
@@ -372,6 +373,7 @@ impl TcpSource {
                 proto: self.proto,
                 flags: f,
                 prio: self.info.prio,
+                rank: 0,
             });
             self.stats.packets_sent += 1;
             self.stats.bytes_sent += s.len as u64;

@@ -75,6 +75,7 @@ impl TcpSink {
             proto: self.proto,
             flags: if ece { flags::ECE } else { 0 },
             prio: self.prio,
+            rank: 0,
         }
     }
 
