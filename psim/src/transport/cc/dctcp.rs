@@ -147,10 +147,10 @@ impl CongestionControl for Dctcp {
         self.w.on_loss(loss, flight);
     }
     fn on_recovery_end(&mut self) {
-        self.w.cwnd = self.w.ssthresh;
+        self.w.end_recovery();
     }
     fn limit(&mut self, max: f64) {
-        self.w.cwnd = self.w.cwnd.min(max);
+        self.w.limit(max);
     }
     fn metrics(&self) -> CcMetrics {
         CcMetrics {

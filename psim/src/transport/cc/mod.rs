@@ -153,6 +153,16 @@ impl Window {
         self.ssthresh = ((flight / 2).max(2 * self.mss)) as f64;
     }
 
+    /// Fast recovery is over: deflate to ssthresh (RFC 6582 step 3).
+    pub fn end_recovery(&mut self) {
+        self.cwnd = self.ssthresh;
+    }
+
+    /// Caps the window at `max` bytes (the receiver's window).
+    pub fn limit(&mut self, max: f64) {
+        self.cwnd = self.cwnd.min(max);
+    }
+
     /// NewReno's response to a loss: halve, then continue from ssthresh
     /// (fast retransmit) or from one segment (timeout, RFC 5681 (5)).
     pub fn on_loss(&mut self, loss: Loss, flight: u64) {
