@@ -7,41 +7,15 @@
 
 use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
 use crate::config::Scenario;
-use crate::net::{Node, Port, Slot};
+use crate::net::{switch, Called, InFlight, Inbound, Message, Node, Port, PortCx, TimerDue};
 use crate::packet::{Packet, Protocol};
-use crate::queue::{Discipline, Outcome, QueueCtx, Report};
+use crate::queue::{Discipline, Outcome, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
 use crate::transport::{SinkStats, SourceStats, Transport};
-use crate::units::tx_time_ps;
 
-use std::collections::VecDeque;
 use std::sync::Arc;
-
-/// A packet on a wire, waiting to arrive.
-#[derive(Clone, Debug)]
-pub struct InFlight {
-    /// Arrival time at the far end.
-    pub arrive: u64,
-    /// Sending entity (part of the event key).
-    pub src: u32,
-    /// Sender's sequence number (part of the event key).
-    pub seq: u64,
-    /// The packet.
-    pub pkt: Packet,
-}
-
-/// A packet crossing to another shard.
-#[derive(Clone, Debug)]
-pub struct Message {
-    /// Receiving entity.
-    pub dst: u32,
-    /// Its input port.
-    pub port: u16,
-    /// The packet and its arrival key.
-    pub inflight: InFlight,
-}
 
 /// Shard-level packet counters, for the conservation check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -138,7 +112,7 @@ pub struct Shard {
     pub id: u32,
     shared: Arc<Shared>,
     nodes: Vec<Node>,
-    inbound: Vec<VecDeque<InFlight>>,
+    inbound: Inbound,
     events: EventQueue,
     /// Packets for other shards, by destination shard.
     pub outbox: Vec<Vec<Message>>,
@@ -185,12 +159,7 @@ impl Shard {
         for &e in members {
             let kind = topo.kind(e);
             let ports = (0..topo.port_count(e))
-                .map(|p| Port {
-                    queue: scn.queues.build(kind),
-                    busy: false,
-                    link: topo.port(e, p),
-                    counters: Default::default(),
-                })
+                .map(|p| Port::new(scn.queues.build(kind), topo.port(e, p)))
                 .collect::<Vec<_>>();
             inbound_len += ports.len();
             nodes.push(Node {
@@ -225,7 +194,7 @@ impl Shard {
             id,
             shared,
             nodes,
-            inbound: (0..inbound_len).map(|_| VecDeque::new()).collect(),
+            inbound: Inbound::new(inbound_len),
             events: EventQueue::default(),
             outbox: (0..shards).map(|_| Vec::new()).collect(),
             generator,
@@ -259,21 +228,23 @@ impl Shard {
     /// Accepts a packet from another shard (at a window boundary).
     pub fn receive(&mut self, m: Message) {
         debug_assert!(m.inflight.arrive >= self.horizon, "lookahead violated");
-        let idx = (self.shared.in_base[m.dst as usize] + m.port as u32) as usize;
-        let fifo = &mut self.inbound[idx];
-        if fifo.is_empty() {
-            let f = &m.inflight;
-            self.events.push(
-                EventKey {
-                    time: f.arrive,
-                    target: m.dst,
-                    source: f.src,
-                    seq: f.seq,
-                },
-                EventKind::LinkArrival { port: m.port },
-            );
+        self.arrive_later(m.dst, m.port, m.inflight);
+    }
+
+    /// Puts a packet on the wire into `dst`'s input `port`, scheduling its
+    /// arrival if it is the wire's head.
+    #[inline]
+    fn arrive_later(&mut self, dst: u32, port: u16, f: InFlight) {
+        let idx = (self.shared.in_base[dst as usize] + port as u32) as usize;
+        let key = EventKey {
+            time: f.arrive,
+            target: dst,
+            source: f.src,
+            seq: f.seq,
+        };
+        if self.inbound.push(idx, f) {
+            self.events.push(key, EventKind::LinkArrival { port });
         }
-        fifo.push_back(m.inflight);
     }
 
     /// Schedules a completion notice for this shard's workload (at a window boundary).
@@ -315,7 +286,7 @@ impl Shard {
             match ev.kind {
                 EventKind::LinkArrival { port } => self.on_link_arrival(local, port, now),
                 EventKind::TxDone { port } => {
-                    self.nodes[local].ports[port as usize].busy = false;
+                    self.nodes[local].ports[port as usize].finish();
                     self.transmit(local, port, now);
                 }
                 EventKind::Timer { slot, gen } => {
@@ -407,13 +378,10 @@ impl Shard {
         let num_paths = sh.topo.num_paths(f.src, f.dst);
         let node = &mut self.nodes[local];
         let ideal_fct_ps = match f.size_bytes {
-            Some(size) if proto.has_ideal_fct() => Some(ideal_fct(
-                &sh.topo,
-                f.src,
-                f.dst,
-                size,
-                proto.mtu(&sh.protocols),
-            )),
+            Some(size) if proto.has_ideal_fct() => {
+                let mtu = proto.mtu(&sh.protocols);
+                Some(sh.topo.ideal_fct(f.src, f.dst, size, mtu))
+            }
             _ => None,
         };
         let info = FlowInfo {
@@ -426,22 +394,10 @@ impl Shard {
             prio: f.priority,
             num_paths,
             ecmp_path: (flow_hash(sh.seed, f.id) % num_paths as u64) as u32,
-            nic_bps: node.ports[0].link.link.rate_bps,
+            nic_bps: node.nic_bps(),
         };
-        let ep = proto.source(&info, &sh.protocols);
         let host = node.host.as_mut().expect("flows start on hosts");
-        let slot = host.slots.len() as u32;
-        host.by_flow.insert(f.id, slot);
-        host.slots.push(Slot {
-            flow: f.id,
-            proto,
-            ep,
-            info: Some(Box::new(info)),
-            peers: (f.src, f.dst),
-            timer_at: None,
-            gen: 0,
-            finish_reported: false,
-        });
+        let slot = host.add_source(info, proto, &sh.protocols);
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_start(cx));
     }
 
@@ -451,31 +407,20 @@ impl Shard {
             .host
             .as_mut()
             .expect("timers live on hosts");
-        if slot == HostServices::TIMER_SLOT {
-            let Some(grant) = host.services.on_timer(now, gen) else {
-                return false;
-            };
-            if let Some(s) = grant {
-                self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx));
-            }
-            return true;
+        match host.timer_due(slot, gen, now) {
+            TimerDue::Stale => return false,
+            TimerDue::Idle => {}
+            TimerDue::Grant(s) => self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx)),
+            TimerDue::Endpoint(s) => self.call_endpoint(local, s, now, |ep, cx| ep.on_timer(cx)),
         }
-        let s = &mut host.slots[slot as usize];
-        if s.gen != gen || s.timer_at != Some(now) {
-            return false;
-        }
-        s.timer_at = None;
-        self.call_endpoint(local, slot, now, |ep, cx| ep.on_timer(cx));
         true
     }
 
     fn on_link_arrival(&mut self, local: usize, port: u16, now: u64) {
         let id = self.nodes[local].id;
         let idx = (self.shared.in_base[id as usize] + port as u32) as usize;
-        let f = self.inbound[idx]
-            .pop_front()
-            .expect("an arrival event has its packet");
-        if let Some(next) = self.inbound[idx].front() {
+        let (f, next) = self.inbound.pop(idx);
+        if let Some(next) = next {
             self.events.push(
                 EventKey {
                     time: next.arrive,
@@ -489,8 +434,8 @@ impl Shard {
         if self.nodes[local].host.is_some() {
             self.host_receive(local, f.pkt, now);
         } else {
-            let out = self.shared.topo.route(id, f.pkt.dst, f.pkt.path);
-            self.offer(local, out, f.pkt, now, Some(port));
+            let ing = switch::ingress(&self.shared.topo, id, port, &f.pkt);
+            self.offer(local, ing.out_port, f.pkt, now, Some(ing.in_port));
         }
     }
 
@@ -502,29 +447,12 @@ impl Shard {
         }
         self.counters.delivered += 1;
         let host = node.host.as_mut().expect("host");
-        let slot = match host.by_flow.get(&pkt.flow) {
-            Some(&s) => s,
-            None => {
-                let s = host.slots.len() as u32;
-                host.by_flow.insert(pkt.flow, s);
-                host.slots.push(Slot {
-                    flow: pkt.flow,
-                    proto: pkt.proto,
-                    ep: Protocol::sink(&pkt, &self.shared.protocols),
-                    info: None,
-                    peers: (pkt.src, pkt.dst),
-                    timer_at: None,
-                    gen: 0,
-                    finish_reported: false,
-                });
-                s
-            }
-        };
+        let slot = host.slot_for(&pkt, &self.shared.protocols);
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_packet(pkt, cx));
     }
 
-    /// Runs one endpoint input, then applies its effects: packets to the NIC,
-    /// a changed deadline, a completion.
+    /// Runs one endpoint input, then applies its effects: a changed deadline,
+    /// the pacer's next slot, a completion, packets to the NIC.
     fn call_endpoint(
         &mut self,
         local: usize,
@@ -534,54 +462,25 @@ impl Shard {
     ) {
         let mut out = std::mem::take(&mut self.scratch);
         let node = &mut self.nodes[local];
+        let nic_bps = node.nic_bps();
         let host = node.host.as_mut().expect("endpoints live on hosts");
-        let s = &mut host.slots[slot as usize];
-        let nic_bps = node.ports[0].link.link.rate_bps;
-        f(
-            &mut s.ep,
-            &mut Ctx {
-                now,
-                host: node.id,
-                slot,
-                nic_bps,
-                out: &mut out,
-                rng: &mut node.rng,
-                services: &mut host.services,
-            },
-        );
-        let want = s.ep.poll_at();
-        if want != s.timer_at {
-            s.gen = s.gen.wrapping_add(1);
-            s.timer_at = want;
-            if let Some(t) = want {
-                let t = t.max(now);
-                s.timer_at = Some(t);
-                let gen = s.gen;
-                schedule_own(&mut self.events, node, t, EventKind::Timer { slot, gen });
-            }
+        let called: Called = host.call(node.id, slot, now, nic_bps, &mut node.rng, &mut out, f);
+        if let Some((t, gen)) = called.timer {
+            schedule_own(&mut self.events, node, t, EventKind::Timer { slot, gen });
         }
-        let host = node.host.as_mut().expect("host");
-        if let Some((t, gen)) = host.services.rearm(now, &mut node.rng) {
+        if let Some((t, gen)) = called.service_timer {
             let slot = HostServices::TIMER_SLOT;
             schedule_own(&mut self.events, node, t, EventKind::Timer { slot, gen });
         }
-        let s = &mut node.host.as_mut().expect("host").slots[slot as usize];
-        if !s.finish_reported {
-            if let Some(at) = s.ep.sink_stats().and_then(|st| st.finish_ps) {
-                s.finish_reported = true;
-                self.finished_out.push((at + self.shared.notice_ps, s.flow));
-            }
+        if let Some(at) = called.finished_at {
+            let flow = node.host.as_ref().expect("host").slots[slot as usize].flow;
+            self.finished_out.push((at + self.shared.notice_ps, flow));
         }
         self.counters.created += out.len() as u64;
         for pkt in out.drain(..) {
-            self.enqueue(local, 0, pkt, now);
+            self.offer(local, 0, pkt, now, None);
         }
         self.scratch = out;
-    }
-
-    /// Offers a packet a host's transport emitted to an output port.
-    fn enqueue(&mut self, local: usize, port: u16, pkt: Packet, now: u64) {
-        self.offer(local, port, pkt, now, None);
     }
 
     /// Offers a packet that came in on `ingress` (None: from the host's
@@ -594,40 +493,33 @@ impl Shard {
         }
     }
 
-    /// One offer: counts and traces what the discipline reports, sets
-    /// bounced packets aside, and starts the port if it is idle.
+    /// One offer: the port counts and traces what its discipline reports;
+    /// bounced packets are set aside, and an idle port starts.
     #[inline]
     fn offer_at(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.before(node.id, port, &p.queue, now);
-        }
-        let reports = &mut self.reports;
-        reports.clear();
-        let rate = p.link.link.rate_bps;
-        p.queue.enqueue(
-            pkt,
-            &mut QueueCtx::new(now, &mut node.rng, rate, ingress, reports),
-        );
-        let (dropped, bounced) = p.counters.count_all(reports);
-        self.counters.dropped += dropped;
-        debug_assert!(
-            p.counters.balanced(p.queue.len_packets()),
-            "{:?}",
-            p.counters
-        );
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.reported(node.id, port, now, reports, &p.queue);
-        }
-        if bounced {
+        let mut cx = PortCx {
+            now,
+            node: node.id,
+            port,
+            rng: &mut node.rng,
+            reports: &mut self.reports,
+            trace: self.trace.as_deref_mut(),
+        };
+        let offered = p.offer(pkt, ingress, &mut cx);
+        self.counters.dropped += offered.dropped;
+        if offered.bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
-            for r in reports.drain(..).filter(|r| r.outcome == Outcome::Bounced) {
-                let back = self.shared.topo.route(node.id, r.pkt.dst, r.pkt.path);
-                if back != port {
-                    self.bounced.push((back, r.pkt));
-                } else {
-                    self.counters.dropped += 1;
+            let (topo, id) = (&self.shared.topo, node.id);
+            for r in self
+                .reports
+                .drain(..)
+                .filter(|r| r.outcome == Outcome::Bounced)
+            {
+                match switch::bounce_port(topo, id, port, &r.pkt) {
+                    Some(back) => self.bounced.push((back, r.pkt)),
+                    None => self.counters.dropped += 1,
                 }
             }
         } else if !p.busy {
@@ -635,70 +527,36 @@ impl Shard {
         }
     }
 
-    /// Starts serialising the next packet of an idle port, if any.
+    /// Starts serialising the next packet of a port, if it can start; puts
+    /// the packet on the wire and schedules the port's transmit-done.
     fn transmit(&mut self, local: usize, port: u16, now: u64) {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
-        debug_assert!(!p.busy);
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.before(node.id, port, &p.queue, now);
-        }
-        let reports = &mut self.reports;
-        reports.clear();
-        let rate = p.link.link.rate_bps;
-        let next = p
-            .queue
-            .dequeue(&mut QueueCtx::new(now, &mut node.rng, rate, None, reports));
-        if !reports.is_empty() {
-            // Dequeue-time outcomes (drops at the head, as CoDel's).
-            self.counters.dropped += p.counters.count_all(reports).0;
-            if let Some(t) = self.trace.as_deref_mut() {
-                t.reported(node.id, port, now, reports, &p.queue);
-            }
-        }
-        let Some(pkt) = next else {
+        let mut cx = PortCx {
+            now,
+            node: node.id,
+            port,
+            rng: &mut node.rng,
+            reports: &mut self.reports,
+            trace: self.trace.as_deref_mut(),
+        };
+        let started = p.start(&mut cx);
+        self.counters.dropped += started.dropped;
+        let Some((pkt, done)) = started.sent else {
             return;
         };
-        p.counters.dequeued += 1;
-        p.counters.dequeued_bytes += pkt.size as u64;
-        debug_assert!(
-            p.counters.balanced(p.queue.len_packets()),
-            "{:?}",
-            p.counters
-        );
-        p.busy = true;
         let link = p.link;
-        let done = now + tx_time_ps(pkt.size as u64, link.link.rate_bps);
-        let id = node.id;
-        if let Some(t) = self.trace.as_deref_mut() {
-            t.dequeued(id, port, now, done, &pkt, &p.queue);
-        }
         schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
         let seq = node.next_seq();
         let inflight = InFlight {
             arrive: done + link.link.delay_ps,
-            src: id,
+            src: node.id,
             seq,
             pkt,
         };
         let dst_shard = self.shared.shard_of[link.peer as usize];
         if dst_shard == self.id {
-            let idx = (self.shared.in_base[link.peer as usize] + link.peer_port as u32) as usize;
-            let fifo = &mut self.inbound[idx];
-            if fifo.is_empty() {
-                self.events.push(
-                    EventKey {
-                        time: inflight.arrive,
-                        target: link.peer,
-                        source: id,
-                        seq,
-                    },
-                    EventKind::LinkArrival {
-                        port: link.peer_port,
-                    },
-                );
-            }
-            fifo.push_back(inflight);
+            self.arrive_later(link.peer, link.peer_port, inflight);
         } else {
             self.outbox[dst_shard as usize].push(Message {
                 dst: link.peer,
@@ -729,8 +587,7 @@ impl Shard {
 
     /// Packets on wires (including those in the outboxes).
     pub fn in_flight_packets(&self) -> u64 {
-        self.inbound.iter().map(|f| f.len() as u64).sum::<u64>()
-            + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
+        self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
     }
 
     /// Port counters summed over the shard.
@@ -781,30 +638,6 @@ impl Shard {
     pub fn pending_events(&self) -> usize {
         self.events.len()
     }
-}
-
-/// Spec A16: the ideal completion time of a flow alone in the network. Every
-/// wire byte (payload and headers) crosses the slowest link of the path back
-/// to back; the first packet also pays serialisation and propagation on every
-/// other hop (store and forward).
-pub fn ideal_fct(topo: &crate::topo::Topology, src: u32, dst: u32, size: u64, mtu: u32) -> u64 {
-    let packets = size.div_ceil(mtu as u64).max(1);
-    let wire = size + packets * crate::packet::HEADER_BYTES as u64;
-    let first = size.min(mtu as u64) + crate::packet::HEADER_BYTES as u64;
-    let mut at = src;
-    let mut links = Vec::new();
-    while at != dst {
-        let port = if at == src { 0 } else { topo.route(at, dst, 0) };
-        let info = topo.port(at, port);
-        links.push(info.link);
-        at = info.peer;
-    }
-    let slowest = links.iter().map(|l| l.rate_bps).min().unwrap_or(1);
-    let per_hop: u64 = links
-        .iter()
-        .map(|l| tx_time_ps(first, l.rate_bps) + l.delay_ps)
-        .sum();
-    per_hop - tx_time_ps(first, slowest) + tx_time_ps(wire, slowest)
 }
 
 /// Schedules an event that `node` creates for itself (timers, transmit

@@ -15,9 +15,10 @@
 //! makes those collectives identities.
 
 use super::comm::{Comm, SingleProcess};
-use super::shard::{Message, PacketCounters, Shard, ShardError, Shared, SourceRow};
+use super::shard::{PacketCounters, Shard, ShardError, Shared, SourceRow};
 use super::wire;
 use crate::config::Scenario;
+use crate::net::Message;
 use crate::net::PortCounters;
 use crate::trace::FlowRecord;
 use crate::transport::SinkStats;

@@ -5,7 +5,7 @@
 //! on every rank whatever its build. No serde: this runs once per cross-rank
 //! packet and must stay cheap.
 
-use super::shard::{InFlight, Message};
+use crate::net::{InFlight, Message};
 use crate::packet::{Packet, PacketKind, Protocol};
 use crate::transport::SinkStats;
 

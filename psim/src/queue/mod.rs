@@ -190,9 +190,13 @@ pub trait Discipline {
     fn len_packets(&self) -> u32;
     /// Bytes waiting.
     fn len_bytes(&self) -> u64;
-    /// Stops (`true`) or resumes serving priority `prio` (PFC pause). Default:
-    /// the discipline has no per-priority service and ignores it.
-    fn set_paused(&mut self, _prio: u8, _paused: bool) {}
+    /// Stops (`true`) or resumes serving priority `prio` (PFC pause). Returns
+    /// whether the discipline holds back that priority alone. Default: it
+    /// has no per-priority service (false), and the port stops entirely
+    /// while any priority is paused.
+    fn set_paused(&mut self, _prio: u8, _paused: bool) -> bool {
+        false
+    }
 }
 
 /// What a discipline's build step may need from the rest of the scenario.
@@ -252,7 +256,7 @@ macro_rules! disciplines {
             fn len_bytes(&self) -> u64 {
                 match self { $( Queue::$variant(q) => q.len_bytes(), )* }
             }
-            fn set_paused(&mut self, prio: u8, paused: bool) {
+            fn set_paused(&mut self, prio: u8, paused: bool) -> bool {
                 match self { $( Queue::$variant(q) => q.set_paused(prio, paused), )* }
             }
         }
@@ -365,7 +369,7 @@ impl<D: Discipline + ?Sized> Discipline for Box<D> {
     fn len_bytes(&self) -> u64 {
         (**self).len_bytes()
     }
-    fn set_paused(&mut self, prio: u8, paused: bool) {
+    fn set_paused(&mut self, prio: u8, paused: bool) -> bool {
         (**self).set_paused(prio, paused)
     }
 }

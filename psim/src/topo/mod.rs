@@ -10,6 +10,7 @@
 
 pub mod fattree;
 pub mod leafspine;
+mod path;
 
 pub use fattree::FatTree;
 pub use leafspine::LeafSpine;

@@ -1,17 +1,6 @@
-//! Network elements: output ports, and the nodes (hosts, switches) that own them.
-//!
-//! A port holds a queue discipline and the link it feeds. A link is
-//! store-and-forward: a packet leaves the port after its serialisation time
-//! and reaches the far end one propagation delay later, whole. Only the port's
-//! packet in service is scheduled (a `TxDone` event); packets on the wire wait
-//! in the receiver's inbound FIFO, which schedules only its head.
+//! Per-port counters, counted from the outcomes a discipline reports.
 
-use crate::packet::Protocol;
-use crate::queue::{Outcome, Queue, Report};
-use crate::rng::Rng;
-use crate::topo::PortInfo;
-use crate::transport::{Endpoint, FlowInfo};
-use rustc_hash::FxHashMap;
+use crate::queue::{Outcome, Report};
 
 /// Per-port counters.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -106,75 +95,6 @@ impl std::ops::AddAssign for PortCounters {
         self.bounced += o.bounced;
         self.marked += o.marked;
         self.discarded += o.discarded;
-    }
-}
-
-/// An output port.
-#[derive(Clone, Debug)]
-pub struct Port {
-    /// Waiting packets.
-    pub queue: Queue,
-    /// Whether a packet is being serialised.
-    pub busy: bool,
-    /// Where the link goes.
-    pub link: PortInfo,
-    /// Counters.
-    pub counters: PortCounters,
-}
-
-/// One transport endpoint on a host.
-#[derive(Clone, Debug)]
-pub struct Slot {
-    /// Flow id.
-    pub flow: u64,
-    /// Protocol.
-    pub proto: Protocol,
-    /// The state machine.
-    pub ep: Endpoint,
-    /// The flow, for sources (sinks learn it from packets).
-    pub info: Option<Box<FlowInfo>>,
-    /// Source and destination hosts (for sinks).
-    pub peers: (u32, u32),
-    /// Deadline currently scheduled in the engine.
-    pub timer_at: Option<u64>,
-    /// Timer generation; a timer event with an older generation is stale.
-    pub gen: u32,
-    /// Whether the sink's completion was already reported.
-    pub finish_reported: bool,
-}
-
-/// Host-only state: the transport endpoints.
-#[derive(Clone, Debug, Default)]
-pub struct HostState {
-    /// Endpoints, never removed during a run (their counters go to the outputs).
-    pub slots: Vec<Slot>,
-    /// Flow id to slot. Looked up only, never iterated.
-    pub by_flow: FxHashMap<u64, u32>,
-    /// Schedulers shared by the host's endpoints (NDP's pull pacer).
-    pub services: crate::transport::HostServices,
-}
-
-/// A host or a switch.
-#[derive(Clone, Debug)]
-pub struct Node {
-    /// Entity id (hosts: the host address).
-    pub id: u32,
-    /// Counter for the keys of events this node creates.
-    pub seq: u64,
-    /// The node's own random stream.
-    pub rng: Rng,
-    /// Output ports; a host has one, its NIC.
-    pub ports: Vec<Port>,
-    /// Present on hosts.
-    pub host: Option<Box<HostState>>,
-}
-
-impl Node {
-    /// The next sequence number for an event key.
-    #[inline]
-    pub fn next_seq(&mut self) -> u64 {
-        self.seq += 1;
-        self.seq
     }
 }
 

@@ -1,0 +1,178 @@
+//! A host: its transport endpoints (one per flow it sends or receives), the
+//! timers they ask for, and the services they share (NDP's pull pacer). Its
+//! NIC is the node's port 0.
+//!
+//! A host never schedules events itself: [`HostState::call`] runs one
+//! endpoint input and returns the effects (a changed deadline, the pacer's
+//! next slot, a completion), with the packets the endpoint emitted in the
+//! caller's buffer; the shard applies them.
+
+use crate::packet::{Packet, Protocol};
+use crate::rng::Rng;
+use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams, Transport};
+use rustc_hash::FxHashMap;
+
+/// One transport endpoint on a host.
+#[derive(Clone, Debug)]
+pub struct Slot {
+    /// Flow id.
+    pub flow: u64,
+    /// Protocol.
+    pub proto: Protocol,
+    /// The state machine.
+    pub ep: Endpoint,
+    /// The flow, for sources (sinks learn it from packets).
+    pub info: Option<Box<FlowInfo>>,
+    /// Source and destination hosts (for sinks).
+    pub peers: (u32, u32),
+    /// Deadline currently scheduled in the engine.
+    pub timer_at: Option<u64>,
+    /// Timer generation; a timer event with an older generation is stale.
+    pub gen: u32,
+    /// Whether the sink's completion was already reported.
+    pub finish_reported: bool,
+}
+
+/// Host-only state: the transport endpoints.
+#[derive(Clone, Debug, Default)]
+pub struct HostState {
+    /// Endpoints, never removed during a run (their counters go to the outputs).
+    pub slots: Vec<Slot>,
+    /// Flow id to slot. Looked up only, never iterated.
+    pub by_flow: FxHashMap<u64, u32>,
+    /// Schedulers shared by the host's endpoints (NDP's pull pacer).
+    pub services: HostServices,
+}
+
+/// What one endpoint input asks the engine to do (besides the packets it
+/// emitted, which go to the NIC).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Called {
+    /// Schedule the endpoint's timer: (time, generation). A deadline that
+    /// moved later or was cleared needs nothing: the old event is stale.
+    pub timer: Option<(u64, u32)>,
+    /// Schedule the host services' timer: (time, generation).
+    pub service_timer: Option<(u64, u32)>,
+    /// The sink completed at this time (reported once per flow).
+    pub finished_at: Option<u64>,
+}
+
+/// What a due timer event is for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TimerDue {
+    /// Superseded by a later deadline or a newer generation: nothing to do.
+    Stale,
+    /// The services' timer fired and granted nothing.
+    Idle,
+    /// Endpoint `slot`'s deadline is due.
+    Endpoint(u32),
+    /// The pull pacer granted endpoint `slot` its next PULL.
+    Grant(u32),
+}
+
+impl HostState {
+    /// Adds the source endpoint of a flow that starts here; returns its slot.
+    pub fn add_source(&mut self, info: FlowInfo, proto: Protocol, params: &ProtocolParams) -> u32 {
+        let ep = proto.source(&info, params);
+        let slot = self.slots.len() as u32;
+        self.by_flow.insert(info.id, slot);
+        self.slots.push(Slot {
+            flow: info.id,
+            proto,
+            ep,
+            peers: (info.src, info.dst),
+            info: Some(Box::new(info)),
+            timer_at: None,
+            gen: 0,
+            finish_reported: false,
+        });
+        slot
+    }
+
+    /// The slot of the endpoint that receives `pkt`: the flow's own, or a new
+    /// sink for the first packet of a flow that ends here.
+    pub fn slot_for(&mut self, pkt: &Packet, params: &ProtocolParams) -> u32 {
+        if let Some(&s) = self.by_flow.get(&pkt.flow) {
+            return s;
+        }
+        let s = self.slots.len() as u32;
+        self.by_flow.insert(pkt.flow, s);
+        self.slots.push(Slot {
+            flow: pkt.flow,
+            proto: pkt.proto,
+            ep: Protocol::sink(pkt, params),
+            info: None,
+            peers: (pkt.src, pkt.dst),
+            timer_at: None,
+            gen: 0,
+            finish_reported: false,
+        });
+        s
+    }
+
+    /// Classifies a timer event for `slot` with generation `gen` at `now`.
+    pub fn timer_due(&mut self, slot: u32, gen: u32, now: u64) -> TimerDue {
+        if slot == HostServices::TIMER_SLOT {
+            return match self.services.on_timer(now, gen) {
+                None => TimerDue::Stale,
+                Some(None) => TimerDue::Idle,
+                Some(Some(s)) => TimerDue::Grant(s),
+            };
+        }
+        let s = &mut self.slots[slot as usize];
+        if s.gen != gen || s.timer_at != Some(now) {
+            return TimerDue::Stale;
+        }
+        s.timer_at = None;
+        TimerDue::Endpoint(slot)
+    }
+
+    /// Runs one input of endpoint `slot` on host `id` (NIC at `nic_bps`),
+    /// appending the packets it emits to `out`, and returns what the engine
+    /// must schedule.
+    #[allow(clippy::too_many_arguments)]
+    pub fn call(
+        &mut self,
+        id: u32,
+        slot: u32,
+        now: u64,
+        nic_bps: u64,
+        rng: &mut Rng,
+        out: &mut Vec<Packet>,
+        f: impl FnOnce(&mut Endpoint, &mut Ctx<'_>),
+    ) -> Called {
+        let mut called = Called::default();
+        let s = &mut self.slots[slot as usize];
+        f(
+            &mut s.ep,
+            &mut Ctx {
+                now,
+                host: id,
+                slot,
+                nic_bps,
+                out,
+                rng,
+                services: &mut self.services,
+            },
+        );
+        let want = s.ep.poll_at();
+        if want != s.timer_at {
+            s.gen = s.gen.wrapping_add(1);
+            s.timer_at = want;
+            if let Some(t) = want {
+                let t = t.max(now);
+                s.timer_at = Some(t);
+                called.timer = Some((t, s.gen));
+            }
+        }
+        called.service_timer = self.services.rearm(now, rng);
+        let s = &mut self.slots[slot as usize];
+        if !s.finish_reported {
+            if let Some(at) = s.ep.sink_stats().and_then(|st| st.finish_ps) {
+                s.finish_reported = true;
+                called.finished_at = Some(at);
+            }
+        }
+        called
+    }
+}

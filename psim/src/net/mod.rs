@@ -1,0 +1,56 @@
+//! Network elements: the nodes (hosts and switches), their output ports, the
+//! links between them, and what a switch does at ingress.
+//!
+//! - [`port`]: admission through the queue discipline, counters and traces
+//!   of its outcomes, serialisation, per-priority pause.
+//! - [`link`]: store-and-forward wires and the inbound FIFOs.
+//! - [`switch`]: the ingress step (forwarding; later, shared-buffer
+//!   admission).
+//! - [`host`]: transport endpoints, their timers and shared services.
+//!
+//! The elements return effects (a packet started, a timer wanted, a flow
+//! finished); the shard (`engine/shard.rs`) owns the event queue and applies
+//! them, so every event key is made in one place.
+
+pub mod counters;
+pub mod host;
+pub mod link;
+pub mod port;
+pub mod switch;
+
+pub use counters::PortCounters;
+pub use host::{Called, HostState, Slot, TimerDue};
+pub use link::{InFlight, Inbound, Message};
+pub use port::{Offered, PauseState, Port, PortCx, Started};
+
+use crate::rng::Rng;
+
+/// A host or a switch.
+#[derive(Clone, Debug)]
+pub struct Node {
+    /// Entity id (hosts: the host address).
+    pub id: u32,
+    /// Counter for the keys of events this node creates.
+    pub seq: u64,
+    /// The node's own random stream.
+    pub rng: Rng,
+    /// Output ports; a host has one, its NIC.
+    pub ports: Vec<Port>,
+    /// Present on hosts.
+    pub host: Option<Box<HostState>>,
+}
+
+impl Node {
+    /// The next sequence number for an event key.
+    #[inline]
+    pub fn next_seq(&mut self) -> u64 {
+        self.seq += 1;
+        self.seq
+    }
+
+    /// The NIC's line rate (hosts: port 0), bits per second.
+    #[inline]
+    pub fn nic_bps(&self) -> u64 {
+        self.ports[0].link.link.rate_bps
+    }
+}
