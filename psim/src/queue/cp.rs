@@ -20,7 +20,7 @@
 //! | parameter (`[switch.queue] kind = "cp"`) | default | source |
 //! |---|---|---|
 //! | `threshold`: `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_THRESHOLD_PACKETS`]), NDP's data-queue length, so that CP and NDP compare at equal data buffering | [P] §3.1 compares CP to NDP with the same small buffers; §3.1.1 |
-//! | `capacity_bytes` | the NDP port's memory: data budget + header budget = 2 × threshold × MTU bytes ([`CpQueue::default_capacity`]; 144 000 B for 8 × 9000 B, i.e. the 8 packets plus about 1125 headers) | [P] §3.2.4; spec A3 |
+//! | `capacity_bytes` | the NDP port's memory: data budget + header budget = 2 × threshold × MTU bytes ([`CpQueue::default_capacity`]; 144 000 B for 8 × 9000 B, i.e. the 8 packets plus about 1125 headers) | [P] §3.2.4; A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
 
 use super::ndp::trim;

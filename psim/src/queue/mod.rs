@@ -203,7 +203,7 @@ pub trait Discipline {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct QueueEnv {
     /// NDP's MTU payload, bytes: sizes NDP's header budget and CP's memory
-    /// ([P] §3.2.4, spec A3) and the classes' DRR quantum.
+    /// ([P] §3.2.4, A3) and the classes' DRR quantum.
     pub mtu: u32,
     /// The marking threshold K, in packets, of the switches next to this
     /// port when they mark by threshold (a host NIC follows it, as htsim's

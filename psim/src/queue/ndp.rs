@@ -8,7 +8,7 @@
 //! * the **data queue** (low priority) holds packets with payload
 //!   ([`PacketKind::Data`]);
 //! * the **header queue** (high priority) holds every payload-less packet:
-//!   trimmed headers, ACKs, NACKs, PULLs, bounced headers (spec A6, [P] §3.1
+//!   trimmed headers, ACKs, NACKs, PULLs, bounced headers (A6, [P] §3.1
 //!   footnote 1, P4 "Directprio" §4).
 //!
 //! # Enqueue
@@ -67,13 +67,13 @@
 //!
 //! | parameter | default | source |
 //! |---|---|---|
-//! | data queue capacity `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_DATA_PACKETS`]); spec A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; spec A3 |
-//! | header queue capacity `header_bytes` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] at NDP's MTU payload (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; spec A3 |
+//! | data queue capacity `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_DATA_PACKETS`]); A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; A3 |
+//! | header queue capacity `header_bytes` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] at NDP's MTU payload (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
-//! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; spec A4 |
-//! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; spec A5 |
+//! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; A4 |
+//! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; A5 |
 //! | `trim_arrival_only` | false (true = NetFPGA prototype) | [P] §4 |
-//! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; spec A7 |
+//! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; A7 |
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
@@ -246,7 +246,7 @@ impl NdpQueue {
     }
 
     /// Header-queue bytes equal to the data queue's byte budget ([P] §3.2.4,
-    /// spec A3). A packet cap counts `mtu` bytes per packet: pass the MTU the
+    /// A3). A packet cap counts `mtu` bytes per packet: pass the MTU the
     /// paper counts, 9000 B, to get its 72 000 B = 1125 × 64 B headers. A byte
     /// cap is returned as is.
     pub fn header_bytes_for(data_cap: Capacity, mtu: u32) -> u64 {

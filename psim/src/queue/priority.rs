@@ -1,13 +1,13 @@
 //! Strict-priority host NIC queue: payload-less packets (ACK, NACK, PULL,
 //! headers) leave before data.
 //!
-//! Hosts do not trim (spec A6); a receiver's control packets must not wait
-//! behind its own data, as in htsim's priority NIC queue ([C] per spec A6).
+//! Hosts do not trim (A6); a receiver's control packets must not wait
+//! behind its own data, as in htsim's priority NIC queue ([C] per A6).
 //! With only data packets (CBR) it is a plain drop-tail FIFO.
 //!
 //! | parameter (`[host.queue] kind = "priority"`, the NIC default) | default | source |
 //! |---|---|---|
-//! | `queue_packets` (or `queue_bytes`), shared by both classes | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]) | spec A6 ([C] uses a 1000-packet NIC buffer) |
+//! | `queue_packets` (or `queue_bytes`), shared by both classes | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]) | A6 ([C] uses a 1000-packet NIC buffer) |
 //! | `ecn_threshold`: CE-mark ECN-capable data above K queued data packets; 0 = off | the switches' K when they mark at a packet threshold (`ecn`, or an `ecn` class), else off | htsim's host egress queue is of the switches' kind; without it a DCTCP sender's window grows unchecked in its own NIC queue when the NIC is the bottleneck |
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
@@ -16,7 +16,7 @@ use crate::packet::{flags, Packet};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// Default NIC capacity, packets (spec A6; [C]).
+/// Default NIC capacity, packets (A6; [C]).
 pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
 
 /// `kind = "priority"`.

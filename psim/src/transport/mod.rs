@@ -186,7 +186,7 @@ pub enum SwitchClass {
 pub trait ProtocolDef {
     /// The class its packets take at a two-class switch port.
     const CLASS: SwitchClass;
-    /// Whether a sized flow has an ideal completion time (spec A16); false
+    /// Whether a sized flow has an ideal completion time (A16); false
     /// for protocols without reliability.
     const IDEAL_FCT: bool;
     /// Payload bytes per full packet, from the protocol's parameters.

@@ -13,18 +13,18 @@
 //!
 //! | parameter (`[protocol.ndp]`) | default | source |
 //! |---|---|---|
-//! | `iw_packets` | 23 | spec A13 ([P] §6.2 "a good default"; 30 in §6.2 runs, set per experiment) |
-//! | `mtu_bytes` (payload) | 9000; on the wire + 64 B header | [P] §6 (9 KB jumbograms); spec A2 |
-//! | `min_rto_us` | 1000 | [P] §3.2 ("as low as 1 ms"); spec A12 |
-//! | RTO | max(min RTO, srtt + 4 rttvar), ±25% jitter per packet | spec A12 (TCP-style, RFC 6298 §2) |
+//! | `iw_packets` | 23 | A13 ([P] §6.2 "a good default"; 30 in §6.2 runs, set per experiment) |
+//! | `mtu_bytes` (payload) | 9000; on the wire + 64 B header | [P] §6 (9 KB jumbograms); A2 |
+//! | `min_rto_us` | 1000 | [P] §3.2 ("as low as 1 ms"); A12 |
+//! | RTO | max(min RTO, srtt + 4 rttvar), ±25% jitter per packet | A12 (TCP-style, RFC 6298 §2) |
 //! | `spray` | `"permute"`: shuffle the path list, one packet per path, reshuffle when used up | [P] §3.1.1; `"random"` = per-packet random path (V4 comparison) |
-//! | `path_penalty` | true: skip paths that are outliers on NACKs | [P] §3.2.3; thresholds spec A11 |
+//! | `path_penalty` | true: skip paths that are outliers on NACKs | [P] §3.2.3; thresholds A11 |
 //! | `pull_jitter` | 0 (perfect pacing) | [P] §6; uniform ± fraction of the interval when set |
-//! | `pull_interval` | MTU payload at the receiver's link rate | spec A9 |
-//! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; spec A7 |
-//! | bounce penalty | a bounce counts as 3 NACKs on its path | spec A7 |
+//! | `pull_interval` | MTU payload at the receiver's link rate | A9 |
+//! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; A7 |
+//! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
 //! | loss penalty | a retransmission timeout counts as a NACK on its path | [P] §3.2.3 ("a per-path loss counter") |
-//! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; spec A8 |
+//! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; A8 |
 //!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
 //! first-window packet carries SYN and any packet creates the receiver's state,
@@ -134,9 +134,9 @@ pub enum Spray {
     Random,
 }
 
-/// Feedback events remembered for the RTS rule (spec A7).
+/// Feedback events remembered for the RTS rule (A7).
 const RECENT: u32 = 12;
-/// Path-penalty thresholds (spec A11).
+/// Path-penalty thresholds (A11).
 const PENALTY_MIN_FEEDBACK: u64 = 100;
 const PENALTY_MEAN_FACTOR: f64 = 1.25;
 const PENALTY_MIN_RATIO: f64 = 0.30;
@@ -417,7 +417,7 @@ impl Transport for NdpSource {
             }
             PacketKind::Pull => self.on_pull(pkt.ack, cx),
             PacketKind::Header if pkt.has(flags::BOUNCED) => {
-                // Return-to-sender ([P] §3.2.4, spec A7).
+                // Return-to-sender ([P] §3.2.4, A7).
                 self.stats.bounces += 1;
                 let Some(s) = self.settle(pkt.seq) else {
                     return;

@@ -5,11 +5,11 @@
 //! flow. The host sends one PULL per pull interval, so that the data the pulls
 //! elicit arrives at the receiver's link rate. Connections are served round
 //! robin (fair queuing, [P] §3.2); a prioritised flow's requests go ahead of
-//! everyone else's (strict priority, [P] §6.1, spec A10).
+//! everyone else's (strict priority, [P] §6.1, A10).
 //!
 //! | parameter | default | source |
 //! |---|---|---|
-//! | interval | MTU payload at the receiver's link rate: 7.2 µs for 9000 B at 10 Gb/s, 1.2 µs for 1500 B | spec A9; [O]; [P] Fig. 12 |
+//! | interval | MTU payload at the receiver's link rate: 7.2 µs for 9000 B at 10 Gb/s, 1.2 µs for 1500 B | A9; [O]; [P] Fig. 12 |
 //! | jitter | 0 (perfect pacing, as htsim) | [P] §6: the simulator paces perfectly |
 //!
 //! Requests are kept as a count per endpoint slot plus a queue of slots, so a

@@ -9,7 +9,7 @@
 //!
 //! | parameter (`[protocol.dctcp]`) | default | source |
 //! |---|---|---|
-//! | `g` | 1/16 | RFC 8257 §4.2; [P] spec A18 |
+//! | `g` | 1/16 | RFC 8257 §4.2; [P] A18 |
 //! | `initial_alpha` | 1.0 | RFC 8257 §3.3 ("DCTCP.Alpha ... initialized to 1"); Linux `dctcp_alpha_on_init` |
 //! | marking threshold K | 30 packets, on switch ports (`[switch] queue = "ecn"`) | [P] §6.1 |
 //! | window cut | `cwnd × (1 − alpha/2)`, at most once per window of data | RFC 8257 §3.3 |

@@ -10,10 +10,10 @@
 //!
 //! | parameter | default | source |
 //! |---|---|---|
-//! | `[protocol.mptcp] subflows` | 8 (`tcp/mptcp.rs`) | [P] §6.2 ("8 subflows", via [31] Fig. 2); spec A18 |
+//! | `[protocol.mptcp] subflows` | 8 (`tcp/mptcp.rs`) | [P] §6.2 ("8 subflows", via [31] Fig. 2); A18 |
 //! | increase per ACK of `b` bytes on subflow i | `min(alpha·b·mss/cwnd_total, b·mss/cwnd_i)` | RFC 6356 §3 |
 //! | `alpha` | `cwnd_total · max_i(cwnd_i/rtt_i²) / (Σ_i cwnd_i/rtt_i)²` | RFC 6356 §3 |
-//! | paths | subflow i takes path i of a per-connection shuffle of the equal-cost paths (distinct while there are enough) | [31]; spec A19 |
+//! | paths | subflow i takes path i of a per-connection shuffle of the equal-cost paths (distinct while there are enough) | [31]; A19 |
 //!
 //! Not modelled: MP_CAPABLE / MP_JOIN set-up (all subflows start together,
 //! after the optional handshake of the first), and reinjection of data from a

@@ -1,5 +1,5 @@
 //! TCP NewReno with SACK, DCTCP and MPTCP: the window-based baselines of the
-//! NDP paper ([P] §6.1, spec §1.3 and A18).
+//! NDP paper ([P] §6.1; decision A18).
 //!
 //! One sender state machine, [`Subflow`], implements a TCP byte stream:
 //! slow start and congestion avoidance (RFC 5681, with appropriate byte
@@ -17,7 +17,7 @@
 //!
 //! | parameter (`[protocol.tcp]`, shared by tcp, dctcp, mptcp) | default | source |
 //! |---|---|---|
-//! | `mss_bytes` (payload; + 64 B header on the wire) | 9000 | [P] §6 (9 KB jumbograms, as for NDP); spec A2 |
+//! | `mss_bytes` (payload; + 64 B header on the wire) | 9000 | [P] §6 (9 KB jumbograms, as for NDP); A2 |
 //! | `iw_packets` | 10 | RFC 6928; [P] gives none (A18) |
 //! | `min_rto_us` | 200000 (200 ms) | Linux `TCP_RTO_MIN`, [P] §5.1; set e.g. 1000 for datacenter tuning |
 //! | `initial_rto_us` | 1000000 (1 s) | RFC 6298 §2.1 (the RTO before any RTT sample; never below `min_rto_us`) |

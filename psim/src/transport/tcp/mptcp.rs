@@ -3,7 +3,7 @@
 //!
 //! | parameter (`[protocol.mptcp]`) | default | source |
 //! |---|---|---|
-//! | `subflows` | 8 | [P] §6.2 ("8 subflows", via [31] Fig. 2); spec A18 |
+//! | `subflows` | 8 | [P] §6.2 ("8 subflows", via [31] Fig. 2); A18 |
 
 use crate::config::ConfigError;
 use crate::transport::config::in_range;
