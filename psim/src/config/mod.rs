@@ -164,7 +164,18 @@ impl Scenario {
         let topology = topology::build_topology(&file.topology)?;
         file.protocol.validate()?;
         let protocols = file.protocol.clone();
-        let queues = switch::port_queues(&file.switch, &file.host, protocols.ndp.mtu_bytes)?;
+        let largest_packet = Protocol::ALL
+            .iter()
+            .map(|p| p.mtu(&protocols) as u64)
+            .max()
+            .unwrap_or(0)
+            + crate::packet::HEADER_BYTES as u64;
+        let queues = switch::port_queues(
+            &file.switch,
+            &file.host,
+            protocols.ndp.mtu_bytes,
+            largest_packet,
+        )?;
 
         let mut traffic_protocols = Vec::new();
         let mut patterns = Vec::new();

@@ -25,6 +25,9 @@ pub struct SwitchFile {
     /// FatTree core and leaf-spine spine switches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core: Option<TierQueue>,
+    /// PFC on every switch (`net/pfc.rs`).
+    #[serde(default)]
+    pub pfc: crate::net::pfc::PfcConfig,
 }
 
 /// `[switch.<tier>]`.
@@ -65,6 +68,8 @@ pub struct PortQueues {
     pub tiers: [QueueConfig; 3],
     /// What the builds need (NDP's MTU; the ToRs' K for the NICs).
     pub env: QueueEnv,
+    /// PFC on the switches, when enabled.
+    pub pfc: Option<crate::net::pfc::PfcConfig>,
 }
 
 impl PortQueues {
@@ -88,16 +93,21 @@ pub(crate) fn port_queues(
     sw: &SwitchFile,
     host: &HostFile,
     mtu: u32,
+    largest_packet: u64,
 ) -> Result<PortQueues, ConfigError> {
     sw.queue.validate("switch.queue")?;
+    sw.pfc.validate("switch.pfc", largest_packet)?;
     let tier = |t: &Option<TierQueue>, name: &str| -> Result<QueueConfig, ConfigError> {
-        match t {
-            None => Ok(sw.queue.clone()),
+        let (q, key) = match t {
+            None => (&sw.queue, "switch.queue".to_string()),
             Some(t) => {
-                t.queue.validate(&format!("switch.{name}.queue"))?;
-                Ok(t.queue.clone())
+                let key = format!("switch.{name}.queue");
+                t.queue.validate(&key)?;
+                (&t.queue, key)
             }
-        }
+        };
+        sw.pfc.validate_queue(&key, q)?;
+        Ok(q.clone())
     };
     let tiers = [
         tier(&sw.tor, "tor")?,
@@ -113,6 +123,7 @@ pub(crate) fn port_queues(
             switch_k: tiers[0].ecn_threshold_packets(),
         },
         tiers,
+        pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
     })
 }
 

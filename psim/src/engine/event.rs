@@ -43,6 +43,13 @@ pub enum EventKind {
         /// Output port.
         port: u16,
     },
+    /// A timed PFC pause of the target's output `port` for `prio` ends.
+    PauseEnd {
+        /// Output port.
+        port: u16,
+        /// Priority.
+        prio: u8,
+    },
     /// A transport timer on a host endpoint.
     Timer {
         /// Endpoint slot on the host.

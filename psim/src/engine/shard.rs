@@ -7,8 +7,9 @@
 
 use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
 use crate::config::Scenario;
+use crate::net::pfc::{Mmu, Signal};
 use crate::net::{switch, Called, InFlight, Inbound, Message, Node, Port, PortCx, TimerDue};
-use crate::packet::{Packet, Protocol};
+use crate::packet::{Packet, PacketKind, Protocol};
 use crate::queue::{Discipline, Outcome, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
@@ -26,6 +27,10 @@ pub struct PacketCounters {
     pub delivered: u64,
     /// Packets discarded by queues or for being misrouted.
     pub dropped: u64,
+    /// Link-level frames (PFC PAUSE and RESUME) sent.
+    pub frames_sent: u64,
+    /// Link-level frames received.
+    pub frames_received: u64,
 }
 
 /// Read-only data shared by every shard.
@@ -162,12 +167,19 @@ impl Shard {
                 .map(|p| Port::new(scn.queues.build(kind), topo.port(e, p)))
                 .collect::<Vec<_>>();
             inbound_len += ports.len();
+            let pfc = match (&scn.queues.pfc, kind) {
+                (Some(cfg), k) if k != EntityKind::Host => {
+                    Some(Box::new(Mmu::new(cfg, ports.len())))
+                }
+                _ => None,
+            };
             nodes.push(Node {
                 id: e,
                 seq: 0,
                 rng: stream_rng(shared.seed, stream::ENTITY | e as u64),
                 ports,
                 host: (kind == EntityKind::Host).then(Default::default),
+                pfc,
             });
         }
         let owned: Vec<bool> = {
@@ -295,6 +307,11 @@ impl Shard {
                     }
                 }
                 EventKind::FlowStart { pending } => self.on_flow_start(local, pending, now),
+                EventKind::PauseEnd { port, prio } => {
+                    if self.nodes[local].ports[port as usize].pause_expired(prio, now) {
+                        self.transmit(local, port, now);
+                    }
+                }
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
             self.last_event_ps = now;
@@ -431,11 +448,49 @@ impl Shard {
                 EventKind::LinkArrival { port },
             );
         }
-        if self.nodes[local].host.is_some() {
+        if f.pkt.kind == PacketKind::Pause {
+            self.on_pause_frame(local, port, f.pkt, now);
+        } else if self.nodes[local].host.is_some() {
             self.host_receive(local, f.pkt, now);
         } else {
             let ing = switch::ingress(&self.shared.topo, id, port, &f.pkt);
             self.offer(local, ing.out_port, f.pkt, now, Some(ing.in_port));
+        }
+    }
+
+    /// A PFC frame from the neighbour on `port` pauses or resumes the output
+    /// port that feeds it (wiring is symmetric: input port p faces output
+    /// port p).
+    fn on_pause_frame(&mut self, local: usize, port: u16, frame: Packet, now: u64) {
+        self.counters.frames_received += 1;
+        let node = &mut self.nodes[local];
+        let (timed, resumed) = node.ports[port as usize].receive_frame(&frame, now);
+        for prio in (0..8u8).filter(|q| timed & (1 << q) != 0) {
+            let end = node.ports[port as usize].pause_end(prio);
+            schedule_own(
+                &mut self.events,
+                node,
+                end,
+                EventKind::PauseEnd { port, prio },
+            );
+        }
+        if resumed {
+            self.transmit(local, port, now);
+        }
+    }
+
+    /// Sends the PFC frame an MMU decision asks for out of the input port it
+    /// names, starting that port if it is idle.
+    fn signal(&mut self, local: usize, signal: Signal, now: u64) {
+        let node = &mut self.nodes[local];
+        let pause_ps = node.pfc.as_deref().map_or(0, Mmu::pause_ps);
+        let (port, prio, pause) = match signal {
+            Signal::None => return,
+            Signal::Pause { port, prio } => (port, prio, true),
+            Signal::Resume { port, prio } => (port, prio, false),
+        };
+        if node.ports[port as usize].request_frame(prio, pause, pause_ps) {
+            self.transmit(local, port, now);
         }
     }
 
@@ -494,7 +549,8 @@ impl Shard {
     }
 
     /// One offer: the port counts and traces what its discipline reports;
-    /// bounced packets are set aside, and an idle port starts.
+    /// a PFC switch admits and charges it; bounced packets are set aside,
+    /// and an idle port starts.
     #[inline]
     fn offer_at(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
         let node = &mut self.nodes[local];
@@ -507,11 +563,29 @@ impl Shard {
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
         };
-        let offered = p.offer(pkt, ingress, &mut cx);
+        let mut signal = Signal::None;
+        let offered = match (node.pfc.as_deref_mut(), ingress) {
+            (Some(mmu), Some(in_port)) => {
+                if !mmu.admit(&pkt, in_port) {
+                    self.counters.dropped += 1;
+                    p.refuse(pkt, &mut cx);
+                    return;
+                }
+                let offered = p.offer(pkt, ingress, &mut cx);
+                if let Some(r) = cx.reports.iter().find(|r| r.outcome == Outcome::Queued) {
+                    signal = mmu.charge(&r.pkt, in_port, port, now);
+                }
+                offered
+            }
+            _ => p.offer(pkt, ingress, &mut cx),
+        };
         self.counters.dropped += offered.dropped;
+        if signal != Signal::None {
+            self.signal(local, signal, now);
+        }
         if offered.bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
-            let (topo, id) = (&self.shared.topo, node.id);
+            let (topo, id) = (&self.shared.topo, self.nodes[local].id);
             for r in self
                 .reports
                 .drain(..)
@@ -522,7 +596,7 @@ impl Shard {
                     None => self.counters.dropped += 1,
                 }
             }
-        } else if !p.busy {
+        } else if !self.nodes[local].ports[port as usize].busy {
             self.transmit(local, port, now);
         }
     }
@@ -546,6 +620,12 @@ impl Shard {
             return;
         };
         let link = p.link;
+        let mut signal = Signal::None;
+        if pkt.kind == PacketKind::Pause {
+            self.counters.frames_sent += 1;
+        } else if let Some(mmu) = node.pfc.as_deref_mut() {
+            signal = mmu.release(&pkt, port);
+        }
         schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
         let seq = node.next_seq();
         let inflight = InFlight {
@@ -564,6 +644,7 @@ impl Shard {
                 inflight,
             });
         }
+        self.signal(local, signal, now);
     }
 
     /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.

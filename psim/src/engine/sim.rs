@@ -127,10 +127,13 @@ pub struct RankFigures {
 }
 
 impl RunSummary {
-    /// Whether every packet is accounted for: created = delivered + dropped + queued + in flight.
+    /// Whether every packet is accounted for: created = delivered, dropped,
+    /// queued or in flight, where link-level frames (PFC) count as created
+    /// when sent and delivered when received.
     pub fn conserved(&self) -> bool {
-        self.packets.created
-            == self.packets.delivered + self.packets.dropped + self.queued + self.in_flight
+        let p = &self.packets;
+        p.created + p.frames_sent
+            == p.delivered + p.frames_received + p.dropped + self.queued + self.in_flight
     }
 }
 
@@ -423,6 +426,8 @@ impl Simulation {
             packets.created += s.counters.created;
             packets.delivered += s.counters.delivered;
             packets.dropped += s.counters.dropped;
+            packets.frames_sent += s.counters.frames_sent;
+            packets.frames_received += s.counters.frames_received;
             ports += s.port_totals();
         }
         let pulls = self.pull_stats().into_iter().fold(
@@ -461,6 +466,11 @@ impl Simulation {
             pulls.gaps_at_interval,
             ports.marked,
             ports.discarded,
+            packets.frames_sent,
+            packets.frames_received,
+            ports.pause_sent,
+            ports.pause_received,
+            ports.paused_ps,
         ];
         let g = self.comm.all_sum(&local);
         let mins = self.comm.all_min(&[
@@ -504,6 +514,8 @@ impl Simulation {
                 created: g[0],
                 delivered: g[1],
                 dropped: g[2],
+                frames_sent: g[18],
+                frames_received: g[19],
             },
             queued: g[3],
             in_flight: g[4],
@@ -518,6 +530,9 @@ impl Simulation {
                 bounced: g[12],
                 marked: g[16],
                 discarded: g[17],
+                pause_sent: g[20],
+                pause_received: g[21],
+                paused_ps: g[22],
             },
             pulls: crate::transport::PullStats {
                 sent: g[13],

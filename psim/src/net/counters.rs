@@ -26,6 +26,13 @@ pub struct PortCounters {
     /// Queued packets that left without being sent (evicted, or dropped at
     /// dequeue); also counted in `dropped`.
     pub discarded: u64,
+    /// PFC PAUSE and RESUME frames this port sent (not in `dequeued`).
+    pub pause_sent: u64,
+    /// PFC frames received on the link this port feeds (from its peer).
+    pub pause_received: u64,
+    /// Time this port spent paused, summed over priorities, ps (pauses
+    /// still open at the end of the run are not included).
+    pub paused_ps: u64,
 }
 
 impl PortCounters {
@@ -95,6 +102,9 @@ impl std::ops::AddAssign for PortCounters {
         self.bounced += o.bounced;
         self.marked += o.marked;
         self.discarded += o.discarded;
+        self.pause_sent += o.pause_sent;
+        self.pause_received += o.pause_received;
+        self.paused_ps += o.paused_ps;
     }
 }
 

@@ -4,8 +4,8 @@
 //! - [`port`]: admission through the queue discipline, counters and traces
 //!   of its outcomes, serialisation, per-priority pause.
 //! - [`link`]: store-and-forward wires and the inbound FIFOs.
-//! - [`switch`]: the ingress step (forwarding; later, shared-buffer
-//!   admission).
+//! - [`switch`]: the ingress step (forwarding).
+//! - [`pfc`]: PFC's ingress accounting and pause frames.
 //! - [`host`]: transport endpoints, their timers and shared services.
 //!
 //! The elements return effects (a packet started, a timer wanted, a flow
@@ -15,6 +15,7 @@
 pub mod counters;
 pub mod host;
 pub mod link;
+pub mod pfc;
 pub mod port;
 pub mod switch;
 
@@ -38,6 +39,8 @@ pub struct Node {
     pub ports: Vec<Port>,
     /// Present on hosts.
     pub host: Option<Box<HostState>>,
+    /// A switch's PFC ingress accounting, when PFC is on.
+    pub pfc: Option<Box<pfc::Mmu>>,
 }
 
 impl Node {

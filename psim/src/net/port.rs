@@ -49,12 +49,21 @@ pub struct Started {
     pub sent: Option<(Packet, u64)>,
 }
 
-/// Per-priority pause state (PFC). Allocated on a port's first pause, so
-/// ports that are never paused carry one pointer.
+/// Per-priority pause state (PFC). Allocated on a port's first pause (sent
+/// or received), so ports that never see one carry one pointer.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct PauseState {
     /// Paused priorities, one bit each.
     pub mask: u8,
+    /// When each timed pause ends by itself, ps (0: untimed).
+    pub until: [u64; 8],
+    /// Priorities with a PFC frame waiting to be sent (it goes before the
+    /// next data packet and ignores this port's own pause).
+    pub to_send: u8,
+    /// Of those, the ones whose frame is a PAUSE (the rest: RESUME).
+    pub send_pause: u8,
+    /// Pause time the waiting PAUSE frames carry, ps.
+    pub send_pause_ps: u64,
     /// Whether the discipline holds paused priorities back itself; if not,
     /// the whole port stops while any priority is paused (one FIFO: the
     /// head blocks everything behind it anyway).
@@ -126,12 +135,34 @@ impl Port {
         Offered { dropped, bounced }
     }
 
-    /// Starts serialising the next packet, if the port is idle, not held by
-    /// a pause, and the discipline gives one.
+    /// Counts and traces a packet the switch refused before it reached the
+    /// discipline (PFC: no buffer for it), as a drop at this port.
+    pub fn refuse(&mut self, pkt: Packet, cx: &mut PortCx<'_>) {
+        cx.reports.clear();
+        cx.reports.push(Report {
+            outcome: crate::queue::Outcome::Dropped,
+            pkt,
+        });
+        self.counters.count_all(cx.reports);
+        if let Some(t) = cx.trace.as_deref_mut() {
+            t.reported(cx.node, cx.port, cx.now, cx.reports, &self.queue);
+        }
+    }
+
+    /// Starts serialising the next packet, if the port is idle: a waiting
+    /// PFC frame first, then, unless a pause holds the port, the next packet
+    /// the discipline gives.
     #[inline]
     pub fn start(&mut self, cx: &mut PortCx<'_>) -> Started {
         let mut out = Started::default();
-        if self.busy || self.held() {
+        if self.busy {
+            return out;
+        }
+        if let Some(frame) = self.take_frame(cx) {
+            out.sent = Some(frame);
+            return out;
+        }
+        if self.held() {
             return out;
         }
         if let Some(t) = cx.trace.as_deref_mut() {
@@ -192,9 +223,88 @@ impl Port {
         } else {
             st.mask &= !bit;
             st.paused_ps[i] += now - st.since[i];
+            self.counters.paused_ps += now - st.since[i];
         }
         st.per_priority = self.queue.set_paused(prio, paused);
         !paused
+    }
+
+    /// Queues a PFC frame for priority `prio` (PAUSE for `pause_ps`, 0 =
+    /// until RESUME; or RESUME): it is sent when the packet in service
+    /// finishes, before any data. A newer request for the same priority
+    /// replaces a waiting one. Returns whether the caller should start the
+    /// port (it is idle).
+    pub fn request_frame(&mut self, prio: u8, pause: bool, pause_ps: u64) -> bool {
+        let st = self.pause.get_or_insert_with(Default::default);
+        let bit = 1u8 << prio;
+        st.to_send |= bit;
+        if pause {
+            st.send_pause |= bit;
+            st.send_pause_ps = pause_ps;
+        } else {
+            st.send_pause &= !bit;
+        }
+        !self.busy
+    }
+
+    /// The next waiting PFC frame, started on the link.
+    #[inline]
+    fn take_frame(&mut self, cx: &mut PortCx<'_>) -> Option<(Packet, u64)> {
+        let st = self.pause.as_deref_mut().filter(|st| st.to_send != 0)?;
+        let prio = st.to_send.trailing_zeros() as u8;
+        let bit = 1u8 << prio;
+        st.to_send &= !bit;
+        let pause = st.send_pause & bit != 0;
+        let ps = st.send_pause_ps;
+        let pkt = super::pfc::frame(cx.node, self.link.peer, prio, pause, ps, cx.now);
+        self.counters.pause_sent += 1;
+        self.busy = true;
+        let done = cx.now + tx_time_ps(pkt.size as u64, self.link.link.rate_bps);
+        if let Some(t) = cx.trace.as_deref_mut() {
+            t.pause_sent(cx.node, cx.port, cx.now, done, &pkt, &self.queue);
+        }
+        Some((pkt, done))
+    }
+
+    /// Applies a PFC frame that arrived from this port's peer at `now`.
+    /// Returns the priorities it paused for a limited time (one bit each;
+    /// each ends at [`Port::pause_end`], for the caller to schedule), and
+    /// whether the port may start (a priority resumed).
+    pub fn receive_frame(&mut self, frame: &Packet, now: u64) -> (u8, bool) {
+        self.counters.pause_received += 1;
+        let (mut timed, mut resumed) = (0u8, false);
+        for prio in 0..8u8 {
+            let bit = 1u8 << prio;
+            if frame.seq & bit as u64 == 0 {
+                continue;
+            }
+            let pause = frame.ack & bit as u64 != 0;
+            resumed |= self.set_paused(prio, pause, now);
+            let st = self.pause.as_deref_mut().expect("set_paused made it");
+            st.until[prio as usize] = 0;
+            if pause && frame.rank > 0 {
+                st.until[prio as usize] = now + frame.rank;
+                timed |= bit;
+            }
+        }
+        (timed, resumed)
+    }
+
+    /// When the timed pause of `prio` ends, ps (0: untimed or not paused).
+    pub fn pause_end(&self, prio: u8) -> u64 {
+        self.pause
+            .as_deref()
+            .map_or(0, |st| st.until[prio as usize])
+    }
+
+    /// A timed pause of `prio` due to end at `at` ends, unless a later
+    /// frame replaced it. Returns whether the port may start.
+    pub fn pause_expired(&mut self, prio: u8, at: u64) -> bool {
+        let live = self
+            .pause
+            .as_deref()
+            .is_some_and(|st| st.mask & (1 << prio) != 0 && st.until[prio as usize] == at);
+        live && self.set_paused(prio, false, at)
     }
 
     /// Whether priority `prio` is paused.

@@ -152,12 +152,19 @@ impl DisciplineConfig for ClassesConfig {
             scheduler: self.scheduler,
             turn: 0,
             credited: false,
+            paused_prios: 0,
+            paused: 0,
         })
     }
     fn ecn_threshold_packets(&self) -> Option<u32> {
         self.class
             .iter()
             .find_map(QueueConfig::ecn_threshold_packets)
+    }
+    /// By priority, over classes that each keep order: one priority's
+    /// packets share a class, so their order is kept.
+    fn keeps_priority_order(&self) -> bool {
+        self.classify == Classify::Prio && self.class.iter().all(QueueConfig::keeps_priority_order)
     }
 }
 
@@ -175,6 +182,10 @@ pub struct ClassQueue {
     turn: usize,
     /// Whether the class at `turn` already got this round's quantum.
     credited: bool,
+    /// Paused priorities (PFC), one bit each.
+    paused_prios: u8,
+    /// Classes held back by a pause, one bit each.
+    paused: u8,
 }
 
 impl ClassQueue {
@@ -186,6 +197,21 @@ impl ClassQueue {
         }
     }
 
+    /// Whether class `c` may be served now (has packets, not paused).
+    #[inline]
+    fn servable(&self, c: usize) -> bool {
+        self.paused & (1 << c) == 0 && self.classes[c].len_packets() > 0
+    }
+
+    /// Whether any class may be served now.
+    #[inline]
+    fn any_servable(&self) -> bool {
+        if self.paused == 0 {
+            return self.len_packets() > 0;
+        }
+        (0..self.classes.len()).any(|c| self.servable(c))
+    }
+
     fn next_turn(&mut self) {
         self.turn = (self.turn + 1) % self.classes.len();
         self.credited = false;
@@ -193,8 +219,13 @@ impl ClassQueue {
 
     /// Round robin with credit (DRR: bytes, WRR: packets).
     fn round_robin(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        while self.len_packets() > 0 {
+        while self.any_servable() {
             let c = self.turn;
+            if self.paused & (1 << c) != 0 {
+                // Paused: it keeps its credit and waits for the resume.
+                self.next_turn();
+                continue;
+            }
             if self.classes[c].len_packets() == 0 {
                 // An idle class keeps no credit (DRR).
                 self.deficit[c] = 0;
@@ -238,11 +269,14 @@ impl Discipline for ClassQueue {
 
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
         match self.scheduler {
-            Scheduler::Strict => self
-                .classes
-                .iter_mut()
-                .filter(|q| q.len_packets() > 0)
-                .find_map(|q| q.dequeue(cx)),
+            Scheduler::Strict => {
+                let paused = self.paused;
+                self.classes
+                    .iter_mut()
+                    .enumerate()
+                    .filter(|(c, q)| paused & (1 << c) == 0 && q.len_packets() > 0)
+                    .find_map(|(_, q)| q.dequeue(cx))
+            }
             Scheduler::Drr | Scheduler::Wrr => self.round_robin(cx),
         }
     }
@@ -252,6 +286,25 @@ impl Discipline for ClassQueue {
     }
     fn len_bytes(&self) -> u64 {
         self.classes.iter().map(Queue::len_bytes).sum()
+    }
+
+    /// By priority, a pause holds back the class of that priority (a class
+    /// with several priorities while any of them is paused); by protocol,
+    /// the port must stop instead.
+    fn set_paused(&mut self, prio: u8, paused: bool) -> bool {
+        if self.classify != Classify::Prio {
+            return false;
+        }
+        if paused {
+            self.paused_prios |= 1 << prio;
+        } else {
+            self.paused_prios &= !(1 << prio);
+        }
+        let last = self.classes.len() - 1;
+        self.paused = (0..8u8)
+            .filter(|p| self.paused_prios & (1 << p) != 0)
+            .fold(0, |m, p| m | 1 << (p as usize).min(last));
+        true
     }
 }
 
@@ -328,6 +381,32 @@ mod tests {
             (0..6).map(|s| with_prio(data(s, 100), prios[s as usize])),
         );
         assert_eq!(k.drain_seqs(&mut q), [1, 4, 3, 0, 2, 5]);
+    }
+
+    /// PFC: by priority, a paused priority's class waits (under DRR and
+    /// strict priority alike) while the others are served; a resume
+    /// releases it in order.
+    #[test]
+    fn a_paused_priority_waits_while_the_others_are_served() {
+        for sched in [Scheduler::Drr, Scheduler::Strict] {
+            let cfg = fifos(2, Classify::Prio, sched);
+            let (mut k, mut q) = (Kit::new(0), cfg.build(&ENV));
+            assert!(q.set_paused(0, true));
+            let prios = [0, 1, 0, 1];
+            k.fill(
+                &mut q,
+                (0..4).map(|s| with_prio(data(s, 100), prios[s as usize])),
+            );
+            assert_eq!(k.drain_seqs(&mut q), [1, 3], "{sched:?}");
+            assert_eq!(q.len_packets(), 2);
+            assert!(q.set_paused(0, false));
+            assert_eq!(k.drain_seqs(&mut q), [0, 2], "{sched:?}");
+        }
+        let by_protocol = ClassesConfig::default().build(&ENV);
+        assert!(
+            !by_protocol.clone().set_paused(0, true),
+            "cannot pause by priority"
+        );
     }
 
     #[test]

@@ -43,6 +43,10 @@ impl DisciplineConfig for DropTailConfig {
     fn build(&self, _env: &QueueEnv) -> DropTail {
         DropTail::new(self.cap("").expect("validated"))
     }
+    /// A FIFO: order kept, drops only at enqueue.
+    fn keeps_priority_order(&self) -> bool {
+        true
+    }
 }
 
 /// A FIFO that drops arrivals when full.

@@ -226,6 +226,12 @@ pub trait DisciplineConfig {
     fn ecn_threshold_packets(&self) -> Option<u32> {
         None
     }
+    /// Whether it keeps the data packets of each priority in arrival order
+    /// and discards only at enqueue, as PFC's ingress accounting needs
+    /// (`net/pfc.rs`). Default: no.
+    fn keeps_priority_order(&self) -> bool {
+        false
+    }
 }
 
 /// Generates from one list: [`Queue`] (one variant per registered
@@ -288,6 +294,10 @@ macro_rules! disciplines {
             /// K in packets when it marks ECN at a packet threshold.
             pub fn ecn_threshold_packets(&self) -> Option<u32> {
                 match self { $( QueueConfig::$variant(c) => c.ecn_threshold_packets(), )* }
+            }
+            /// Whether it keeps each priority's data in order (PFC needs it).
+            pub fn keeps_priority_order(&self) -> bool {
+                match self { $( QueueConfig::$variant(c) => c.keeps_priority_order(), )* }
             }
         }
 

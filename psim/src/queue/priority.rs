@@ -54,6 +54,10 @@ impl DisciplineConfig for PriorityConfig {
         };
         PriorityQueue::new(self.cap("").expect("validated")).with_ecn_threshold(k)
     }
+    /// Control before data; data (the only packets PFC charges) in order.
+    fn keeps_priority_order(&self) -> bool {
+        true
+    }
 }
 
 /// Two FIFOs, control first, one shared capacity.

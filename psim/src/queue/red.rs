@@ -85,6 +85,10 @@ impl DisciplineConfig for EcnConfig {
             .is_none()
             .then_some(self.ecn_threshold as u32)
     }
+    /// A FIFO: order kept, drops only at enqueue.
+    fn keeps_priority_order(&self) -> bool {
+        true
+    }
 }
 
 /// `kind = "red"`.
@@ -154,6 +158,10 @@ impl DisciplineConfig for RedConfig {
             weight: self.red_weight,
         };
         RedQueue::new(cap, marking, self.red_ecn)
+    }
+    /// A FIFO: order kept, drops only at enqueue.
+    fn keeps_priority_order(&self) -> bool {
+        true
     }
 }
 

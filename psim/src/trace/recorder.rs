@@ -109,6 +109,34 @@ impl ShardTrace {
         }
     }
 
+    /// A PFC frame left `port` (it bypasses the queue): a `pause` row, and
+    /// the link busy until `done` in the queue series.
+    pub fn pause_sent(
+        &mut self,
+        node: u32,
+        port: u16,
+        now: u64,
+        done: u64,
+        pkt: &Packet,
+        q: &Queue,
+    ) {
+        if let Some(t) = &mut self.packets {
+            let (b, n) = (q.len_bytes(), q.len_packets());
+            t.record(
+                PacketEvent::Pause,
+                now,
+                node,
+                port,
+                &PacketFields::of(pkt),
+                b,
+                n,
+            );
+        }
+        if let Some(s) = &mut self.queues {
+            s.transmitted(node, port, now, done, pkt.size as u64);
+        }
+    }
+
     /// After `pkt` was dequeued from `q` to be serialised from `now` to `done`.
     #[inline]
     pub fn dequeued(&mut self, node: u32, port: u16, now: u64, done: u64, pkt: &Packet, q: &Queue) {

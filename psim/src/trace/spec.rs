@@ -85,7 +85,8 @@ pub enum PacketEvent {
     Bounce = 3,
     /// Marked ECN Congestion Experienced by an output queue.
     EcnMark = 4,
-    /// Link-level pause. Reserved: psim has no PFC yet, so no row has it.
+    /// A PFC PAUSE or RESUME frame sent by the port (it bypasses the queue;
+    /// `ack` = 0 is a RESUME).
     Pause = 5,
     /// Taken from an output queue to be serialised onto the link.
     Dequeue = 6,

@@ -1,0 +1,569 @@
+//! Priority flow control (IEEE 802.1Qbb) on a switch with a per-input-port
+//! buffer: the ingress accounting that decides when a switch pauses its
+//! upstream neighbour, and the pause frames that carry the decision.
+//!
+//! Every data packet a PFC switch admits is charged, from its admission to
+//! its dequeue at the egress port, to (input port, priority) ([RDMA] §2.2
+//! step 8: bytes count until the egress dequeue, not until the last bit
+//! leaves). When a lossless priority's charge passes the X-OFF threshold, the
+//! switch sends PAUSE(priority) back out of that input port; when it falls to
+//! the threshold minus the resume offset, RESUME. The upstream port stops
+//! serving that priority after the packet it is sending ([`super::Port::set_paused`]).
+//! Headroom above X-OFF absorbs what is already on the wire; a lossless
+//! packet that would overflow it is dropped and counted (a headroom drop
+//! means the headroom is too small: [RDMA] §2.3 pitfall 1). Lossy
+//! priorities are dropped when the input port's buffer is full.
+//!
+//! Control packets (ACKs, NACKs, pulls, CNPs) are not charged and never
+//! trigger a pause, as HPCC and CW keep them in an unpaused control class
+//! ([RDMA] §2.1 "Priorities / queues", §2.3 pitfall 6).
+//!
+//! The charge is released when the egress port dequeues the packet. The
+//! switch finds which input the dequeued packet was charged to from a FIFO
+//! per (egress port, priority), so the egress discipline must keep data
+//! packets of one priority in order and drop only at enqueue (drop-tail,
+//! ECN, RED, priority, classes by priority: [`PfcConfig::validate_queue`]).
+//!
+//! | parameter (`[switch.pfc]`) | default | source |
+//! |---|---|---|
+//! | `enabled` | false | — |
+//! | `lossless` | every priority, 0–7 | thesis §4.3.1: all RDMA traffic is lossless under PFC |
+//! | `buffer_bytes` | 240 000 per input port ([`DEFAULT_BUFFER_BYTES`]) | thesis §4.3.1 (IRN's setup: 240 KB per input port) |
+//! | `threshold` | `"static"` | thesis §4.3.1 |
+//! | `xoff_bytes` (static) | `buffer_bytes − headroom_bytes` (220 000) | thesis §4.3.1: threshold = buffer − upstream BDP |
+//! | `alpha` (dynamic) | 1/8 ([`DEFAULT_ALPHA`]) | HPCC `switch-mmu.cc` (α = 2^−3 at NIC speed); CW uses 1/16 ([RDMA] §2.1) |
+//! | `headroom_bytes` | 20 000 ([`DEFAULT_HEADROOM_BYTES`]) | thesis §4.3.1 (240 − 220 KB; 40 Gb/s × 2 × 2 µs, decision TA7) |
+//! | `resume_offset_bytes` | 0 ([`DEFAULT_RESUME_OFFSET_BYTES`]) | thesis §4.1.2: X-ON when the queue drains below the threshold, no hysteresis stated; HPCC uses 3 KB |
+//! | `pause_time_us` | none: a pause lasts until RESUME | HPCC and htsim (untimed); R3 and CW send 5 µs quanta ([RDMA] §2.1) |
+//!
+//! With `threshold = "dynamic"`, X-OFF for an input port is `alpha × (buffer
+//! − headroom − bytes charged to the port)` (the dynamic threshold of HPCC's
+//! shared buffer, applied to the thesis's per-input-port buffer).
+//!
+//! With `pause_time_us`, a frame pauses for that long ([`PAUSE_QUANTUM_BITS`]
+//! bit times per quantum on the wire) and the receiver resumes by itself at
+//! its end; the switch sends a fresh PAUSE on an arrival to a still-paused
+//! priority once half the time has passed (CW's refresh on arrival,
+//! [RDMA] §2.3 pitfall 5), and RESUME (time 0) ends a pause early.
+
+use crate::config::{bad, ConfigError};
+use crate::packet::{Packet, PacketKind, HEADER_BYTES};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// Bytes of buffer per input port (thesis §4.3.1).
+pub const DEFAULT_BUFFER_BYTES: u64 = 240_000;
+/// Headroom per input port and priority above X-OFF (thesis §4.3.1: 240 − 220 KB).
+pub const DEFAULT_HEADROOM_BYTES: u64 = 20_000;
+/// X-ON = X-OFF minus this (thesis: none stated; HPCC: 3 KB).
+pub const DEFAULT_RESUME_OFFSET_BYTES: u64 = 0;
+/// Dynamic-threshold factor (HPCC: 2^−3 for ports at NIC speed).
+pub const DEFAULT_ALPHA: f64 = 0.125;
+/// Bit times per pause quantum (IEEE 802.1Qbb).
+pub const PAUSE_QUANTUM_BITS: u64 = 512;
+/// Number of PFC priorities.
+pub const PRIORITIES: usize = 8;
+
+/// How X-OFF is set.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Threshold {
+    /// A fixed number of bytes per (input port, priority).
+    #[default]
+    Static,
+    /// A fraction of the input port's free buffer.
+    Dynamic,
+}
+
+/// `[switch.pfc]`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PfcConfig {
+    /// Whether switches run PFC.
+    pub enabled: bool,
+    /// The lossless priorities.
+    pub lossless: Vec<u8>,
+    /// Buffer per input port, bytes.
+    pub buffer_bytes: u64,
+    /// Static or dynamic X-OFF.
+    pub threshold: Threshold,
+    /// Static X-OFF, bytes (default: buffer minus headroom).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xoff_bytes: Option<u64>,
+    /// Dynamic-threshold factor.
+    pub alpha: f64,
+    /// Headroom per (input port, priority) above X-OFF, bytes.
+    pub headroom_bytes: u64,
+    /// X-ON = X-OFF minus this, bytes.
+    pub resume_offset_bytes: u64,
+    /// Pause time carried by a PAUSE frame, µs; none: until RESUME.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pause_time_us: Option<f64>,
+}
+
+impl Default for PfcConfig {
+    fn default() -> Self {
+        PfcConfig {
+            enabled: false,
+            lossless: (0..PRIORITIES as u8).collect(),
+            buffer_bytes: DEFAULT_BUFFER_BYTES,
+            threshold: Threshold::Static,
+            xoff_bytes: None,
+            alpha: DEFAULT_ALPHA,
+            headroom_bytes: DEFAULT_HEADROOM_BYTES,
+            resume_offset_bytes: DEFAULT_RESUME_OFFSET_BYTES,
+            pause_time_us: None,
+        }
+    }
+}
+
+impl PfcConfig {
+    /// Static X-OFF, bytes.
+    pub fn xoff(&self) -> u64 {
+        self.xoff_bytes
+            .unwrap_or(self.buffer_bytes.saturating_sub(self.headroom_bytes))
+    }
+
+    /// Checks the values; `key` is the table (`switch.pfc`) and `mtu_wire`
+    /// the largest packet on the wire, bytes.
+    pub fn validate(&self, key: &str, mtu_wire: u64) -> Result<(), ConfigError> {
+        let k = |f: &str| format!("{key}.{f}");
+        if let Some(&p) = self.lossless.iter().find(|&&p| p as usize >= PRIORITIES) {
+            return Err(bad(&k("lossless"), p, "priorities are 0 to 7"));
+        }
+        if self.enabled && self.lossless.is_empty() {
+            return Err(bad(
+                &k("lossless"),
+                "[]",
+                "PFC is enabled but no priority is lossless",
+            ));
+        }
+        if self.buffer_bytes < mtu_wire {
+            return Err(bad(
+                &k("buffer_bytes"),
+                self.buffer_bytes,
+                &format!("must hold at least one packet ({mtu_wire} bytes)"),
+            ));
+        }
+        if self.headroom_bytes < mtu_wire {
+            return Err(bad(
+                &k("headroom_bytes"),
+                self.headroom_bytes,
+                &format!(
+                    "must be at least one packet ({mtu_wire} bytes) to absorb what is on the wire"
+                ),
+            ));
+        }
+        if self.xoff() + self.headroom_bytes > self.buffer_bytes {
+            return Err(bad(
+                &k("xoff_bytes"),
+                self.xoff(),
+                &format!(
+                    "X-OFF plus headroom ({}) exceeds buffer_bytes ({})",
+                    self.xoff() + self.headroom_bytes,
+                    self.buffer_bytes
+                ),
+            ));
+        }
+        if self.xoff() == 0 {
+            return Err(bad(&k("xoff_bytes"), 0, "must be above 0"));
+        }
+        if !(self.alpha > 0.0 && self.alpha.is_finite()) {
+            return Err(bad(&k("alpha"), self.alpha, "must be a positive number"));
+        }
+        if self.resume_offset_bytes >= self.xoff() {
+            return Err(bad(
+                &k("resume_offset_bytes"),
+                self.resume_offset_bytes,
+                "must be below X-OFF",
+            ));
+        }
+        if let Some(t) = self.pause_time_us {
+            if !(t > 0.0 && t.is_finite()) {
+                return Err(bad(&k("pause_time_us"), t, "must be a positive number"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks that a port discipline can run under PFC: the charge of a
+    /// dequeued packet is found by order, so the discipline must keep data
+    /// packets of one priority in order and discard only at enqueue.
+    pub fn validate_queue(
+        &self,
+        key: &str,
+        q: &crate::queue::QueueConfig,
+    ) -> Result<(), ConfigError> {
+        if self.enabled && !q.keeps_priority_order() {
+            return Err(bad(
+                &format!("{key}.kind"),
+                q.name(),
+                "cannot run under switch.pfc: PFC needs a discipline that keeps each priority's \
+                 data packets in order and drops only at enqueue (droptail, ecn, red, priority, \
+                 or classes by prio of those)",
+            ));
+        }
+        Ok(())
+    }
+
+    fn lossless_mask(&self) -> u8 {
+        self.lossless.iter().fold(0, |m, &p| m | 1 << p)
+    }
+}
+
+/// What the switch must do after admitting or releasing a packet.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Signal {
+    /// Nothing.
+    None,
+    /// Send PAUSE(prio) out of input port `port`.
+    Pause {
+        /// The input port (whose reverse link carries the frame).
+        port: u16,
+        /// The priority.
+        prio: u8,
+    },
+    /// Send RESUME(prio) out of input port `port`.
+    Resume {
+        /// The input port.
+        port: u16,
+        /// The priority.
+        prio: u8,
+    },
+}
+
+/// Per-switch PFC counters.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct PfcCounters {
+    /// Lossless packets dropped because the headroom overflowed (should be 0).
+    pub headroom_drops: u64,
+    /// Lossy packets dropped because the input port's buffer was full.
+    pub buffer_drops: u64,
+}
+
+/// One admitted packet's charge, in its egress port's order.
+#[derive(Copy, Clone, Debug)]
+struct Charge {
+    in_port: u16,
+    size: u32,
+    /// The packet, to check in debug builds that order was kept.
+    flow: u64,
+    seq: u64,
+}
+
+/// One switch's ingress accounting.
+#[derive(Clone, Debug)]
+pub struct Mmu {
+    xoff_static: u64,
+    threshold: Threshold,
+    alpha: f64,
+    buffer: u64,
+    headroom: u64,
+    resume_offset: u64,
+    lossless: u8,
+    /// Pause time in ps, 0: untimed.
+    pause_ps: u64,
+    /// Bytes charged per (input port, priority).
+    charged: Vec<[u64; PRIORITIES]>,
+    /// Bytes charged per input port.
+    port_bytes: Vec<u64>,
+    /// Whether (input port, priority) has paused its upstream, and when it last sent PAUSE.
+    paused: Vec<[Option<u64>; PRIORITIES]>,
+    /// Charges in dequeue order per (egress port, priority).
+    order: Vec<[VecDeque<Charge>; PRIORITIES]>,
+    /// Counters.
+    pub counters: PfcCounters,
+}
+
+impl Mmu {
+    /// The accounting of a switch with `ports` ports.
+    pub fn new(cfg: &PfcConfig, ports: usize) -> Mmu {
+        Mmu {
+            xoff_static: cfg.xoff(),
+            threshold: cfg.threshold,
+            alpha: cfg.alpha,
+            buffer: cfg.buffer_bytes,
+            headroom: cfg.headroom_bytes,
+            resume_offset: cfg.resume_offset_bytes,
+            lossless: cfg.lossless_mask(),
+            pause_ps: cfg.pause_time_us.map_or(0, |t| (t * 1e6).round() as u64),
+            charged: vec![[0; PRIORITIES]; ports],
+            port_bytes: vec![0; ports],
+            paused: vec![[None; PRIORITIES]; ports],
+            order: (0..ports).map(|_| Default::default()).collect(),
+            counters: PfcCounters::default(),
+        }
+    }
+
+    /// Pause time a frame carries, ps (0: until RESUME).
+    pub fn pause_ps(&self) -> u64 {
+        self.pause_ps
+    }
+
+    #[inline]
+    fn charged_packet(pkt: &Packet) -> bool {
+        pkt.kind == PacketKind::Data
+    }
+
+    #[inline]
+    fn is_lossless(&self, prio: u8) -> bool {
+        self.lossless & (1 << prio) != 0
+    }
+
+    /// X-OFF of `in_port` now, bytes.
+    #[inline]
+    fn xoff(&self, in_port: usize) -> u64 {
+        match self.threshold {
+            Threshold::Static => self.xoff_static,
+            Threshold::Dynamic => {
+                let free = self
+                    .buffer
+                    .saturating_sub(self.headroom)
+                    .saturating_sub(self.port_bytes[in_port]);
+                (self.alpha * free as f64) as u64
+            }
+        }
+    }
+
+    /// Whether a packet that came in on `in_port` may be offered to an
+    /// egress queue. False: the switch drops it (counted here).
+    pub fn admit(&mut self, pkt: &Packet, in_port: u16) -> bool {
+        if !Self::charged_packet(pkt) {
+            return true;
+        }
+        let (i, size) = (in_port as usize, pkt.size as u64);
+        let prio = (pkt.prio as usize).min(PRIORITIES - 1);
+        if self.is_lossless(prio as u8) {
+            if self.charged[i][prio] + size > self.xoff(i) + self.headroom {
+                self.counters.headroom_drops += 1;
+                return false;
+            }
+        } else if self.port_bytes[i] + size > self.buffer {
+            self.counters.buffer_drops += 1;
+            return false;
+        }
+        true
+    }
+
+    /// Charges a packet the egress port `out_port` queued, at `now`;
+    /// returns whether to pause its upstream.
+    pub fn charge(&mut self, pkt: &Packet, in_port: u16, out_port: u16, now: u64) -> Signal {
+        if !Self::charged_packet(pkt) {
+            return Signal::None;
+        }
+        let (i, prio) = (in_port as usize, (pkt.prio as usize).min(PRIORITIES - 1));
+        self.charged[i][prio] += pkt.size as u64;
+        self.port_bytes[i] += pkt.size as u64;
+        self.order[out_port as usize][prio].push_back(Charge {
+            in_port,
+            size: pkt.size,
+            flow: pkt.flow,
+            seq: pkt.seq,
+        });
+        if !self.is_lossless(prio as u8) || self.charged[i][prio] < self.xoff(i) {
+            return Signal::None;
+        }
+        let refresh = match self.paused[i][prio] {
+            None => true,
+            // Timed pause: refresh once half the time has passed.
+            Some(sent) => self.pause_ps > 0 && now >= sent + self.pause_ps / 2,
+        };
+        if !refresh {
+            return Signal::None;
+        }
+        self.paused[i][prio] = Some(now);
+        Signal::Pause {
+            port: in_port,
+            prio: prio as u8,
+        }
+    }
+
+    /// Releases the charge of a packet egress port `out_port` dequeued;
+    /// returns whether to resume the upstream it was charged to.
+    pub fn release(&mut self, pkt: &Packet, out_port: u16) -> Signal {
+        if !Self::charged_packet(pkt) {
+            return Signal::None;
+        }
+        let prio = (pkt.prio as usize).min(PRIORITIES - 1);
+        let c = self.order[out_port as usize][prio]
+            .pop_front()
+            .expect("every dequeued data packet was charged");
+        debug_assert_eq!(
+            (c.flow, c.seq, c.size),
+            (pkt.flow, pkt.seq, pkt.size),
+            "the egress discipline reordered a priority under PFC"
+        );
+        let i = c.in_port as usize;
+        self.charged[i][prio] -= c.size as u64;
+        self.port_bytes[i] -= c.size as u64;
+        // X-ON: below X-OFF minus the resume offset.
+        if self.paused[i][prio].is_some()
+            && self.charged[i][prio] + self.resume_offset < self.xoff(i)
+        {
+            self.paused[i][prio] = None;
+            return Signal::Resume {
+                port: c.in_port,
+                prio: prio as u8,
+            };
+        }
+        Signal::None
+    }
+
+    /// Bytes charged to (input port, priority).
+    pub fn charged(&self, in_port: u16, prio: u8) -> u64 {
+        self.charged[in_port as usize][prio as usize]
+    }
+}
+
+/// A PAUSE (pause = true) or RESUME frame for `prio` from `node` to its
+/// neighbour `peer`, carrying `pause_ps` (0: until RESUME) in `rank`. Its
+/// class-enable vector (which priorities it addresses) is in `seq`, the
+/// paused ones in `ack`, as 802.1Qbb's frame carries one timer per priority.
+pub fn frame(node: u32, peer: u32, prio: u8, pause: bool, pause_ps: u64, now: u64) -> Packet {
+    Packet {
+        flow: u64::MAX,
+        src: node,
+        dst: peer,
+        seq: 1 << prio,
+        ack: if pause { 1 << prio } else { 0 },
+        size: HEADER_BYTES,
+        payload: 0,
+        path: 0,
+        sent_ps: now,
+        kind: PacketKind::Pause,
+        proto: crate::packet::Protocol::ALL[0],
+        flags: 0,
+        prio,
+        rank: if pause { pause_ps } else { 0 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::test_packet;
+
+    fn data(seq: u64, prio: u8) -> Packet {
+        let mut p = test_packet(PacketKind::Data, seq, 1000);
+        p.prio = prio;
+        p
+    }
+
+    fn cfg() -> PfcConfig {
+        PfcConfig {
+            enabled: true,
+            buffer_bytes: 10_000,
+            headroom_bytes: 3_000,
+            resume_offset_bytes: 2_000,
+            lossless: vec![3],
+            ..Default::default()
+        }
+    }
+
+    /// X-OFF = 10 000 − 3 000 = 7 000 B: the 7th 1000-byte packet from one
+    /// input reaches it and pauses; headroom takes 3 more; the 11th is a
+    /// headroom drop. X-ON = 7 000 − 2 000 = 5 000: RESUME once the charge
+    /// falls below 5 000, i.e. after 6 of the 10 leave.
+    #[test]
+    fn xoff_pauses_headroom_absorbs_and_xon_resumes_with_hysteresis() {
+        let mut m = Mmu::new(&cfg(), 4);
+        let mut signals = Vec::new();
+        for s in 0..11 {
+            let p = data(s, 3);
+            if m.admit(&p, 1) {
+                signals.push(m.charge(&p, 1, 2, s));
+            }
+        }
+        let pause = Signal::Pause { port: 1, prio: 3 };
+        assert_eq!(signals.iter().filter(|&&s| s == pause).count(), 1);
+        assert_eq!(signals[6], pause, "at 7 000 B charged");
+        assert_eq!((m.charged(1, 3), m.counters.headroom_drops), (10_000, 1));
+        let released: Vec<Signal> = (0..10).map(|s| m.release(&data(s, 3), 2)).collect();
+        let resume = Signal::Resume { port: 1, prio: 3 };
+        assert_eq!(
+            released.iter().position(|&s| s == resume),
+            Some(5),
+            "{released:?}"
+        );
+        assert_eq!(m.charged(1, 3), 0);
+    }
+
+    /// A lossy priority never pauses; it drops when the port's buffer is full.
+    #[test]
+    fn lossy_priorities_drop_at_the_buffer_and_never_pause() {
+        let mut m = Mmu::new(&cfg(), 2);
+        let mut admitted = 0;
+        for s in 0..12 {
+            let p = data(s, 0);
+            if m.admit(&p, 0) {
+                admitted += 1;
+                assert_eq!(m.charge(&p, 0, 1, 0), Signal::None);
+            }
+        }
+        assert_eq!((admitted, m.counters.buffer_drops), (10, 2));
+    }
+
+    /// Control packets are neither charged nor paused for.
+    #[test]
+    fn control_packets_are_not_charged() {
+        let mut m = Mmu::new(&cfg(), 2);
+        let mut ack = test_packet(PacketKind::Ack, 0, 64);
+        ack.prio = 3;
+        for _ in 0..1000 {
+            assert!(m.admit(&ack, 0));
+            assert_eq!(m.charge(&ack, 0, 1, 0), Signal::None);
+        }
+        assert_eq!(m.charged(0, 3), 0);
+    }
+
+    /// Timed pause: a still-congested input refreshes its PAUSE on an
+    /// arrival once half the pause time has passed, not before.
+    #[test]
+    fn timed_pause_is_refreshed_after_half_its_time() {
+        let mut c = cfg();
+        c.pause_time_us = Some(4.0);
+        let mut m = Mmu::new(&c, 2);
+        let mut pauses = Vec::new();
+        for (s, t) in [0u64, 1, 2, 3, 4, 5, 6, 7, 8].iter().enumerate() {
+            let now = t * 500_000; // every 0.5 µs
+            let p = data(s as u64, 3);
+            assert!(m.admit(&p, 0));
+            if m.charge(&p, 0, 1, now) != Signal::None {
+                pauses.push(now);
+            }
+        }
+        // Paused at the 7th packet (3.0 µs); refreshed 2 µs later (5.0 µs)... but
+        // only 9 packets arrive, the last at 4.0 µs: one pause.
+        assert_eq!(pauses, [3_000_000]);
+        for (s, now) in (9..12).zip([5_000_000u64, 5_500_000, 6_000_000]) {
+            let p = data(s, 3);
+            if m.admit(&p, 0) && m.charge(&p, 0, 1, now) != Signal::None {
+                pauses.push(now);
+            }
+        }
+        assert_eq!(pauses, [3_000_000, 5_000_000]);
+    }
+
+    #[test]
+    fn validation_names_the_key() {
+        let mtu = 1064;
+        let e = |c: PfcConfig| c.validate("switch.pfc", mtu).unwrap_err().to_string();
+        let mut c = cfg();
+        c.headroom_bytes = 100;
+        assert!(e(c).contains("switch.pfc.headroom_bytes"));
+        let mut c = cfg();
+        c.xoff_bytes = Some(9_000);
+        assert!(e(c).contains("switch.pfc.xoff_bytes"));
+        let mut c = cfg();
+        c.lossless = vec![8];
+        assert!(e(c).contains("switch.pfc.lossless"));
+        let mut c = cfg();
+        c.lossless = vec![];
+        assert!(e(c).contains("switch.pfc.lossless"));
+        let mut c = cfg();
+        c.alpha = -1.0;
+        assert!(e(c).contains("switch.pfc.alpha"));
+        assert!(cfg().validate("switch.pfc", mtu).is_ok());
+        assert!(PfcConfig::default().validate("switch.pfc", mtu).is_ok());
+    }
+}
