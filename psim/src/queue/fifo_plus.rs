@@ -1,4 +1,4 @@
-//! FIFO+ ([FIFOPLUS] §6; [TH] §5.2.2, thesis notes §1.13): serve packets in
+//! FIFO+ ([FIFOPLUS]; [TH] §5.2.2): serve packets in
 //! the order they would have arrived had no earlier hop queued them, i.e. by
 //! arrival time minus the queueing delay met so far, so a packet delayed
 //! upstream catches up here. Its goal is the tail of end-to-end delay.

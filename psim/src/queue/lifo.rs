@@ -1,7 +1,7 @@
 //! Last in, first out: each dequeue takes the most recently queued packet.
-//! One of the schedulers whose schedules UPS replays with LSTF ([TH] §5.1.3,
-//! §1.13 of the thesis notes; thesis T33–T34): it skews the slack
-//! distribution, which is why LSTF replays it worst without preemption.
+//! One of the schedulers whose schedules UPS replays with LSTF ([TH]
+//! §5.1.3; thesis T33–T34): it skews the slack distribution, which is why
+//! LSTF replays it worst without preemption.
 //! Arrivals beyond the capacity are tail-dropped (the replay runs use
 //! buffers large enough never to drop, `UPS` scripts).
 //!

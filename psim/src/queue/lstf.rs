@@ -1,7 +1,7 @@
 //! Least slack time first (LSTF), the universal packet scheduling candidate
 //! of [TH] Ch. 5 ([UPSP]), as the authors' ns-2 queue runs it (`UPS`
-//! `queue/lstf.cc`; thesis notes §1.11, RDMA notes §9.3), with EDF as its
-//! equivalent priority form ([TH] App. A.4).
+//! `queue/lstf.cc`; TA15), with EDF as its equivalent priority form ([TH]
+//! App. A.4).
 //!
 //! - **Slack** travels in the packet's `rank`, as a signed 64-bit count of
 //!   picoseconds (`rank as i64`; negative slack is legal: the packet is

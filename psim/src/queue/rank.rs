@@ -1,7 +1,7 @@
 //! Strict priority by the packet's `rank`, smallest first, first come first
 //! served among equal ranks. Registered twice, as the thesis's two uses of
 //! it are the same queue with a different stamping upstream ([TH] §5.1.3,
-//! §5.2.1; thesis notes §1.13):
+//! §5.2.1):
 //! - `rank`: "simple priorities" with priority = o(p), the packet's output
 //!   time in the schedule being replayed (T34: 21% overdue against LSTF's
 //!   0.21%);
