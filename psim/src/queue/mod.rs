@@ -18,9 +18,15 @@
 pub mod classes;
 pub mod cp;
 pub mod droptail;
+pub mod fifo_plus;
+pub mod lifo;
+pub mod lstf;
 pub mod ndp;
+pub mod pfabric;
 pub mod priority;
 pub mod random;
+pub mod rank;
+pub mod ranked;
 pub mod red;
 #[cfg(test)]
 pub mod testkit;
@@ -327,6 +333,20 @@ disciplines! {
     Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
     /// Uniformly random service order (UPS's Random).
     Random(random::RandomQueue, random::RandomConfig) = "random",
+    /// Last in, first out (UPS's LIFO).
+    Lifo(lifo::LifoQueue, lifo::LifoConfig) = "lifo",
+    /// pFabric: best rank's flow first, evict the worst rank.
+    Pfabric(pfabric::PfabricQueue, pfabric::PfabricConfig) = "pfabric",
+    /// SRPT with starvation prevention: pFabric's queue.
+    Srpt(pfabric::PfabricQueue, pfabric::PfabricConfig) = "srpt",
+    /// Least slack time first (or EDF): UPS's LSTF.
+    Lstf(lstf::LstfQueue, lstf::LstfConfig) = "lstf",
+    /// FIFO+: arrival time minus upstream queueing delay.
+    FifoPlus(lstf::LstfQueue, fifo_plus::FifoPlusConfig) = "fifo_plus",
+    /// Strict priority by rank (priority = o(p)), FIFO among equals.
+    Rank(rank::RankQueue, rank::RankConfig) = "rank",
+    /// Shortest job first: the `rank` queue, rank = flow size.
+    Sjf(rank::RankQueue, rank::RankConfig) = "sjf",
 }
 
 impl Default for QueueConfig {

@@ -1,0 +1,134 @@
+//! Last in, first out: each dequeue takes the most recently queued packet.
+//! One of the schedulers whose schedules UPS replays with LSTF ([TH]
+//! §5.1.3; thesis T33–T34): it skews the slack distribution, which is why
+//! LSTF replays it worst without preemption.
+//! Arrivals beyond the capacity are tail-dropped (the replay runs use
+//! buffers large enough never to drop, `UPS` scripts).
+//!
+//! | parameter (`kind = "lifo"`) | default | source |
+//! |---|---|---|
+//! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail` (ns-3's `DropTailQueue` default); the UPS replay runs set 100,000,000 |
+
+use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
+use crate::packet::Packet;
+use serde::{Deserialize, Serialize};
+
+/// Default capacity, packets (as drop-tail's).
+pub const DEFAULT_QUEUE_PACKETS: u32 = super::droptail::DEFAULT_QUEUE_PACKETS;
+
+/// `kind = "lifo"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LifoConfig {
+    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+}
+
+impl LifoConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for LifoConfig {
+    type Queue = LifoQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key).map(drop)
+    }
+    fn build(&self, _env: &QueueEnv) -> LifoQueue {
+        LifoQueue::new(self.cap("").expect("validated"))
+    }
+}
+
+/// A stack of packets.
+#[derive(Clone, Debug)]
+pub struct LifoQueue {
+    cap: Capacity,
+    q: Vec<Packet>,
+    bytes: u64,
+}
+
+impl LifoQueue {
+    /// An empty queue with the given capacity.
+    pub fn new(cap: Capacity) -> Self {
+        LifoQueue {
+            cap,
+            q: Vec::new(),
+            bytes: 0,
+        }
+    }
+}
+
+impl Discipline for LifoQueue {
+    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
+        if self.cap.fits(self.q.len() as u32, self.bytes, pkt.size) {
+            cx.queued(&pkt);
+            self.bytes += pkt.size as u64;
+            self.q.push(pkt);
+        } else {
+            cx.dropped(pkt);
+        }
+    }
+    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        let p = self.q.pop()?;
+        self.bytes -= p.size as u64;
+        Some(p)
+    }
+    fn len_packets(&self) -> u32 {
+        self.q.len() as u32
+    }
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::testkit::{data, Kit};
+    use crate::queue::Outcome::*;
+
+    /// Script: 0, 1, 2 queued; take (gets 2, the newest); 3, 4 queued; then
+    /// drain: 4, 3, 1, 0 (newest first). By hand: stack [0 1 2] -> pop 2 ->
+    /// [0 1] -> push 3 4 -> [0 1 3 4] -> 4 3 1 0.
+    #[test]
+    fn serves_the_newest_first() {
+        let (mut k, mut q) = (Kit::new(0), LifoQueue::new(Capacity::Packets(10)));
+        k.fill(&mut q, (0..3).map(|s| data(s, 100)));
+        assert_eq!(k.take(&mut q).unwrap().seq, 2);
+        k.fill(&mut q, (3..5).map(|s| data(s, 100)));
+        assert_eq!(k.drain_seqs(&mut q), [4, 3, 1, 0]);
+        assert_eq!((q.len_packets(), q.len_bytes()), (0, 0));
+    }
+
+    /// Full at 3 packets: the arrival is dropped, the stack is untouched; in
+    /// bytes, 250 B hold two 100 B packets and a 50 B one still fits.
+    #[test]
+    fn tail_drops_at_capacity() {
+        let (mut k, mut q) = (Kit::new(0), LifoQueue::new(Capacity::Packets(3)));
+        k.fill(&mut q, (0..3).map(|s| data(s, 100)));
+        assert_eq!(k.offer(&mut q, data(3, 100)), [(Dropped, 3)]);
+        assert_eq!(k.drain_seqs(&mut q), [2, 1, 0]);
+        let mut q = LifoQueue::new(Capacity::Bytes(250));
+        k.fill(&mut q, (0..2).map(|s| data(s, 100)));
+        assert_eq!(k.offer(&mut q, data(2, 100)), [(Dropped, 2)]);
+        assert_eq!(k.offer(&mut q, data(3, 50)), [(Queued, 3)]);
+        assert_eq!(q.len_bytes(), 250);
+    }
+
+    #[test]
+    fn bad_capacity_names_the_key() {
+        let c = LifoConfig {
+            queue_packets: Some(0),
+            ..Default::default()
+        };
+        let e = c.validate("switch.queue").unwrap_err().to_string();
+        assert!(e.contains("switch.queue.queue_packets"), "{e}");
+    }
+}
