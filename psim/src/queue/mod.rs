@@ -16,6 +16,7 @@
 //! calls. Adding a discipline is its file plus one line in that list.
 
 pub mod classes;
+pub mod codel;
 pub mod cp;
 pub mod droptail;
 pub mod ndp;
@@ -313,6 +314,8 @@ disciplines! {
     Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
     /// Uniformly random service order (UPS's Random).
     Random(random::RandomQueue, random::RandomConfig) = "random",
+    /// CoDel (RFC 8289): drops at dequeue on a standing sojourn time.
+    Codel(codel::CodelQueue, codel::CodelConfig) = "codel",
 }
 
 impl Default for QueueConfig {
