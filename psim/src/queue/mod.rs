@@ -19,6 +19,9 @@ pub mod classes;
 pub mod codel;
 pub mod cp;
 pub mod droptail;
+pub mod drr;
+pub mod flows;
+pub mod fq;
 pub mod ndp;
 pub mod priority;
 pub mod random;
@@ -316,6 +319,8 @@ disciplines! {
     Random(random::RandomQueue, random::RandomConfig) = "random",
     /// CoDel (RFC 8289): drops at dequeue on a standing sojourn time.
     Codel(codel::CodelQueue, codel::CodelConfig) = "codel",
+    /// Fair queueing per flow, by DRR or start-time fair queueing.
+    Fq(fq::FqQueue, fq::FqConfig) = "fq",
 }
 
 impl Default for QueueConfig {
