@@ -22,6 +22,7 @@ pub mod droptail;
 pub mod drr;
 pub mod flows;
 pub mod fq;
+pub mod fq_codel;
 pub mod ndp;
 pub mod priority;
 pub mod random;
@@ -321,6 +322,8 @@ disciplines! {
     Codel(codel::CodelQueue, codel::CodelConfig) = "codel",
     /// Fair queueing per flow, by DRR or start-time fair queueing.
     Fq(fq::FqQueue, fq::FqConfig) = "fq",
+    /// FQ-CoDel (RFC 8290): DRR with new/old flow lists, CoDel per flow.
+    FqCodel(fq_codel::FqCodelQueue, fq_codel::FqCodelConfig) = "fq_codel",
 }
 
 impl Default for QueueConfig {
