@@ -21,8 +21,8 @@
 //! Drops happen at dequeue and are reported `DequeueDropped` naming the
 //! dropped packet. With `ecn = true` an ECN-capable (`ECT`) packet is marked
 //! CE (reported `Marked`) instead, at the same points and with the same
-//! count updates, and sent (Linux `sch_codel`'s `ecn` option, which RFC 8289
-//! allows: a congestion signal may be a mark); other packets are dropped.
+//! count updates, and sent (Linux `sch_codel`'s `ecn` option; [CODEL] lets
+//! the congestion signal be a mark); other packets are dropped.
 //!
 //! Time is integer ps. The control law computes `interval / √count` in f64
 //! (IEEE `sqrt` is correctly rounded, so the result is the same on every
@@ -32,9 +32,9 @@
 //! | parameter (`kind = "codel"`) | default | source |
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]), tail drop | Linux `sch_codel` limit (RFC 8289 sets none) |
-//! | `target_us` | 5000 µs ([`DEFAULT_TARGET_PS`]) | RFC 8289 §4.3; [TH] §5.3 and the UPS runs (target 0.005 s) |
-//! | `interval_us` | 100000 µs ([`DEFAULT_INTERVAL_PS`]) | RFC 8289 §4.2; UPS runs (0.1 s) |
-//! | `mtu_bytes` | the scenario's full packet: MTU payload + header | RFC 8289 §5 `MAXPACKET` ("SHOULD use interface MTU"); Linux uses the device MTU |
+//! | `target_us` | 5000 µs ([`DEFAULT_TARGET_PS`]) | [CODEL] §4.3; [TH] §5.3 and the UPS runs (target 0.005 s) |
+//! | `interval_us` | 100000 µs ([`DEFAULT_INTERVAL_PS`]) | [CODEL] §4.2; UPS runs (0.1 s) |
+//! | `mtu_bytes` | the scenario's full packet: MTU payload + header | [CODEL] §5 `MAXPACKET` ("SHOULD use interface MTU"); Linux uses the device MTU |
 //! | `ecn` | `false` | Linux `sch_codel` default |
 //!
 //! Datacenter values: the thesis's CoDel runs are wide-area (Internet2) and
@@ -52,12 +52,12 @@ use std::collections::VecDeque;
 
 /// Default capacity, packets (Linux `sch_codel`'s limit).
 pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
-/// Target sojourn time, ps: 5 ms (RFC 8289 §4.3).
+/// Target sojourn time, ps: 5 ms ([CODEL] §4.3).
 pub const DEFAULT_TARGET_PS: u64 = 5_000 * PS_PER_US;
-/// Interval, ps: 100 ms (RFC 8289 §4.2).
+/// Interval, ps: 100 ms ([CODEL] §4.2).
 pub const DEFAULT_INTERVAL_PS: u64 = 100_000 * PS_PER_US;
 /// The re-entry rule remembers the last drop schedule for this many
-/// intervals (RFC 8289 §5.5).
+/// intervals ([CODEL] §5.5).
 const REENTRY_INTERVALS: u64 = 16;
 
 /// CoDel's parameters, shared by every queue a discipline runs CoDel on.
@@ -74,7 +74,7 @@ pub struct CodelParams {
 }
 
 impl CodelParams {
-    /// `t + interval / √count` (RFC 8289 §5.6): added to `t`, never a
+    /// `t + interval / √count` ([CODEL] §5.6): added to `t`, never a
     /// division of the sum.
     #[inline]
     pub fn control_law(&self, t: u64, count: u32) -> u64 {
@@ -91,7 +91,7 @@ pub trait CodelSource {
     fn bytes(&self) -> u64;
 }
 
-/// One queue's CoDel state (RFC 8289 §5.2). An idle queue keeps it and
+/// One queue's CoDel state ([CODEL] §5.2). An idle queue keeps it and
 /// costs nothing: CoDel acts only at dequeue.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct Codel {
@@ -443,7 +443,7 @@ mod tests {
     }
 
     /// Re-entering the dropping state less than 16 intervals after the last
-    /// drop was due resumes at count − lastcount; later, at 1 (RFC 8289 §5.5).
+    /// drop was due resumes at count − lastcount; later, at 1 ([CODEL] §5.5).
     #[test]
     fn re_entry_within_sixteen_intervals_keeps_the_drop_rate() {
         let p = queue(false).params;
