@@ -16,11 +16,16 @@
 //! calls. Adding a discipline is its file plus one line in that list.
 
 pub mod classes;
+pub mod codel;
 pub mod cp;
 pub mod droptail;
 pub mod fifo_plus;
 pub mod lifo;
 pub mod lstf;
+pub mod drr;
+pub mod flows;
+pub mod fq;
+pub mod fq_codel;
 pub mod ndp;
 pub mod pfabric;
 pub mod priority;
@@ -347,6 +352,12 @@ disciplines! {
     Rank(rank::RankQueue, rank::RankConfig) = "rank",
     /// Shortest job first: the `rank` queue, rank = flow size.
     Sjf(rank::RankQueue, rank::RankConfig) = "sjf",
+    /// CoDel (RFC 8289): drops at dequeue on a standing sojourn time.
+    Codel(codel::CodelQueue, codel::CodelConfig) = "codel",
+    /// Fair queueing per flow, by DRR or start-time fair queueing.
+    Fq(fq::FqQueue, fq::FqConfig) = "fq",
+    /// FQ-CoDel (RFC 8290): DRR with new/old flow lists, CoDel per flow.
+    FqCodel(fq_codel::FqCodelQueue, fq_codel::FqCodelConfig) = "fq_codel",
 }
 
 impl Default for QueueConfig {
