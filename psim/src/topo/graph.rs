@@ -19,7 +19,7 @@
 //!
 //! **Routing.** Shortest paths by (routing weight, then hop count): with no
 //! `weight=` that is the hop count; with weights, equal-weight paths of
-//! different lengths are not mixed, so `hops` is one number per pair. ECMP
+//! different lengths are not mixed, so `hops` is one number per pair (GR3). ECMP
 //! splits among every next hop on a shortest path. Routes are computed once
 //! per *access switch* (a switch with hosts), not per host and not per pair:
 //! one Dijkstra per access switch `a` stores, for every switch `v`, its hop
@@ -51,7 +51,8 @@
 //! chosen: entities joined by shorter links form one group, as long as no
 //! group weighs more than 1/[`MIN_GROUPS`] of the total (so at least that
 //! many shards can be balanced); otherwise the next smaller delay is tried.
-//! On Internet2 that cuts only the 10 ms core links: the lookahead is 10 ms.
+//! On Internet2 that cuts only the 10 ms core links: the lookahead is 10 ms
+//! (GR4).
 
 use super::graph_file::{GraphError, GraphSpec, QueueLimit};
 use super::{EntityKind, LinkSpec, PortInfo};

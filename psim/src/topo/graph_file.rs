@@ -20,7 +20,7 @@
 //! | `queue=` | this link's output queue, `<n>pkts` or `<n>B`, both ends (stored; see docs/topologies.md) | the switch's discipline |
 //!
 //! Names are declared once (a second declaration is an error) and may be used
-//! before their declaration. Links are duplex: one line is one cable.
+//! before their declaration. Links are duplex: one line is one cable (GR2).
 //!
 //! Rocketfuel (`format = "rocketfuel"`): each line `A B [W]` is one direction
 //! of a router-to-router link with routing weight `W` (default 1). `B A` on
