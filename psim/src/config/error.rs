@@ -99,6 +99,9 @@ pub enum ConfigError {
         /// What is wrong.
         message: String,
     },
+    /// A graph topology file is unreadable or wrong (names the file and line).
+    #[error("{0}")]
+    Topology(#[from] crate::topo::GraphError),
     /// The workload rejected the traffic section.
     #[error("traffic: {0}")]
     Workload(#[from] workloads::WorkloadError),

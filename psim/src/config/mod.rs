@@ -161,7 +161,8 @@ impl Scenario {
             Some(us) => Some(us_to_ps(us)),
             None => None,
         };
-        let topology = topology::build_topology(&file.topology)?;
+        let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
+        let topology = topology::build_topology(&file.topology, &base)?;
         file.protocol.validate()?;
         let protocols = file.protocol.clone();
         let largest_packet = Protocol::ALL

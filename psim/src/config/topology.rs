@@ -1,8 +1,10 @@
 //! `[topology]`: the schema of the network section and its validation into a [`Topology`].
 
 use super::error::{bad, latency, rate, ConfigError};
-use crate::topo::{FatTree, LeafSpine, LinkSpec, Topology};
+use crate::topo::graph_file::{self, GraphError, RocketfuelOptions};
+use crate::topo::{FatTree, Graph, LeafSpine, LinkSpec, Topology};
 use serde::{Deserialize, Serialize};
+use std::path::Path;
 
 fn default_gbps() -> f64 {
     10.0
@@ -65,6 +67,27 @@ pub enum TopologyFile {
         #[serde(default)]
         uplink: TierFile,
     },
+    /// A graph read from a file: keys and defaults in `topo/graph.rs`,
+    /// formats in `topo/graph_file.rs` and docs/topologies.md.
+    Graph {
+        /// Topology file, relative to the scenario file.
+        file: String,
+        /// `"psim"` (default) or `"rocketfuel"`.
+        #[serde(default)]
+        format: Option<String>,
+        /// Rocketfuel: hosts attached to every router (default 1).
+        #[serde(default)]
+        hosts_per_switch: Option<u32>,
+        /// Rocketfuel: router-to-router rate, Gb/s (default 10).
+        #[serde(default)]
+        link_gbps: Option<f64>,
+        /// Rocketfuel: router-to-router delay, ns (default 1000).
+        #[serde(default)]
+        latency_ns: Option<f64>,
+        /// Rocketfuel: host links (default: the router links').
+        #[serde(default)]
+        host_link: Option<TierFile>,
+    },
 }
 
 /// `[[topology.degraded_links]]`: the link between core switch `core` and pod `pod`.
@@ -101,9 +124,95 @@ fn tier(name: &str, t: &TierFile, gbps: f64, ns: f64) -> Result<LinkSpec, Config
     })
 }
 
-/// Validates `[topology]` and builds the network.
-pub(crate) fn build_topology(t: &TopologyFile) -> Result<Topology, ConfigError> {
+/// Reads and checks a `kind = "graph"` topology; `base` is the scenario's directory.
+#[allow(clippy::too_many_arguments)]
+fn build_graph(
+    base: &Path,
+    file: &str,
+    format: Option<&str>,
+    hosts_per_switch: Option<u32>,
+    link_gbps: Option<f64>,
+    latency_ns: Option<f64>,
+    host_link: Option<&TierFile>,
+) -> Result<Topology, ConfigError> {
+    let path = base.join(file);
+    let text = std::fs::read_to_string(&path).map_err(|e| GraphError {
+        file: path.clone(),
+        line: None,
+        message: format!("cannot read the topology file: {e}"),
+    })?;
+    let spec = match format.unwrap_or("psim") {
+        "psim" => {
+            for (key, given) in [
+                ("hosts_per_switch", hosts_per_switch.is_some()),
+                ("link_gbps", link_gbps.is_some()),
+                ("latency_ns", latency_ns.is_some()),
+                ("host_link", host_link.is_some()),
+            ] {
+                if given {
+                    return Err(bad(
+                        &format!("topology.{key}"),
+                        "(set)",
+                        "applies only to format = \"rocketfuel\"; a psim file gives every link's rate and delay",
+                    ));
+                }
+            }
+            graph_file::parse_psim(&text, &path)?
+        }
+        "rocketfuel" => {
+            let hps = hosts_per_switch.unwrap_or(1);
+            if hps == 0 || hps > 1024 {
+                return Err(bad("topology.hosts_per_switch", hps, "must be 1 to 1024"));
+            }
+            let gbps = link_gbps.unwrap_or_else(default_gbps);
+            let ns = latency_ns.unwrap_or_else(default_latency_ns);
+            let link = LinkSpec {
+                rate_bps: rate("topology.link_gbps", gbps)?,
+                delay_ps: latency("topology.latency_ns", ns)?,
+            };
+            let opts = RocketfuelOptions {
+                hosts_per_switch: hps,
+                link,
+                host_link: tier(
+                    "host_link",
+                    &host_link.cloned().unwrap_or_default(),
+                    gbps,
+                    ns,
+                )?,
+            };
+            graph_file::parse_rocketfuel(&text, &path, &opts)?
+        }
+        other => {
+            return Err(bad(
+                "topology.format",
+                format!("{other:?}"),
+                "unknown graph format (known: psim, rocketfuel)",
+            ))
+        }
+    };
+    Ok(Topology::Graph(Box::new(Graph::new(&spec, &path)?)))
+}
+
+/// Validates `[topology]` and builds the network; `base` is the scenario's
+/// directory, against which a graph's file name is resolved.
+pub(crate) fn build_topology(t: &TopologyFile, base: &Path) -> Result<Topology, ConfigError> {
     match t {
+        TopologyFile::Graph {
+            file,
+            format,
+            hosts_per_switch,
+            link_gbps,
+            latency_ns,
+            host_link,
+        } => build_graph(
+            base,
+            file,
+            format.as_deref(),
+            *hosts_per_switch,
+            *link_gbps,
+            *latency_ns,
+            host_link.as_ref(),
+        ),
         TopologyFile::Fattree {
             k,
             oversubscription,

@@ -6,13 +6,18 @@
 //! packet's path id: there are no per-pair tables, so an 8192-host FatTree
 //! costs O(entities) memory. A path id selects one of the equal-cost paths
 //! between two hosts ([`Topology::num_paths`]); transports choose it per flow
-//! (ECMP hash) or per packet (spraying).
+//! (ECMP hash) or per packet (spraying). A graph read from a file ([`Graph`])
+//! is the exception: it keeps per-destination-switch next-hop tables.
 
 pub mod fattree;
+pub mod graph;
+pub mod graph_file;
 pub mod leafspine;
 mod path;
 
 pub use fattree::FatTree;
+pub use graph::Graph;
+pub use graph_file::{GraphError, QueueLimit};
 pub use leafspine::LeafSpine;
 
 /// Rate and propagation delay of one tier of links.
@@ -55,6 +60,9 @@ pub enum Topology {
     FatTree(FatTree),
     /// 2-tier leaf-spine.
     LeafSpine(LeafSpine),
+    /// Any graph read from a file (boxed: its tables make it far larger
+    /// than the arithmetic topologies).
+    Graph(Box<Graph>),
 }
 
 macro_rules! dispatch {
@@ -62,6 +70,7 @@ macro_rules! dispatch {
         match $self {
             Topology::FatTree($t) => $e,
             Topology::LeafSpine($t) => $e,
+            Topology::Graph($t) => $e,
         }
     };
 }
@@ -105,6 +114,7 @@ impl Topology {
     }
     /// Group that must stay in one shard (a pod, or a leaf with its hosts);
     /// `None` for core and spine switches, which are spread across shards.
+    /// A graph groups every entity (see `graph.rs`, "Partition groups").
     pub fn group(&self, e: u32) -> Option<u32> {
         dispatch!(self, t => t.group(e))
     }
@@ -121,13 +131,26 @@ impl Topology {
         dispatch!(self, t => t.bisection_bps())
     }
     /// Human-readable label of an entity (`host12`, `core3`), used in errors.
+    /// A graph's entities carry the names its file gives them.
     pub fn label(&self, e: u32) -> String {
+        if let Topology::Graph(g) = self {
+            return g.name(e).to_string();
+        }
         let hosts = self.hosts();
         match self.kind(e) {
             EntityKind::Host => format!("host{e}"),
             EntityKind::Tor => format!("tor{}", e - hosts),
             EntityKind::Agg => format!("agg{}", e - hosts),
             EntityKind::Core => format!("core{}", e - hosts),
+        }
+    }
+    /// The output queue size the topology itself gives port `p` of entity
+    /// `e` (a graph file's `queue=`); `None` means the scenario's discipline
+    /// decides. Not yet applied by the engine (docs/topologies.md).
+    pub fn port_queue(&self, e: u32, p: u16) -> Option<QueueLimit> {
+        match self {
+            Topology::Graph(g) => g.queue_limit(e, p),
+            _ => None,
         }
     }
     /// Total number of directed links.

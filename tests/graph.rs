@@ -1,0 +1,125 @@
+//! Graph topologies end to end: closed-form timing on a line graph, the
+//! shipped Internet2 files across partitions, and one-line errors for bad
+//! `[topology]` tables.
+
+use psim::config::Scenario;
+use psim_integration_tests::{repo_root, run};
+use std::path::Path;
+
+/// Serialisation time in ps of `bytes` at `mbps`, computed independently of psim.
+fn ser(bytes: u64, mbps: u64) -> u64 {
+    bytes * 8 * 1_000_000 / mbps
+}
+
+/// A scenario in `dir` over the graph `graph` (written beside it), one CBR
+/// flow of `size` bytes from host 0 to host 1.
+fn line_scenario(dir: &Path, graph: &str, size: u64) -> Scenario {
+    std::fs::write(dir.join("line.graph"), graph).unwrap();
+    let text = format!(
+        "seed = 1\n[topology]\nkind = \"graph\"\nfile = \"line.graph\"\n[switch.queue]\nkind = \"droptail\"\n\
+         queue_packets = 1000\n[[traffic]]\nprotocol = \"cbr\"\npattern = \"many_to_many\"\nsenders = [0]\n\
+         receivers = [1]\nsize_bytes = {size}\n"
+    );
+    Scenario::from_str(&text, &dir.join("line.toml"), &[]).unwrap_or_else(|e| panic!("{e}"))
+}
+
+const LINE: &str = "# h0 -10G, 2us- s0 -1G, 50us- s1 -10G, 3us- h1\nhost h0 h1\nswitch s0 s1\n\
+                    link h0 s0 10Gbps 2us\nlink s0 s1 1Gbps 50us\nlink s1 h1 10Gbps 3us\n";
+
+#[test]
+fn a_three_hop_line_graph_gives_the_closed_form_completion_time() {
+    let dir = tempfile::tempdir().unwrap();
+    // One 1500 B packet (1436 B payload + 64 B header): store and forward
+    // over three links.
+    let scn = line_scenario(dir.path(), LINE, 1436);
+    let r = run(&scn, 1, 1);
+    let one = ser(1500, 10_000)
+        + 2_000_000
+        + ser(1500, 1_000)
+        + 50_000_000
+        + ser(1500, 10_000)
+        + 3_000_000;
+    assert_eq!(r.flows[0].fct_ps, Some(one));
+    assert_eq!(scn.topology.ideal_fct(0, 1, 1436, 1436), one);
+    assert_eq!(scn.topology.hops(0, 1), 3);
+    // 40 packets: the 1 Gb/s middle link is the bottleneck; the last packet
+    // leaves it 39 packet times after the first.
+    let n = 40;
+    for shards in [1, 2, 3] {
+        let scn = line_scenario(dir.path(), LINE, n * 1436);
+        let r = run(&scn, shards, 2);
+        let want = one + (n - 1) * ser(1500, 1_000);
+        assert_eq!(r.flows[0].fct_ps, Some(want), "{shards} shards");
+        // The ideal FCT (spec A16) of the same flow is this closed form too.
+        assert_eq!(scn.topology.ideal_fct(0, 1, n * 1436, 1436), want);
+    }
+}
+
+#[test]
+fn internet2_runs_are_identical_for_one_two_and_three_shards() {
+    // CBR all-to-all bursts on I2 10G-10G with microsecond delays: flows cross
+    // the 1.1 Gb/s core links, queues build, and partitions cut core links.
+    let text = "seed = 9\n[topology]\nkind = \"graph\"\nfile = \"scenarios/topologies/i2_10g_10g_us.graph\"\n\
+                [switch.queue]\nkind = \"droptail\"\nqueue_packets = 50\n[[traffic]]\nprotocol = \"cbr\"\n\
+                pattern = \"permutation\"\nsize_bytes = 300000\n";
+    let scn = Scenario::from_str(text, &repo_root().join("inline.toml"), &[]).unwrap();
+    let one = run(&scn, 1, 1);
+    assert_eq!(one.flows.len(), 100);
+    assert!(one.outcome.summary.conserved());
+    for shards in [2, 3] {
+        let other = run(&scn, shards, 2);
+        assert!(other.csv == one.csv, "{shards} shards differ from 1");
+        assert_eq!(other.outcome.summary.events, one.outcome.summary.events);
+    }
+    // The partition cut core links only: 10 us of lookahead.
+    let g = scn.topology.partition_graph();
+    let report = partition::partition(&g, 3).unwrap().report(&g).unwrap();
+    assert_eq!(report.lookahead_ps, Some(10_000_000));
+}
+
+#[test]
+fn bad_graph_tables_name_the_key_or_the_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("line.graph"), LINE).unwrap();
+    std::fs::write(
+        dir.path().join("bad.graph"),
+        "host h0 h1\nswitch s0\nlink h0 s0 10Gbps 1us\nlink h1 s9 10Gbps 1us\n",
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("rf.txt"), "r1 r2 2\nr2 r3 1\n").unwrap();
+    let load = |topology: &str| {
+        let text = format!("[topology]\nkind = \"graph\"\n{topology}\n");
+        Scenario::from_str(&text, &dir.path().join("s.toml"), &[]).map(|s| s.topology)
+    };
+    let err = |topology: &str| load(topology).unwrap_err().to_string();
+    let e = err("file = \"line.graph\"\nformat = \"htsim\"");
+    assert!(
+        e.starts_with("topology.format = \"htsim\": unknown graph format"),
+        "{e}"
+    );
+    let e = err("file = \"line.graph\"\nhosts_per_switch = 2");
+    assert!(e.starts_with("topology.hosts_per_switch"), "{e}");
+    let e = err("file = \"bad.graph\"");
+    assert!(
+        e.ends_with("bad.graph:4: link names unknown node s9"),
+        "{e}"
+    );
+    let e = err("file = \"missing.graph\"");
+    assert!(
+        e.contains("missing.graph: cannot read the topology file"),
+        "{e}"
+    );
+    let e = err("file = \"rf.txt\"\nformat = \"rocketfuel\"\nhosts_per_switch = 0");
+    assert!(e.starts_with("topology.hosts_per_switch = 0"), "{e}");
+    assert!(!e.contains('\n'));
+    // A Rocketfuel list with two hosts per router and 1 Gb/s host links.
+    let t = load(
+        "file = \"rf.txt\"\nformat = \"rocketfuel\"\nhosts_per_switch = 2\nlink_gbps = 40\n\
+         [topology.host_link]\ngbps = 1",
+    )
+    .unwrap();
+    assert_eq!((t.hosts(), t.switches()), (6, 3));
+    assert_eq!(t.host_link().rate_bps, 1_000_000_000);
+    assert_eq!(t.hops(0, 5), 4);
+    assert_eq!(t.label(6), "r1");
+}
