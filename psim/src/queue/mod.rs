@@ -18,6 +18,7 @@
 pub mod classes;
 pub mod cp;
 pub mod droptail;
+pub mod ecn_ramp;
 pub mod ndp;
 pub mod priority;
 pub mod random;
@@ -313,6 +314,8 @@ disciplines! {
     Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
     /// Uniformly random service order (UPS's Random).
     Random(random::RandomQueue, random::RandomConfig) = "random",
+    /// DCQCN's ECN ramp (Kmin/Kmax/Pmax) on the instantaneous queue.
+    EcnRamp(ecn_ramp::EcnRampQueue, ecn_ramp::EcnRampConfig) = "ecn_ramp",
 }
 
 impl Default for QueueConfig {

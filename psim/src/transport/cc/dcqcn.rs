@@ -165,15 +165,17 @@ impl DcqcnParams {
     pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
         let k = |n: &str| format!("{key}.{n}");
         let unit = |name: &str, v: Option<f64>, lo_open: bool| match v {
-            Some(x) if x.is_nan() || x > 1.0 || x < 0.0 || (lo_open && x == 0.0) => Err(bad(
-                &k(name),
-                x,
-                if lo_open {
-                    "must be in (0, 1]"
-                } else {
-                    "must be in [0, 1]"
-                },
-            )),
+            Some(x) if x.is_nan() || !(0.0..=1.0).contains(&x) || (lo_open && x == 0.0) => {
+                Err(bad(
+                    &k(name),
+                    x,
+                    if lo_open {
+                        "must be in (0, 1]"
+                    } else {
+                        "must be in [0, 1]"
+                    },
+                ))
+            }
             _ => Ok(()),
         };
         unit("g", self.g, true)?;
@@ -195,7 +197,10 @@ impl DcqcnParams {
         ] {
             if let Some(x) = v {
                 if x.is_nan() || x < 0.0 || (name == "min_rate_mbps" && x == 0.0) {
-                    return Err(ConfigError::NonPositiveRate { key: k(name), value: x });
+                    return Err(ConfigError::NonPositiveRate {
+                        key: k(name),
+                        value: x,
+                    });
                 }
             }
         }
@@ -214,7 +219,11 @@ impl DcqcnParams {
         let gbps = line_bps as f64 / 1e9;
         // Steps scale with the NIC rate (HPCC run.py: 5 and 50 Mb/s per 25 Gb/s;
         // the paper's 40 Mb/s and R3's 200 Mb/s at 40 Gb/s).
-        let (ai, hai) = if fw { (5.0 / 25.0, 50.0 / 25.0) } else { (1.0, 5.0) };
+        let (ai, hai) = if fw {
+            (5.0 / 25.0, 50.0 / 25.0)
+        } else {
+            (1.0, 5.0)
+        };
         let line = line_bps as f64;
         DcqcnConfig {
             style: self.style,
@@ -314,7 +323,11 @@ impl Dcqcn {
         loop {
             let a = self.next_alpha;
             let fw = self.c.style == Style::Firmware;
-            let d = if fw && self.dec_flag { self.next_dec } else { u64::MAX };
+            let d = if fw && self.dec_flag {
+                self.next_dec
+            } else {
+                u64::MAX
+            };
             let i = self.next_inc.unwrap_or(u64::MAX);
             let t = a.min(d).min(i);
             if t > now {
@@ -755,6 +768,9 @@ mod tests {
         }
         .validate("protocol.dcqcn")
         .unwrap_err();
-        assert!(e.to_string().contains("protocol.dcqcn.min_rate_mbps"), "{e}");
+        assert!(
+            e.to_string().contains("protocol.dcqcn.min_rate_mbps"),
+            "{e}"
+        );
     }
 }

@@ -115,23 +115,37 @@ impl TimelyParams {
         let lo = self.t_low.positive(&k("t_low_us"))?;
         let hi = self.t_high.positive(&k("t_high_us"))?;
         if hi < lo {
-            return Err(bad(&k("t_high_us"), hi as f64 / 1e6, "must be at least t_low_us"));
+            return Err(bad(
+                &k("t_high_us"),
+                hi as f64 / 1e6,
+                "must be at least t_low_us",
+            ));
         }
         self.min_rtt.positive(&k("min_rtt_us"))?;
         if let Some(d) = self.delta_mbps {
             if d.is_nan() || d <= 0.0 {
-                return Err(ConfigError::NonPositiveRate { key: k("delta_mbps"), value: d });
+                return Err(ConfigError::NonPositiveRate {
+                    key: k("delta_mbps"),
+                    value: d,
+                });
             }
         }
         if self.min_rate_mbps.is_nan() || self.min_rate_mbps <= 0.0 {
             let value = self.min_rate_mbps;
-            return Err(ConfigError::NonPositiveRate { key: k("min_rate_mbps"), value });
+            return Err(ConfigError::NonPositiveRate {
+                key: k("min_rate_mbps"),
+                value,
+            });
         }
         if self.segment_bytes == 0 {
             return Err(bad(&k("segment_bytes"), 0, "must be at least 1"));
         }
         if self.hai_threshold == 0 || self.hai_multiplier == 0 {
-            return Err(bad(&k("hai_threshold"), 0, "hai_threshold and hai_multiplier must be at least 1"));
+            return Err(bad(
+                &k("hai_threshold"),
+                0,
+                "hai_threshold and hai_multiplier must be at least 1",
+            ));
         }
         Ok(())
     }
@@ -205,10 +219,18 @@ impl Timely {
             self.neg = 0;
             rate *= 1.0 - scale * p.beta * (1.0 - p.t_high.ps as f64 / new_rtt);
         } else {
-            let counts = if p.completion_scaling { new_diff < 0.0 } else { g <= 0.0 };
+            let counts = if p.completion_scaling {
+                new_diff < 0.0
+            } else {
+                g <= 0.0
+            };
             self.neg = if counts { self.neg + 1 } else { 0 };
             if g <= 0.0 {
-                let n = if self.neg >= p.hai_threshold { p.hai_multiplier } else { 1 };
+                let n = if self.neg >= p.hai_threshold {
+                    p.hai_multiplier
+                } else {
+                    1
+                };
                 rate += scale * n as f64 * self.delta;
             } else {
                 rate *= 1.0 - p.beta * g;
@@ -300,7 +322,10 @@ mod tests {
             t.on_completion((200 - i) * US, i);
             rates.push(t.rate());
         }
-        let steps: Vec<f64> = rates.windows(2).map(|w| ((w[1] - w[0]) / 1e6).round()).collect();
+        let steps: Vec<f64> = rates
+            .windows(2)
+            .map(|w| ((w[1] - w[0]) / 1e6).round())
+            .collect();
         assert_eq!(steps, [10.0, 10.0, 10.0, 10.0, 50.0, 50.0, 50.0]);
         // A positive gradient decreases and resets the count: the next
         // non-positive gradient adds δ only.

@@ -42,7 +42,20 @@ fn sender_paces_psns_at_line_rate_and_goes_idle_without_events() {
     let out = h.start(0);
     assert_eq!(out.len(), 1);
     assert_eq!((out[0].seq, out[0].payload, out[0].size), (0, 1000, 1064));
-    let rest = expect_out!(h.advance(10 * US), [(GAP, Data { seq: 1 }), (2 * GAP, Data { seq: 2 }), (3 * GAP, Data { seq: 3, payload: 500 })]);
+    let rest = expect_out!(
+        h.advance(10 * US),
+        [
+            (GAP, Data { seq: 1 }),
+            (2 * GAP, Data { seq: 2 }),
+            (
+                3 * GAP,
+                Data {
+                    seq: 3,
+                    payload: 500
+                }
+            )
+        ]
+    );
     assert!(rest[2].1.has(flags::LAST) && !rest[1].1.has(flags::LAST));
     assert!(!rest[0].1.has(flags::ECT), "plain RoCE is not ECN-capable");
     // Everything sent: only the RTO remains, 320 µs after the first packet.
@@ -75,7 +88,14 @@ fn a_gap_gives_one_nack_and_the_sender_resends_from_the_expected_psn() {
     nack.ack = 1;
     let out = h.deliver(4 * GAP + 10, nack);
     assert!(out.is_empty(), "the next departure is still paced");
-    let resent = expect_out!(h.advance(7 * GAP), [(5 * GAP, Data { seq: 1 }), (6 * GAP, Data { seq: 2 }), (7 * GAP, Data { seq: 3 })]);
+    let resent = expect_out!(
+        h.advance(7 * GAP),
+        [
+            (5 * GAP, Data { seq: 1 }),
+            (6 * GAP, Data { seq: 2 }),
+            (7 * GAP, Data { seq: 3 })
+        ]
+    );
     assert!(resent.iter().all(|(_, p)| p.has(flags::RETX)));
     assert_eq!(h.ep.una(), 1);
     assert_eq!(h.ep.stats.retransmissions, 3);
@@ -160,11 +180,19 @@ fn go_back_n_completes_over_a_lossy_network() {
         };
         net.back_drop_every = 7;
         net.run(100_000 * US, &mut drop, &mut never);
-        assert_eq!(net.sink_stats().unwrap().bytes_received, 200_000, "{proto:?}");
+        assert_eq!(
+            net.sink_stats().unwrap().bytes_received,
+            200_000,
+            "{proto:?}"
+        );
         assert!(net.finish().is_some());
         let st = net.src.ep.source_stats().unwrap();
         assert!(st.retransmissions > 0, "{proto:?}");
-        assert_eq!(net.src.next_wake(), None, "{proto:?}: idle after completion");
+        assert_eq!(
+            net.src.next_wake(),
+            None,
+            "{proto:?}: idle after completion"
+        );
     }
 }
 
@@ -172,14 +200,16 @@ fn go_back_n_completes_over_a_lossy_network() {
 fn dcqcn_marks_data_ect_and_slows_on_cnps() {
     let p = params(|_| {});
     let mut net = Net::new(Protocol::Dcqcn, &flow(Some(2_000_000), 1), p, 5 * US);
-    let mut mark = |pkt: &Packet| pkt.seq % 10 == 0;
+    let mut mark = |pkt: &Packet| pkt.seq.is_multiple_of(10);
     net.run(100_000 * US, &mut |_: &Packet| false, &mut mark);
     assert!(net.sent.iter().all(|(_, p)| p.has(flags::ECT)));
     assert!(net.finish().is_some());
     // Under constant marking the flow takes longer than at line rate.
     let line = 2000 * 1064 * 800;
     assert!(net.finish().unwrap() > 2 * line, "{:?}", net.finish());
-    let Endpoint::RoceSource(s) = &net.src.ep else { panic!() };
+    let Endpoint::RoceSource(s) = &net.src.ep else {
+        panic!()
+    };
     let m = crate::transport::cc::CongestionControl::metrics(s.controller().unwrap());
     assert!(m.rate_bps.unwrap() < 10_000_000_000);
 }
@@ -189,8 +219,12 @@ fn timely_takes_one_rtt_sample_per_segment() {
     let p = params(|_| {});
     let mut net = Net::new(Protocol::Timely, &flow(Some(160_000), 1), p, 5 * US);
     net.run(100_000 * US, &mut |_: &Packet| false, &mut never);
-    let Endpoint::RoceSource(s) = &net.src.ep else { panic!() };
-    let Some(crate::transport::cc::Controller::Timely(t)) = s.controller() else { panic!() };
+    let Endpoint::RoceSource(s) = &net.src.ep else {
+        panic!()
+    };
+    let Some(crate::transport::cc::Controller::Timely(t)) = s.controller() else {
+        panic!()
+    };
     // 160 KB in 16 KB segments (16384 B): 9 complete segments.
     assert_eq!(t.samples, 160_000 / 16_384);
     assert_eq!(HEADER_BYTES, 64);
@@ -204,5 +238,9 @@ fn bad_settings_name_their_key() {
     assert!(e.to_string().contains("protocol.roce.ack_every"), "{e}");
     let mut p = ProtocolParams::default();
     p.roce.mtu_bytes = 0;
-    assert!(p.validate().unwrap_err().to_string().contains("protocol.roce.mtu_bytes"));
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("protocol.roce.mtu_bytes"));
 }
