@@ -8,7 +8,9 @@
 //! others pass unmarked (RoCE's ACKs, CNPs and NACKs). At enqueue, q is the
 //! queue the arrival finds; at dequeue (`HPCC`, `R3`, `CW` mark there), q is
 //! what the departing packet leaves behind. A FIFO with a tail-drop limit
-//! otherwise.
+//! otherwise. A Kmax above a byte capacity is an error when the thresholds
+//! are fixed (`scale_with_rate = false`); scaled ones depend on each port's
+//! rate and are not checked.
 //!
 //! Thresholds are in KB of 1000 B (`HPCC`, DQ2; `R3` counts 1030-B cells).
 //! With `scale_with_rate` they are per `reference_gbps` of the port's link
@@ -106,7 +108,8 @@ impl DisciplineConfig for EcnRampConfig {
         if self.kmax_kb.is_nan() || self.kmax_kb <= self.kmin_kb {
             return Err(bad(&k("kmax_kb"), self.kmax_kb, "must exceed kmin_kb"));
         }
-        if let Capacity::Bytes(b) = cap {
+        // Scaled thresholds depend on each port's rate: checked only when fixed.
+        if let (Capacity::Bytes(b), false) = (cap, self.scale_with_rate) {
             if self.kmax_kb * 1000.0 > b as f64 {
                 let msg = format!("must not exceed the buffer ({b} bytes)");
                 return Err(bad(&k("kmax_kb"), self.kmax_kb, &msg));
@@ -318,6 +321,7 @@ mod tests {
     fn impossible_settings_name_their_key() {
         let c = EcnRampConfig {
             queue_bytes: Some(100_000),
+            scale_with_rate: false,
             ..Default::default()
         };
         let e = c.validate("switch.queue").unwrap_err().to_string();

@@ -12,7 +12,7 @@
 //!   spec C9-110, as `CW` does). The notification point of DCQCN: a CE-marked
 //!   packet triggers a CNP at once, at most one per `cnp_interval_us` per
 //!   flow ([DCQCN] via `HT-DCQCN`; marks inside the interval are not
-//!   remembered).
+//!   remembered, unlike `HT-DCQCN`'s deferred CNP and `R3`'s periodic one).
 //! - **Sender** ([`RoceSource`]): sends PSNs in order, paced at the
 //!   controller's rate (the NIC rate for plain RoCE): after a packet of w
 //!   wire bytes at rate r the next may leave w·8/r later. It holds one timer,
@@ -39,7 +39,7 @@
 //! | `timeout` | true | [TH] §4.3.1 (a fixed timeout without PFC) |
 //! | `pfc` | false | [TH] §4.3.1: with PFC the timeout is disabled |
 //! | `nack_interval_us` | 500 | `HPCC`, `ALI`, `R3` (`CW`: 4) |
-//! | `cnp_interval_us` | 50 | [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL` |
+//! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
 //! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
 
 mod sink;
@@ -50,6 +50,7 @@ mod tests;
 pub use sink::RoceSink;
 pub use source::RoceSource;
 
+use super::cc::dcqcn::Style;
 use super::cc::{Controller, Dcqcn, Timely};
 use super::config::{bad, in_range, Micros};
 use super::{Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SwitchClass};
@@ -74,9 +75,10 @@ pub struct RoceParams {
     /// Least time between two NACKs for the same expected PSN (`nack_interval_us`).
     #[serde(rename = "nack_interval_us")]
     pub nack_interval: Micros,
-    /// Least time between two CNPs of a flow (`cnp_interval_us`).
-    #[serde(rename = "cnp_interval_us")]
-    pub cnp_interval: Micros,
+    /// Least time between two CNPs of a flow (`cnp_interval_us`); by
+    /// default it follows `[protocol.dcqcn] style`.
+    #[serde(rename = "cnp_interval_us", skip_serializing_if = "Option::is_none")]
+    pub cnp_interval: Option<Micros>,
     /// Cap on PSNs sent and not acknowledged; 0: none.
     pub window_packets: u32,
 }
@@ -90,7 +92,7 @@ impl Default for RoceParams {
             timeout: true,
             pfc: false,
             nack_interval: Micros::from_ps(500_000_000),
-            cnp_interval: Micros::from_ps(50_000_000),
+            cnp_interval: None,
             window_packets: 0,
         }
     }
@@ -103,7 +105,9 @@ impl RoceParams {
         in_range(&k("mtu_bytes"), self.mtu_bytes, 1, 65_000)?;
         self.rto.positive(&k("rto_us"))?;
         self.nack_interval.positive(&k("nack_interval_us"))?;
-        self.cnp_interval.positive(&k("cnp_interval_us"))?;
+        if let Some(c) = self.cnp_interval {
+            c.positive(&k("cnp_interval_us"))?;
+        }
         if self.ack_every == 0 && self.timeout && !self.pfc {
             return Err(bad(
                 &k("ack_every"),
@@ -112,6 +116,15 @@ impl RoceParams {
             ));
         }
         Ok(())
+    }
+
+    /// The notification point's CNP interval, ps, for a DCQCN of `style`.
+    fn cnp_interval_ps(&self, style: Style) -> u64 {
+        let us = match style {
+            Style::Firmware => 4,
+            Style::Paper => 50,
+        };
+        self.cnp_interval.map_or(us * 1_000_000, |m| m.ps)
     }
 
     /// The sender's timeout, if it has one.
@@ -134,7 +147,8 @@ impl ProtocolDef for RoceDef {
         Endpoint::RoceSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
-        Endpoint::RoceSink(Box::new(RoceSink::new(first, &p.roce)))
+        let cnp = p.roce.cnp_interval_ps(Style::Paper);
+        Endpoint::RoceSink(Box::new(RoceSink::new(first, &p.roce, cnp)))
     }
 }
 
@@ -154,7 +168,8 @@ impl ProtocolDef for DcqcnDef {
         Endpoint::RoceSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
-        RoceDef::sink(first, p)
+        let cnp = p.roce.cnp_interval_ps(p.dcqcn.style);
+        Endpoint::RoceSink(Box::new(RoceSink::new(first, &p.roce, cnp)))
     }
 }
 

@@ -33,8 +33,8 @@ pub struct RoceSink {
 }
 
 impl RoceSink {
-    /// The receiver for the flow of `first`.
-    pub fn new(first: &Packet, p: &RoceParams) -> Self {
+    /// The receiver for the flow of `first`, at most one CNP per `cnp_interval` ps.
+    pub fn new(first: &Packet, p: &RoceParams, cnp_interval: u64) -> Self {
         RoceSink {
             flow: first.flow,
             me: first.dst,
@@ -47,7 +47,7 @@ impl RoceSink {
             since_ack: 0,
             nacked: None,
             nack_interval: p.nack_interval.ps,
-            cnp_interval: p.cnp_interval.ps,
+            cnp_interval,
             last_cnp: None,
             cnps: 0,
             nacks: 0,

@@ -138,6 +138,16 @@ fn cnps_are_spaced_by_the_cnp_interval() {
     recv!(s, at = 50 * US, ce(2) => [Ack { ack: 3 }]);
     let out = recv!(s, at = 51 * US, ce(3) => [Ack, Ack]);
     assert!(out[0].has(flags::ECE));
+    // DCQCN's firmware style: 4 µs by default.
+    let dce = |psn| {
+        let mut d = ce(psn);
+        d.proto = Protocol::Dcqcn;
+        d
+    };
+    let mut s = Host::new(5, Protocol::sink(&dce(0), &p));
+    recv!(s, at = US, dce(0) => [Ack, Ack]);
+    recv!(s, at = 5 * US - 1, dce(1) => [Ack]);
+    recv!(s, at = 5 * US, dce(2) => [Ack, Ack]);
 }
 
 #[test]
