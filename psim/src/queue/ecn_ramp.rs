@@ -1,5 +1,5 @@
 //! DCQCN's congestion point: RED-style ECN marking on the *instantaneous*
-//! queue in bytes ([DCQCN] §3; `HPCC` `switch-mmu.cc` ShouldSendCN, `R3`
+//! queue in bytes ([DCQCN]; `HPCC` `switch-mmu.cc` ShouldSendCN, `R3`
 //! `broadcom-node.cc`).
 //!
 //! With q the bytes queued: no mark while q ≤ Kmin, always above Kmax,

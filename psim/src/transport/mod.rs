@@ -342,7 +342,7 @@ registry! {
         Mptcp = 5, "mptcp" => tcp::Mptcp,
         /// RoCE RC with go-back-N at line rate ([TH] §4.1.1).
         Roce = 6, "roce" => roce::RoceDef,
-        /// RoCE + DCQCN ([DCQCN]; [TH] §4.3).
+        /// RoCE + DCQCN ([DCQCN]; [TH] Ch. 4).
         Dcqcn = 7, "dcqcn" => roce::DcqcnDef,
         /// RoCE + TIMELY ([TH] Ch. 3).
         Timely = 8, "timely" => roce::TimelyDef,

@@ -1,4 +1,4 @@
-//! DCQCN's reaction point (the sender's rate controller), [DCQCN] §3 and
+//! DCQCN's reaction point (the sender's rate controller), [DCQCN] and
 //! the Mellanox firmware as the public simulators model it (`HPCC`
 //! `rdma-hw.cc`, `R3` `qbb-net-device.cc`; docs/references.md DQ1–DQ10).
 //!
@@ -9,12 +9,12 @@
 //! Two styles exist, and both are here:
 //!
 //! - **`firmware`** (default; the thesis ran DCQCN "as implemented in
-//!   Mellanox CX-4", [TH] §4.3): timer-driven. A CNP only sets flags; an
+//!   Mellanox CX-4", [TH] Ch. 4): timer-driven. A CNP only sets flags; an
 //!   α timer (every `alpha_timer_us`) folds them into α, and a decrease
 //!   check (every `decrease_period_us`, 1 ns after the α tick, XM4) cuts
 //!   Rc := Rc·(1 − α/2) if a CNP came since the last check and restarts the
 //!   rate-increase timer. The timers start at the first CNP, where α := 1.
-//! - **`paper`**: event-driven ([DCQCN] §3.1, `R3`). Each CNP cuts at once
+//! - **`paper`**: event-driven ([DCQCN], `R3`). Each CNP cuts at once
 //!   and restarts the α-decay and rate-increase timers; `alpha_first`
 //!   picks whether α is updated before the cut (`R3`) or after it (the
 //!   paper and `HT-DCQCN`; DQ1).
@@ -43,7 +43,7 @@
 //!
 //! | key (`[protocol.dcqcn]`) | firmware default | paper default | source |
 //! |---|---|---|---|
-//! | `style` | `"firmware"` | | [TH] §4.3 (CX-4); `HPCC` "Mellanox's version" |
+//! | `style` | `"firmware"` | | [TH] Ch. 4 (CX-4); `HPCC` "Mellanox's version" |
 //! | `g` | 1/256 | 1/256 | `HPCC`/`CW` run.py; [DCQCN] (2nd-hand), `HT-DCQCN` |
 //! | `alpha_timer_us` | 1 | 55 | `HPCC` run.py / NV `dce_tcp_rtt`; [DCQCN] (2nd-hand), `R3` |
 //! | `decrease_period_us` | 4 | (not used) | `HPCC`, NV `rate_reduce_monitor_period` |

@@ -41,7 +41,7 @@
 //! | `beta` | 0.8 | [TH] §3.5 |
 //! | `t_low_us` | 50 | [TH] §3.5 |
 //! | `t_high_us` | 500 | [TH] §3.5 (`eRPC`'s copy: 1000) |
-//! | `min_rtt_us` | 20 | [TH] §3.3 text; TA3 advises the base RTT of the longest path: set it per topology |
+//! | `min_rtt_us` | 20 | [TH] Ch. 3 text; TA3 advises the base RTT of the longest path: set it per topology |
 //! | `delta_mbps` (δ) | 10 Mb/s per 10 Gb/s of NIC rate | [TH] §3.5 (10 Mb/s on 10G); scaled with line rate, TA3 |
 //! | `hai_threshold` | 5 completions | [TH] §3.5 |
 //! | `hai_multiplier` (N) | 5 | [TH] Algorithm 1 |
