@@ -254,3 +254,22 @@ fn bad_settings_name_their_key() {
         .to_string()
         .contains("protocol.roce.mtu_bytes"));
 }
+
+#[test]
+fn a_window_limited_sender_waits_for_acks_without_a_pacing_event() {
+    let p = params(|r| r.window_packets = 2);
+    let mut h = source(&p, Protocol::Roce, 5000);
+    h.start(0);
+    expect_out!(h.advance(10 * US), [(GAP, Data { seq: 1 })]);
+    // Window full: the only deadline is the RTO.
+    assert_eq!(h.next_wake(), Some(320 * US));
+    let mut ack = data(0);
+    ack.kind = PacketKind::Ack;
+    ack.ack = 1;
+    let out = h.deliver(20 * US, ack);
+    expect_out!(
+        out.into_iter().map(|p| (20 * US, p)).collect(),
+        [(20 * US, Data { seq: 2 })]
+    );
+    assert_eq!(h.next_wake(), Some(20 * US + 320 * US));
+}
