@@ -19,13 +19,14 @@ pub mod classes;
 pub mod codel;
 pub mod cp;
 pub mod droptail;
-pub mod fifo_plus;
-pub mod lifo;
-pub mod lstf;
 pub mod drr;
+pub mod ecn_ramp;
+pub mod fifo_plus;
 pub mod flows;
 pub mod fq;
 pub mod fq_codel;
+pub mod lifo;
+pub mod lstf;
 pub mod ndp;
 pub mod pfabric;
 pub mod priority;
@@ -358,6 +359,8 @@ disciplines! {
     Fq(fq::FqQueue, fq::FqConfig) = "fq",
     /// FQ-CoDel (RFC 8290): DRR with new/old flow lists, CoDel per flow.
     FqCodel(fq_codel::FqCodelQueue, fq_codel::FqCodelConfig) = "fq_codel",
+    /// DCQCN's ECN ramp (Kmin/Kmax/Pmax) on the instantaneous queue.
+    EcnRamp(ecn_ramp::EcnRampQueue, ecn_ramp::EcnRampConfig) = "ecn_ramp",
 }
 
 impl Default for QueueConfig {

@@ -24,6 +24,7 @@ pub mod cc;
 pub mod config;
 pub mod ndp;
 pub mod pull;
+pub mod roce;
 pub mod rtt;
 pub mod services;
 pub mod tcp;
@@ -34,9 +35,10 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 
 pub use cbr::{CbrParams, CbrSink, CbrSource};
-pub use cc::DctcpParams;
+pub use cc::{DcqcnParams, DctcpParams, TimelyParams};
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
 pub use pull::{PullQueue, PullStats};
+pub use roce::{RoceParams, RoceSink, RoceSource};
 pub use services::{HostScheduler, HostServices};
 pub use tcp::{MptcpParams, TcpParams, TcpSink, TcpSource};
 
@@ -320,6 +322,10 @@ registry! {
         TcpSource(Box<TcpSource>),
         /// TCP, DCTCP or MPTCP receiver.
         TcpSink(Box<TcpSink>),
+        /// RoCE, DCQCN or TIMELY sender.
+        RoceSource(Box<RoceSource>),
+        /// RoCE, DCQCN or TIMELY receiver.
+        RoceSink(Box<RoceSink>),
     }
     protocols {
         /// Paced constant bit rate source (no reliability): exercises the engine.
@@ -334,6 +340,12 @@ registry! {
         Dctcp = 4, "dctcp" => tcp::Dctcp,
         /// MPTCP with LIA coupled congestion control (RFC 6356).
         Mptcp = 5, "mptcp" => tcp::Mptcp,
+        /// RoCE RC with go-back-N at line rate ([TH] §4.1.1).
+        Roce = 6, "roce" => roce::RoceDef,
+        /// RoCE + DCQCN ([DCQCN]; [TH] Ch. 4).
+        Dcqcn = 7, "dcqcn" => roce::DcqcnDef,
+        /// RoCE + TIMELY ([TH] Ch. 3).
+        Timely = 8, "timely" => roce::TimelyDef,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -346,6 +358,12 @@ registry! {
         dctcp: DctcpParams,
         /// `[protocol.mptcp]`: MPTCP's subflows.
         mptcp: MptcpParams,
+        /// `[protocol.roce]` (also used by DCQCN and TIMELY).
+        roce: RoceParams,
+        /// `[protocol.dcqcn]`: DCQCN's reaction point.
+        dcqcn: DcqcnParams,
+        /// `[protocol.timely]`: TIMELY's rate computation.
+        timely: TimelyParams,
     }
 }
 

@@ -9,6 +9,8 @@
 //! | NewReno | `reno.rs` | RFC 5681 / 6582; halve on ECE when ECN is on (RFC 3168) |
 //! | DCTCP | `dctcp.rs` | RFC 8257: cut by alpha/2 once per window of marks |
 //! | LIA | `lia.rs` | RFC 6356: NewReno with the increase coupled across subflows |
+//! | DCQCN | `dcqcn.rs` | [DCQCN]: rate cut by alpha/2 per CNP, timer/byte-counter recovery (lazy timers) |
+//! | TIMELY | `timely.rs` | [TH] Ch. 3 Algorithm 1: rate from the RTT gradient |
 //!
 //! **Rate-based controllers** (DCQCN, TIMELY, Swift) implement the same
 //! trait: `window()` returns `f64::INFINITY` (or a BDP cap, as IRN uses) and
@@ -25,13 +27,17 @@
 //! Adding a controller: one file here with its struct, its config (if it has
 //! keys) and `impl CongestionControl`, plus one line in `controllers!` below.
 
+pub mod dcqcn;
 pub mod dctcp;
 pub mod lia;
 pub mod reno;
+pub mod timely;
 
+pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use dctcp::{Dctcp, DctcpAlpha, DctcpParams};
 pub use lia::{Lia, LiaCoupling, SubflowWindow};
 pub use reno::Reno;
+pub use timely::{Timely, TimelyParams};
 
 /// What one ACK told the sender, as a controller sees it.
 #[derive(Copy, Clone, Debug)]
@@ -248,4 +254,8 @@ controllers! {
     Dctcp(Dctcp),
     /// MPTCP's LIA (RFC 6356).
     Lia(Lia),
+    /// DCQCN's reaction point ([DCQCN], firmware or paper style).
+    Dcqcn(Dcqcn),
+    /// TIMELY's rate computation ([TH] Ch. 3, Algorithm 1).
+    Timely(Timely),
 }

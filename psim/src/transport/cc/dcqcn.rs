@@ -1,0 +1,776 @@
+//! DCQCN's reaction point (the sender's rate controller), [DCQCN] and
+//! the Mellanox firmware as the public simulators model it (`HPCC`
+//! `rdma-hw.cc`, `R3` `qbb-net-device.cc`; docs/references.md DQ1–DQ10).
+//!
+//! The controller holds the current rate Rc, the target rate Rt and the
+//! congestion estimate α. CNPs (from the receiver's notification point,
+//! `transport/roce/sink.rs`) cut the rate; timers and a byte counter raise
+//! it again through fast recovery, additive increase and hyper increase.
+//! Two styles exist, and both are here:
+//!
+//! - **`firmware`** (default; the thesis ran DCQCN "as implemented in
+//!   Mellanox CX-4", [TH] Ch. 4): timer-driven. A CNP only sets flags; an
+//!   α timer (every `alpha_timer_us`) folds them into α, and a decrease
+//!   check (every `decrease_period_us`, 1 ns after the α tick, XM4) cuts
+//!   Rc := Rc·(1 − α/2) if a CNP came since the last check and restarts the
+//!   rate-increase timer. The timers start at the first CNP, where α := 1.
+//! - **`paper`**: event-driven ([DCQCN], `R3`). Each CNP cuts at once
+//!   and restarts the α-decay and rate-increase timers; `alpha_first`
+//!   picks whether α is updated before the cut (`R3`) or after it (the
+//!   paper and `HT-DCQCN`; DQ1).
+//!
+//! Increase events (the rate timer, every `rate_timer_us`, and the byte
+//! counter, every `byte_counter_bytes` sent) use the stage counts t (timer)
+//! and b (bytes) *before* the event: max(t, b) < F is fast recovery
+//! (Rc := (Rc + Rt)/2), min(t, b) > F hyper increase (Rt += R_HAI, times
+//! min(t, b) − F in the paper style), otherwise additive increase
+//! (Rt += R_AI), each then Rc := (Rc + Rt)/2; with the byte counter off b
+//! follows t (`HPCC`: stage < F, = F, > F). Rt never exceeds the line rate
+//! and Rc never falls below `min_rate_mbps`.
+//!
+//! **Lazy timers** (XM1): no timer event is ever scheduled. Each input (a
+//! CNP, a transmission, the sender's next departure through
+//! `on_timer(now)`) first applies every tick that fell due up to `now`, in
+//! time order (α tick, decrease check, increase timer at equal times), then
+//! itself; a tick at exactly the time of a CNP comes before it. An idle
+//! flow costs nothing, and the rates equal those of periodic timers (see
+//! the test `lazy_timers_match_periodic_ones`).
+//!
+//! The sender must call `on_timer(now)` before `on_ecn` (a CNP) so that the
+//! CNP is applied at the right time, and reports its transmissions through
+//! [`Dcqcn::on_transmit`] (the byte counter; `CongestionControl` has no hook
+//! for sent bytes).
+//!
+//! | key (`[protocol.dcqcn]`) | firmware default | paper default | source |
+//! |---|---|---|---|
+//! | `style` | `"firmware"` | | [TH] Ch. 4 (CX-4); `HPCC` "Mellanox's version" |
+//! | `g` | 1/256 | 1/256 | `HPCC`/`CW` run.py; [DCQCN] (2nd-hand), `HT-DCQCN` |
+//! | `alpha_timer_us` | 1 | 55 | `HPCC` run.py / NV `dce_tcp_rtt`; [DCQCN] (2nd-hand), `R3` |
+//! | `decrease_period_us` | 4 | (not used) | `HPCC`, NV `rate_reduce_monitor_period` |
+//! | `rate_timer_us` (T) | 300 | 55 | `HPCC` run.py, ISK `rpg_time_reset`; [DCQCN] (2nd-hand) |
+//! | `byte_counter_bytes` (B, 0 = off) | 0 | 10 MB | `HPCC` (none); [DCQCN] via `HT-DCQCN`, `R3` issue 9 |
+//! | `fast_recovery_stages` (F) | 1 | 5 | `HPCC` run.py, ISK `rpg_threshold`; [DCQCN] |
+//! | `rate_ai_mbps` (R_AI) | 5 Mb/s per 25 Gb/s of NIC rate | 40 Mb/s per 40 Gb/s | `HPCC` run.py (5×B/25) = NV 5 Mb/s at 25G; [DCQCN] 40 at 40G (2nd-hand) |
+//! | `rate_hai_mbps` (R_HAI) | 50 Mb/s per 25 Gb/s | 200 Mb/s per 40 Gb/s | `HPCC` run.py; `R3` config.txt |
+//! | `min_rate_mbps` | 100 | 100 | `HPCC`, `CW` (run.py's 1000 is a template value, XM3) |
+//! | `initial_alpha` | 1 (set at the first CNP) | 1 | `HPCC`; `HT-DCQCN` (`R3`: 0.5) |
+//! | `alpha_first` | (timer order) | false | [DCQCN] order, cut then α (DQ1); `R3`: true |
+//! | `clamp_target` | false | true | `HPCC` `ClampTargetRate`; [DCQCN] (Rt := Rc at every cut) |
+//! | `rate_on_first_cnp` | 1.0 | (not used) | `HPCC` (DQ3; CX-4 uses 0) |
+//!
+//! Not modelled: `R3`'s "target/8" quirk and its T/2 hyper-increase
+//! period, ISK's 1/1024 fixed point, and the shift of a pending departure
+//! when the rate changes (`HPCC` `ChangeRate`): the sender's next departure
+//! keeps the gap computed at the previous one.
+
+use super::{AckEvent, CcMetrics, CongestionControl, Loss};
+use crate::config::ConfigError;
+use crate::transport::config::{bad, Micros};
+use crate::units::PS_PER_NS;
+
+/// The two families of DCQCN implementations (docs/references.md DQ1).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Style {
+    /// Mellanox firmware: α and decrease timers consume CNP flags.
+    #[default]
+    Firmware,
+    /// [DCQCN] paper / QCN: each CNP cuts at once.
+    Paper,
+}
+
+/// `[protocol.dcqcn]`; unset keys take the style's default (table above).
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DcqcnParams {
+    /// `firmware` or `paper`.
+    pub style: Style,
+    /// EWMA gain of α.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub g: Option<f64>,
+    /// α timer period (`alpha_timer_us`).
+    #[serde(rename = "alpha_timer_us", skip_serializing_if = "Option::is_none")]
+    pub alpha_timer: Option<Micros>,
+    /// Firmware decrease-check period (`decrease_period_us`).
+    #[serde(rename = "decrease_period_us", skip_serializing_if = "Option::is_none")]
+    pub decrease_period: Option<Micros>,
+    /// Rate-increase timer T (`rate_timer_us`).
+    #[serde(rename = "rate_timer_us", skip_serializing_if = "Option::is_none")]
+    pub rate_timer: Option<Micros>,
+    /// Byte counter B, bytes sent per increase event; 0 turns it off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub byte_counter_bytes: Option<u64>,
+    /// Fast-recovery stages F.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fast_recovery_stages: Option<u32>,
+    /// Additive step R_AI, Mb/s (default scales with the NIC rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_ai_mbps: Option<f64>,
+    /// Hyper step R_HAI, Mb/s (default scales with the NIC rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_hai_mbps: Option<f64>,
+    /// Lowest rate, Mb/s (default 100).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rate_mbps: Option<f64>,
+    /// α at the first CNP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initial_alpha: Option<f64>,
+    /// Paper style: update α before the cut (`R3`) instead of after it.
+    pub alpha_first: bool,
+    /// Set Rt := Rc at every cut.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub clamp_target: Option<bool>,
+    /// Firmware: Rc and Rt := this fraction of Rc at the first CNP.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_on_first_cnp: Option<f64>,
+}
+
+/// Every constant of one controller, resolved from the section and the NIC rate.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct DcqcnConfig {
+    /// Style.
+    pub style: Style,
+    /// EWMA gain.
+    pub g: f64,
+    /// α timer, ps.
+    pub alpha_timer: u64,
+    /// Decrease check, ps.
+    pub decrease_period: u64,
+    /// Rate timer T, ps.
+    pub rate_timer: u64,
+    /// Byte counter B (0: off).
+    pub byte_counter: u64,
+    /// F.
+    pub f: u32,
+    /// R_AI, b/s.
+    pub r_ai: f64,
+    /// R_HAI, b/s.
+    pub r_hai: f64,
+    /// Minimum rate, b/s.
+    pub min_rate: f64,
+    /// α at the first CNP.
+    pub initial_alpha: f64,
+    /// α before the cut (paper style).
+    pub alpha_first: bool,
+    /// Rt := Rc at every cut.
+    pub clamp_target: bool,
+    /// Fraction of Rc kept at the first CNP (firmware).
+    pub rate_on_first_cnp: f64,
+    /// Line rate, b/s.
+    pub line: f64,
+}
+
+impl DcqcnParams {
+    /// Checks the section; `key` is `protocol.dcqcn`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let k = |n: &str| format!("{key}.{n}");
+        let unit = |name: &str, v: Option<f64>, lo_open: bool| match v {
+            Some(x) if x.is_nan() || !(0.0..=1.0).contains(&x) || (lo_open && x == 0.0) => {
+                Err(bad(
+                    &k(name),
+                    x,
+                    if lo_open {
+                        "must be in (0, 1]"
+                    } else {
+                        "must be in [0, 1]"
+                    },
+                ))
+            }
+            _ => Ok(()),
+        };
+        unit("g", self.g, true)?;
+        unit("initial_alpha", self.initial_alpha, false)?;
+        unit("rate_on_first_cnp", self.rate_on_first_cnp, true)?;
+        for (name, t) in [
+            ("alpha_timer_us", self.alpha_timer),
+            ("decrease_period_us", self.decrease_period),
+            ("rate_timer_us", self.rate_timer),
+        ] {
+            if let Some(t) = t {
+                t.positive(&k(name))?;
+            }
+        }
+        for (name, v) in [
+            ("rate_ai_mbps", self.rate_ai_mbps),
+            ("rate_hai_mbps", self.rate_hai_mbps),
+            ("min_rate_mbps", self.min_rate_mbps),
+        ] {
+            if let Some(x) = v {
+                if x.is_nan() || x < 0.0 || (name == "min_rate_mbps" && x == 0.0) {
+                    return Err(ConfigError::NonPositiveRate {
+                        key: k(name),
+                        value: x,
+                    });
+                }
+            }
+        }
+        if self.fast_recovery_stages == Some(0) {
+            return Err(bad(&k("fast_recovery_stages"), 0, "must be at least 1"));
+        }
+        Ok(())
+    }
+
+    /// The constants for a NIC of `line_bps`.
+    pub fn resolve(&self, line_bps: u64) -> DcqcnConfig {
+        let fw = self.style == Style::Firmware;
+        let us = |v: Option<Micros>, fw_us: u64, paper_us: u64| {
+            v.map_or(if fw { fw_us } else { paper_us } * 1_000_000, |m| m.ps)
+        };
+        let gbps = line_bps as f64 / 1e9;
+        // Steps scale with the NIC rate (HPCC run.py: 5 and 50 Mb/s per 25 Gb/s;
+        // the paper's 40 Mb/s and R3's 200 Mb/s at 40 Gb/s).
+        let (ai, hai) = if fw {
+            (5.0 / 25.0, 50.0 / 25.0)
+        } else {
+            (1.0, 5.0)
+        };
+        let line = line_bps as f64;
+        DcqcnConfig {
+            style: self.style,
+            g: self.g.unwrap_or(1.0 / 256.0),
+            alpha_timer: us(self.alpha_timer, 1, 55),
+            decrease_period: us(self.decrease_period, 4, 4),
+            rate_timer: us(self.rate_timer, 300, 55),
+            byte_counter: self
+                .byte_counter_bytes
+                .unwrap_or(if fw { 0 } else { 10_000_000 }),
+            f: self.fast_recovery_stages.unwrap_or(if fw { 1 } else { 5 }),
+            r_ai: self.rate_ai_mbps.unwrap_or(ai * gbps) * 1e6,
+            r_hai: self.rate_hai_mbps.unwrap_or(hai * gbps) * 1e6,
+            min_rate: (self.min_rate_mbps.unwrap_or(100.0) * 1e6).min(line),
+            initial_alpha: self.initial_alpha.unwrap_or(1.0),
+            alpha_first: self.alpha_first,
+            clamp_target: self.clamp_target.unwrap_or(!fw),
+            rate_on_first_cnp: self.rate_on_first_cnp.unwrap_or(1.0),
+            line,
+        }
+    }
+}
+
+/// One flow's reaction point.
+#[derive(Clone, Debug)]
+pub struct Dcqcn {
+    c: DcqcnConfig,
+    /// Current rate Rc, b/s.
+    rc: f64,
+    /// Target rate Rt, b/s.
+    rt: f64,
+    alpha: f64,
+    /// The first CNP arrived: the timers run.
+    started: bool,
+    /// Firmware: a CNP came since the last α tick / decrease check.
+    alpha_flag: bool,
+    dec_flag: bool,
+    /// Next α tick and decrease check (valid once started), next increase.
+    next_alpha: u64,
+    next_dec: u64,
+    next_inc: Option<u64>,
+    /// Increase stages since the last cut: timer, byte counter.
+    t_stage: u32,
+    b_stage: u32,
+    /// Bytes left before the next byte-counter event.
+    bytes_left: u64,
+    /// Time up to which ticks have been applied.
+    now: u64,
+    /// CNPs received.
+    pub cnps: u64,
+}
+
+impl Dcqcn {
+    /// A controller at line rate, no timers running.
+    pub fn new(c: DcqcnConfig) -> Self {
+        Dcqcn {
+            c,
+            rc: c.line,
+            rt: c.line,
+            alpha: c.initial_alpha,
+            started: false,
+            alpha_flag: false,
+            dec_flag: false,
+            next_alpha: 0,
+            next_dec: 0,
+            next_inc: None,
+            t_stage: 0,
+            b_stage: 0,
+            bytes_left: c.byte_counter,
+            now: 0,
+            cnps: 0,
+        }
+    }
+
+    /// Current rate Rc, b/s.
+    pub fn rate(&self) -> f64 {
+        self.rc
+    }
+    /// Target rate Rt, b/s.
+    pub fn target(&self) -> f64 {
+        self.rt
+    }
+    /// α.
+    pub fn alpha(&self) -> f64 {
+        self.alpha
+    }
+
+    /// Applies every timer tick due up to `now` (ties: α, decrease, increase).
+    pub fn advance(&mut self, now: u64) {
+        if now < self.now {
+            return;
+        }
+        self.now = now;
+        if !self.started {
+            return;
+        }
+        loop {
+            let a = self.next_alpha;
+            let fw = self.c.style == Style::Firmware;
+            let d = if fw && self.dec_flag {
+                self.next_dec
+            } else {
+                u64::MAX
+            };
+            let i = self.next_inc.unwrap_or(u64::MAX);
+            let t = a.min(d).min(i);
+            if t > now {
+                return;
+            }
+            if t == a {
+                self.alpha_step();
+                self.next_alpha += self.c.alpha_timer;
+            } else if t == d {
+                self.decrease_step();
+                self.next_dec += self.c.decrease_period;
+                self.next_inc = Some(t + self.c.rate_timer);
+            } else {
+                self.increase_step();
+                self.next_inc = Some(t + self.c.rate_timer);
+            }
+        }
+    }
+
+    /// A CNP at `now` (after the ticks due by then).
+    pub fn on_cnp(&mut self, now: u64) {
+        self.advance(now);
+        let first = !self.started;
+        self.cnp_step();
+        match self.c.style {
+            Style::Firmware => {
+                if first {
+                    self.next_alpha = now + self.c.alpha_timer;
+                    // HPCC's +1 ns puts the check after an α tick of the same time (XM4).
+                    self.next_dec = now + self.c.decrease_period + PS_PER_NS;
+                } else if self.next_dec <= now {
+                    // Checks without a flag did nothing; skip to the first one after now.
+                    let behind = (now - self.next_dec) / self.c.decrease_period + 1;
+                    self.next_dec += behind * self.c.decrease_period;
+                }
+            }
+            Style::Paper => {
+                self.next_alpha = now + self.c.alpha_timer;
+                self.next_inc = Some(now + self.c.rate_timer);
+            }
+        }
+    }
+
+    /// `bytes` sent at `now`: the byte counter.
+    pub fn on_transmit(&mut self, bytes: u64, now: u64) {
+        self.advance(now);
+        if !self.started || self.c.byte_counter == 0 {
+            return;
+        }
+        if bytes < self.bytes_left {
+            self.bytes_left -= bytes;
+            return;
+        }
+        self.bytes_left = self.c.byte_counter;
+        self.increase(self.b_stage, self.t_stage);
+        self.b_stage += 1;
+    }
+
+    /// What a CNP changes, without any timer bookkeeping.
+    fn cnp_step(&mut self) {
+        self.cnps += 1;
+        let first = !self.started;
+        self.started = true;
+        match self.c.style {
+            Style::Firmware => {
+                self.dec_flag = true;
+                if first {
+                    // α := 1 and its flag cleared: the first tick decays it (HPCC).
+                    self.alpha = self.c.initial_alpha;
+                    self.alpha_flag = false;
+                    self.rc *= self.c.rate_on_first_cnp;
+                    self.rt = self.rc;
+                } else {
+                    self.alpha_flag = true;
+                }
+            }
+            Style::Paper => {
+                if first {
+                    self.alpha = self.c.initial_alpha;
+                }
+                if self.c.clamp_target {
+                    self.rt = self.rc;
+                }
+                self.t_stage = 0;
+                self.b_stage = 0;
+                self.bytes_left = self.c.byte_counter;
+                let g = self.c.g;
+                if self.c.alpha_first {
+                    self.alpha = (1.0 - g) * self.alpha + g;
+                    self.cut();
+                } else {
+                    self.cut();
+                    self.alpha = (1.0 - g) * self.alpha + g;
+                }
+            }
+        }
+    }
+
+    fn cut(&mut self) {
+        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(self.c.min_rate);
+    }
+
+    /// One α tick: firmware folds in the CNP flag, paper only decays.
+    fn alpha_step(&mut self) {
+        let g = self.c.g;
+        let hit = self.c.style == Style::Firmware && self.alpha_flag;
+        self.alpha = if hit {
+            (1.0 - g) * self.alpha + g
+        } else {
+            (1.0 - g) * self.alpha
+        };
+        self.alpha_flag = false;
+    }
+
+    /// One firmware decrease check; whether it cut (then the rate timer restarts).
+    fn decrease_step(&mut self) -> bool {
+        if !self.dec_flag {
+            return false;
+        }
+        if self.c.clamp_target || self.t_stage != 0 {
+            self.rt = self.rc;
+        }
+        self.cut();
+        self.t_stage = 0;
+        self.b_stage = 0;
+        self.bytes_left = self.c.byte_counter;
+        self.dec_flag = false;
+        true
+    }
+
+    /// One rate-timer event.
+    fn increase_step(&mut self) {
+        self.increase(self.t_stage, self.b_stage);
+        self.t_stage += 1;
+    }
+
+    /// An increase event with the firing counter's stage `own` and the other's `other`.
+    fn increase(&mut self, own: u32, other: u32) {
+        let other = if self.c.byte_counter == 0 { own } else { other };
+        let (lo, hi, f) = (own.min(other), own.max(other), self.c.f);
+        if hi < f {
+            // Fast recovery: Rt unchanged.
+        } else if lo > f {
+            let n = match self.c.style {
+                Style::Firmware => 1,
+                Style::Paper => lo - f,
+            };
+            self.rt += n as f64 * self.c.r_hai;
+        } else {
+            self.rt += self.c.r_ai;
+        }
+        self.rt = self.rt.min(self.c.line);
+        self.rc = ((self.rc + self.rt) / 2.0).min(self.c.line);
+    }
+}
+
+impl CongestionControl for Dcqcn {
+    fn window(&self) -> f64 {
+        f64::INFINITY
+    }
+    fn pacing_bps(&self) -> Option<u64> {
+        Some((self.rc as u64).max(1))
+    }
+    fn on_timer(&mut self, now: u64) {
+        self.advance(now);
+    }
+    /// A CNP (the sender's `ece`), at the time of the last `on_timer`.
+    fn on_ecn(&mut self, ack: &AckEvent, _may_cut: bool) -> bool {
+        if ack.ece {
+            self.on_cnp(self.now);
+        }
+        ack.ece
+    }
+    fn on_ack(&mut self, _ack: &AckEvent) {}
+    fn on_loss(&mut self, _loss: Loss, _flight: u64) {}
+    fn on_recovery_end(&mut self) {}
+    fn limit(&mut self, _max: f64) {}
+    fn metrics(&self) -> CcMetrics {
+        CcMetrics {
+            cwnd: f64::INFINITY,
+            ssthresh: f64::INFINITY,
+            alpha: Some(self.alpha),
+            rate_bps: Some(self.rc as u64),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const US: u64 = 1_000_000;
+    const LINE: u64 = 40_000_000_000;
+
+    fn ctl(p: DcqcnParams) -> Dcqcn {
+        p.validate("protocol.dcqcn").unwrap();
+        Dcqcn::new(p.resolve(LINE))
+    }
+
+    fn paper(alpha_first: bool) -> DcqcnParams {
+        DcqcnParams {
+            style: Style::Paper,
+            alpha_first,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn paper_cnp_cuts_by_half_alpha_in_either_order() {
+        let g = 1.0 / 256.0;
+        // Cut first: α = 1 at the cut, updated after.
+        let mut d = ctl(paper(false));
+        d.on_cnp(10 * US);
+        assert_eq!(d.rate(), LINE as f64 * 0.5);
+        assert_eq!(d.target(), LINE as f64);
+        assert_eq!(d.alpha(), (1.0 - g) + g);
+        // α first: the cut uses the updated α; start from α = 0.5 (R3).
+        let mut d = ctl(DcqcnParams {
+            initial_alpha: Some(0.5),
+            ..paper(true)
+        });
+        d.on_cnp(10 * US);
+        let a = (1.0 - g) * 0.5 + g;
+        assert_eq!(d.alpha(), a);
+        assert_eq!(d.rate(), LINE as f64 * (1.0 - a / 2.0));
+        let mut d = ctl(DcqcnParams {
+            initial_alpha: Some(0.5),
+            ..paper(false)
+        });
+        d.on_cnp(10 * US);
+        assert_eq!(d.rate(), LINE as f64 * 0.75);
+    }
+
+    #[test]
+    fn paper_fast_recovery_halves_the_gap_for_f_periods_then_adds() {
+        let mut d = ctl(paper(false));
+        d.on_cnp(0);
+        let (rt, mut rc) = (d.target(), d.rate());
+        assert_eq!(rt, LINE as f64);
+        let cfg = d.c;
+        for k in 1..=5u64 {
+            d.advance(k * 55 * US);
+            rc = (rc + rt) / 2.0;
+            assert_eq!(d.rate(), rc, "FR step {k}");
+            assert_eq!(d.target(), rt);
+        }
+        // The 6th event is additive increase, but Rt is capped at the line rate.
+        d.advance(6 * 55 * US);
+        assert_eq!(d.target(), LINE as f64);
+        assert!(cfg.r_ai > 0.0);
+        // Nothing due in between: no change.
+        let before = d.rate();
+        d.advance(6 * 55 * US + 54 * US);
+        assert_eq!(d.rate(), before);
+    }
+
+    #[test]
+    fn paper_additive_then_hyper_increase_below_line_rate() {
+        // Two CNPs: the second clamps Rt to the already cut Rc.
+        let mut d = ctl(DcqcnParams {
+            byte_counter_bytes: Some(0),
+            ..paper(false)
+        });
+        d.on_cnp(0);
+        d.on_cnp(US);
+        let rt0 = d.target();
+        assert!(rt0 < LINE as f64);
+        let (ai, hai) = (d.c.r_ai, d.c.r_hai);
+        d.advance(US + 5 * 55 * US);
+        assert_eq!(d.target(), rt0);
+        d.advance(US + 6 * 55 * US);
+        assert_eq!(d.target(), rt0 + ai);
+        d.advance(US + 7 * 55 * US);
+        assert_eq!(d.target(), rt0 + ai + hai);
+        d.advance(US + 8 * 55 * US);
+        assert_eq!(d.target(), rt0 + ai + hai + 2.0 * hai);
+    }
+
+    #[test]
+    fn firmware_cuts_at_the_first_decrease_check_and_recovers_per_timer() {
+        let mut d = ctl(DcqcnParams::default());
+        d.on_cnp(0);
+        // The first CNP keeps the rate (rate_on_first_cnp 1.0); α = 1.
+        assert_eq!((d.rate(), d.alpha()), (LINE as f64, 1.0));
+        d.advance(4 * US);
+        assert_eq!(d.rate(), LINE as f64);
+        d.advance(4 * US + PS_PER_NS);
+        // Four α ticks without a new CNP decayed α before the check.
+        let a = (1.0f64 - 1.0 / 256.0).powi(4);
+        assert!((d.alpha() - a).abs() < 1e-15);
+        let cut = LINE as f64 * (1.0 - d.alpha() / 2.0);
+        assert_eq!(d.rate(), cut);
+        // No clamp at time stage 0: the target keeps the line rate.
+        assert_eq!(d.target(), LINE as f64);
+        // F = 1: one fast-recovery event after T = 300 µs.
+        let t0 = 4 * US + PS_PER_NS;
+        d.advance(t0 + 300 * US - 1);
+        assert_eq!(d.rate(), cut);
+        d.advance(t0 + 300 * US);
+        assert_eq!(d.rate(), (cut + LINE as f64) / 2.0);
+    }
+
+    #[test]
+    fn firmware_ignores_checks_without_a_cnp() {
+        let mut d = ctl(DcqcnParams::default());
+        d.on_cnp(0);
+        d.advance(10 * US);
+        let r = d.rate();
+        // 10 ms later, several increase events but no cut.
+        d.advance(10_000 * US);
+        assert!(d.rate() >= r);
+        // A CNP between checks: the next α tick folds it in, then the check cuts.
+        d.on_cnp(10_002 * US);
+        let before = d.rate();
+        d.advance(10_004 * US);
+        assert_eq!(d.rate(), before);
+        // Folded in at 10 003 µs, decayed once at 10 004 µs.
+        assert!(d.alpha() > 0.99 / 256.0);
+        d.advance(10_004 * US + PS_PER_NS);
+        assert_eq!(d.rate(), before * (1.0 - d.alpha() / 2.0));
+    }
+
+    /// A reference with periodic timers: every α tick, decrease check and
+    /// increase timer is an explicit event, as a simulator with one event per
+    /// period would run them, sharing only the per-event arithmetic.
+    struct Periodic {
+        d: Dcqcn,
+        alpha_at: Option<u64>,
+        dec_at: Option<u64>,
+        inc_at: Option<u64>,
+    }
+
+    impl Periodic {
+        fn run_to(&mut self, until: u64) {
+            let c = self.d.c;
+            loop {
+                let cand = [self.alpha_at, self.dec_at, self.inc_at];
+                let Some(t) = cand.iter().flatten().min().copied() else {
+                    return;
+                };
+                if t > until {
+                    return;
+                }
+                if self.alpha_at == Some(t) {
+                    self.d.alpha_step();
+                    self.alpha_at = Some(t + c.alpha_timer);
+                } else if self.dec_at == Some(t) {
+                    if self.d.decrease_step() {
+                        self.inc_at = Some(t + c.rate_timer);
+                    }
+                    self.dec_at = Some(t + c.decrease_period);
+                } else {
+                    self.d.increase_step();
+                    self.inc_at = Some(t + c.rate_timer);
+                }
+            }
+        }
+        fn cnp(&mut self, now: u64) {
+            self.run_to(now);
+            let first = !self.d.started;
+            self.d.cnp_step();
+            let c = self.d.c;
+            match c.style {
+                Style::Firmware if first => {
+                    self.alpha_at = Some(now + c.alpha_timer);
+                    self.dec_at = Some(now + c.decrease_period + PS_PER_NS);
+                }
+                Style::Firmware => {}
+                Style::Paper => {
+                    self.alpha_at = Some(now + c.alpha_timer);
+                    self.inc_at = Some(now + c.rate_timer);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn lazy_timers_match_periodic_ones() {
+        // CNP times: a burst, gaps of various lengths (some on tick boundaries), a long idle.
+        let script: Vec<u64> = [
+            3, 5, 9, 9, 20, 21, 60, 61, 64, 300, 301, 305, 1000, 1004, 1055, 1110, 2500, 2501, 9000,
+        ]
+        .iter()
+        .map(|us| us * US)
+        .chain([77_777_777, 77_777_778, 9_000 * US + 4 * US + PS_PER_NS])
+        .collect();
+        let mut script = script;
+        script.sort();
+        for p in [
+            DcqcnParams::default(),
+            paper(false),
+            paper(true),
+            DcqcnParams {
+                fast_recovery_stages: Some(3),
+                rate_timer: Some(Micros::from_us(55.0)),
+                ..Default::default()
+            },
+        ] {
+            let mut lazy = ctl(p.clone());
+            let mut per = Periodic {
+                d: ctl(p.clone()),
+                alpha_at: None,
+                dec_at: None,
+                inc_at: None,
+            };
+            let mut lowest = f64::INFINITY;
+            for &t in &script {
+                lazy.on_cnp(t);
+                lowest = lowest.min(lazy.rate());
+                per.cnp(t);
+                let got = (lazy.rate(), lazy.target(), lazy.alpha());
+                let want = (per.d.rate(), per.d.target(), per.d.alpha());
+                assert_eq!(got, want, "{:?} at {t}", p.style);
+            }
+            let end = 20_000 * US;
+            lazy.advance(end);
+            per.run_to(end);
+            assert_eq!(
+                (lazy.rate(), lazy.target(), lazy.alpha()),
+                (per.d.rate(), per.d.target(), per.d.alpha())
+            );
+            assert!(lowest < 0.6 * LINE as f64, "the script cut the rate");
+        }
+    }
+
+    #[test]
+    fn bad_values_name_their_key() {
+        let e = DcqcnParams {
+            g: Some(-0.1),
+            ..Default::default()
+        }
+        .validate("protocol.dcqcn")
+        .unwrap_err();
+        assert!(e.to_string().contains("protocol.dcqcn.g"), "{e}");
+        let e = DcqcnParams {
+            min_rate_mbps: Some(-5.0),
+            ..Default::default()
+        }
+        .validate("protocol.dcqcn")
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("protocol.dcqcn.min_rate_mbps"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,195 @@
+//! RoCE (RDMA over Converged Ethernet), reliable connection with go-back-N
+//! ([TH] §4.1.1, §4.3.1), and the rate-controlled RoCE variants: plain
+//! `roce` (line rate, no congestion control), `dcqcn` (RoCE + DCQCN,
+//! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`).
+//!
+//! - **Receiver** ([`RoceSink`]): accepts only the expected PSN. An
+//!   out-of-order packet is discarded and answered with a NACK carrying the
+//!   expected PSN, once per gap (TA11): another NACK for the same expected
+//!   PSN only after `nack_interval_us` (`HPCC`'s NACK generation interval).
+//!   ACKs (cumulative: the next expected PSN) every `ack_every` in-order
+//!   packets and on the last one; a duplicate is answered with an ACK (IB
+//!   spec C9-110, as `CW` does). The notification point of DCQCN: a CE-marked
+//!   packet triggers a CNP at once, at most one per `cnp_interval_us` per
+//!   flow ([DCQCN] via `HT-DCQCN`; marks inside the interval are not
+//!   remembered, unlike `HT-DCQCN`'s deferred CNP and `R3`'s periodic one).
+//! - **Sender** ([`RoceSource`]): sends PSNs in order, paced at the
+//!   controller's rate (the NIC rate for plain RoCE): after a packet of w
+//!   wire bytes at rate r the next may leave w·8/r later. It holds one timer,
+//!   for the next departure only while it has something to send, or for the
+//!   RTO. A NACK(e) acknowledges up to e and rewinds to e (go back N); a
+//!   timeout (`rto_us`, when `timeout` is on and `pfc` off) rewinds to the
+//!   first unacknowledged PSN. No window unless `window_packets` is set
+//!   (RoCE has none, [TH] §4.3.1 / TA8 note).
+//!
+//! Packet encoding: `seq` is the PSN (packets, not bytes); data carries
+//! `mtu_bytes` of payload (the last packet less) plus the 64-byte header
+//! (`HEADER_BYTES`); `LAST` marks the flow's last PSN. ACK, NACK and CNP are
+//! 64-byte control packets whose `ack` is the receiver's next expected PSN
+//! and whose `sent_ps` echoes the send time of the data packet that
+//! triggered them (TIMELY's RTT). A CNP is an `Ack` with the `ECE` flag (its
+//! `ack` is not used): RoCE sends no ECN echo otherwise, and this needs no new
+//! packet kind on the wire. DCQCN data packets carry `ECT`.
+//!
+//! | key (`[protocol.roce]`, shared by roce, dcqcn, timely) | default | source |
+//! |---|---|---|
+//! | `mtu_bytes` (payload; + 64 B header on the wire) | 1000 | [TH] §4.3 "MTU 1 KB"; taken as payload as in `HPCC` `PACKET_PAYLOAD_SIZE` 1000 (`CW` counts 1048 B on the wire) |
+//! | `ack_every` (in-order packets per ACK; 0 = no ACKs) | 1 | `HPCC`/`CW`/`ALI` ACK interval 1 (`R3`: 256); 0 models the thesis's all-Reads RoCE+PFC runs, [TH] §4.4.2 |
+//! | `rto_us` | 320 | [TH] §4.3.1 RTO_high (TA10) |
+//! | `timeout` | true | [TH] §4.3.1 (a fixed timeout without PFC) |
+//! | `pfc` | false | [TH] §4.3.1: with PFC the timeout is disabled |
+//! | `nack_interval_us` | 500 | `HPCC`, `ALI`, `R3` (`CW`: 4) |
+//! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
+//! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
+
+mod sink;
+mod source;
+#[cfg(test)]
+mod tests;
+
+pub use sink::RoceSink;
+pub use source::RoceSource;
+
+use super::cc::dcqcn::Style;
+use super::cc::{Controller, Dcqcn, Timely};
+use super::config::{bad, in_range, Micros};
+use super::{Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SwitchClass};
+use crate::config::ConfigError;
+use crate::packet::{Packet, Protocol};
+
+/// `[protocol.roce]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RoceParams {
+    /// Payload bytes per full packet.
+    pub mtu_bytes: u32,
+    /// In-order packets per ACK; 0: no ACKs.
+    pub ack_every: u32,
+    /// Retransmission timeout (`rto_us`).
+    #[serde(rename = "rto_us")]
+    pub rto: Micros,
+    /// Whether the sender times out at all.
+    pub timeout: bool,
+    /// The fabric is lossless (PFC): no timeout.
+    pub pfc: bool,
+    /// Least time between two NACKs for the same expected PSN (`nack_interval_us`).
+    #[serde(rename = "nack_interval_us")]
+    pub nack_interval: Micros,
+    /// Least time between two CNPs of a flow (`cnp_interval_us`); by
+    /// default it follows `[protocol.dcqcn] style`.
+    #[serde(rename = "cnp_interval_us", skip_serializing_if = "Option::is_none")]
+    pub cnp_interval: Option<Micros>,
+    /// Cap on PSNs sent and not acknowledged; 0: none.
+    pub window_packets: u32,
+}
+
+impl Default for RoceParams {
+    fn default() -> Self {
+        RoceParams {
+            mtu_bytes: 1000,
+            ack_every: 1,
+            rto: Micros::from_ps(320_000_000),
+            timeout: true,
+            pfc: false,
+            nack_interval: Micros::from_ps(500_000_000),
+            cnp_interval: None,
+            window_packets: 0,
+        }
+    }
+}
+
+impl RoceParams {
+    /// Checks the section; `key` is `protocol.roce`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let k = |n: &str| format!("{key}.{n}");
+        in_range(&k("mtu_bytes"), self.mtu_bytes, 1, 65_000)?;
+        self.rto.positive(&k("rto_us"))?;
+        self.nack_interval.positive(&k("nack_interval_us"))?;
+        if let Some(c) = self.cnp_interval {
+            c.positive(&k("cnp_interval_us"))?;
+        }
+        if self.ack_every == 0 && self.timeout && !self.pfc {
+            return Err(bad(
+                &k("ack_every"),
+                0,
+                "without ACKs every flow would time out: set pfc = true or timeout = false",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The notification point's CNP interval, ps, for a DCQCN of `style`.
+    fn cnp_interval_ps(&self, style: Style) -> u64 {
+        let us = match style {
+            Style::Firmware => 4,
+            Style::Paper => 50,
+        };
+        self.cnp_interval.map_or(us * 1_000_000, |m| m.ps)
+    }
+
+    /// The sender's timeout, if it has one.
+    fn rto_ps(&self) -> Option<u64> {
+        (self.timeout && !self.pfc).then_some(self.rto.ps)
+    }
+}
+
+/// The protocol table's row for plain RoCE: line rate, no congestion control.
+pub struct RoceDef;
+
+impl ProtocolDef for RoceDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.roce.mtu_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let src = RoceSource::new(flow, proto, &p.roce, None, false, 0);
+        Endpoint::RoceSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        let cnp = p.roce.cnp_interval_ps(Style::Paper);
+        Endpoint::RoceSink(Box::new(RoceSink::new(first, &p.roce, cnp)))
+    }
+}
+
+/// The protocol table's row for RoCE + DCQCN: ECN-capable data, CNPs, and
+/// the reaction point of `[protocol.dcqcn]`.
+pub struct DcqcnDef;
+
+impl ProtocolDef for DcqcnDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.roce.mtu_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let cc = Controller::Dcqcn(Dcqcn::new(p.dcqcn.resolve(flow.nic_bps)));
+        let src = RoceSource::new(flow, proto, &p.roce, Some(cc), true, 0);
+        Endpoint::RoceSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        let cnp = p.roce.cnp_interval_ps(p.dcqcn.style);
+        Endpoint::RoceSink(Box::new(RoceSink::new(first, &p.roce, cnp)))
+    }
+}
+
+/// The protocol table's row for RoCE + TIMELY: one RTT sample per
+/// `[protocol.timely] segment_bytes` acknowledged.
+pub struct TimelyDef;
+
+impl ProtocolDef for TimelyDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        p.roce.mtu_bytes
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let cc = Controller::Timely(Timely::new(&p.timely, flow.nic_bps));
+        let seg = p.timely.segment_bytes;
+        let src = RoceSource::new(flow, proto, &p.roce, Some(cc), false, seg);
+        Endpoint::RoceSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        RoceDef::sink(first, p)
+    }
+}

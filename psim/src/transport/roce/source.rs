@@ -1,0 +1,274 @@
+//! The RoCE sender: in-order PSNs paced at the controller's rate, go-back-N
+//! on a NACK or a timeout (module documentation in `mod.rs`).
+
+use super::RoceParams;
+use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::transport::cc::{AckEvent, CongestionControl, Controller, Loss};
+use crate::transport::{Ctx, FlowInfo, SourceStats, Transport};
+use crate::units::tx_time_ps;
+
+/// Sender of a RoCE, DCQCN or TIMELY flow.
+#[derive(Clone, Debug)]
+pub struct RoceSource {
+    flow: u64,
+    src: u32,
+    dst: u32,
+    prio: u8,
+    path: u32,
+    proto: Protocol,
+    size: Option<u64>,
+    mtu: u32,
+    /// PSNs in the flow (`None`: endless).
+    total: Option<u64>,
+    /// Next PSN to send.
+    next_psn: u64,
+    /// First PSN not acknowledged.
+    una: u64,
+    /// One past the highest PSN ever sent.
+    high: u64,
+    /// Earliest time the next packet may leave (pacing).
+    next_tx: u64,
+    started: bool,
+    rto: Option<u64>,
+    rto_at: Option<u64>,
+    window: u64,
+    /// The rate controller; `None`: the NIC's line rate.
+    cc: Option<Controller>,
+    /// Mark data ECN-capable (DCQCN).
+    ect: bool,
+    /// Bytes acknowledged per RTT sample (0: one per ACK).
+    sample_bytes: u64,
+    acked_since_sample: u64,
+    /// Counters.
+    pub stats: SourceStats,
+}
+
+impl RoceSource {
+    /// A sender for `flow` with controller `cc`; `ect` marks data
+    /// ECN-capable; one RTT sample per `sample_bytes` acknowledged.
+    pub fn new(
+        flow: &FlowInfo,
+        proto: Protocol,
+        p: &RoceParams,
+        cc: Option<Controller>,
+        ect: bool,
+        sample_bytes: u64,
+    ) -> Self {
+        let mtu = p.mtu_bytes;
+        RoceSource {
+            flow: flow.id,
+            src: flow.src,
+            dst: flow.dst,
+            prio: flow.prio,
+            path: flow.ecmp_path,
+            proto,
+            size: flow.size,
+            mtu,
+            total: flow.size.map(|s| s.div_ceil(mtu as u64).max(1)),
+            next_psn: 0,
+            una: 0,
+            high: 0,
+            next_tx: 0,
+            started: false,
+            rto: p.rto_ps(),
+            rto_at: None,
+            window: p.window_packets as u64,
+            cc,
+            ect,
+            sample_bytes,
+            acked_since_sample: 0,
+            stats: SourceStats::default(),
+        }
+    }
+
+    /// The controller, for tests and traces.
+    pub fn controller(&self) -> Option<&Controller> {
+        self.cc.as_ref()
+    }
+
+    /// First PSN not yet acknowledged.
+    pub fn una(&self) -> u64 {
+        self.una
+    }
+
+    fn payload(&self, psn: u64) -> u32 {
+        match self.size {
+            Some(s) => (s - (psn * self.mtu as u64).min(s)).min(self.mtu as u64) as u32,
+            None => self.mtu,
+        }
+    }
+
+    fn has_data(&self) -> bool {
+        self.started
+            && self.total.is_none_or(|t| self.next_psn < t)
+            && (self.window == 0 || self.next_psn - self.una < self.window)
+    }
+
+    /// Sends the next PSN if it may leave now.
+    fn try_send(&mut self, cx: &mut Ctx<'_>) {
+        if !self.has_data() || self.next_tx > cx.now {
+            return;
+        }
+        let now = cx.now;
+        let rate = match &mut self.cc {
+            Some(cc) => {
+                // Lazy controller timers catch up before the rate is read (XM1).
+                cc.on_timer(now);
+                cc.pacing_bps().unwrap_or(cx.nic_bps).min(cx.nic_bps)
+            }
+            None => cx.nic_bps,
+        };
+        let psn = self.next_psn;
+        let payload = self.payload(psn);
+        let size = payload + HEADER_BYTES;
+        let retx = psn < self.high;
+        let mut fl = 0;
+        if self.total == Some(psn + 1) {
+            fl |= flags::LAST;
+        }
+        if self.ect {
+            fl |= flags::ECT;
+        }
+        if retx {
+            fl |= flags::RETX;
+            self.stats.retransmissions += 1;
+        }
+        cx.out.push(Packet {
+            flow: self.flow,
+            src: self.src,
+            dst: self.dst,
+            seq: psn,
+            ack: 0,
+            size,
+            payload,
+            path: self.path,
+            sent_ps: now,
+            kind: PacketKind::Data,
+            proto: self.proto,
+            flags: fl,
+            prio: self.prio,
+            rank: 0,
+        });
+        self.stats.bytes_sent += payload as u64;
+        self.stats.packets_sent += 1;
+        self.next_psn += 1;
+        self.high = self.high.max(self.next_psn);
+        self.next_tx = now + tx_time_ps(size as u64, rate.max(1));
+        if let Some(Controller::Dcqcn(d)) = &mut self.cc {
+            // DCQCN's byte counter (the controller trait has no hook for sent bytes).
+            d.on_transmit(size as u64, now);
+        }
+        if self.rto_at.is_none() {
+            self.rto_at = self.rto.map(|r| now + r);
+        }
+    }
+
+    /// Cumulative acknowledgement up to (not including) PSN `e`.
+    fn acknowledge(&mut self, e: u64, now: u64) -> u64 {
+        if e <= self.una {
+            return 0;
+        }
+        let off = |psn: u64| {
+            let b = psn * self.mtu as u64;
+            self.size.map_or(b, |s| b.min(s))
+        };
+        let bytes = off(e) - off(self.una);
+        self.una = e;
+        self.next_psn = self.next_psn.max(e);
+        self.rto_at = match self.rto {
+            Some(r) if self.una < self.high => Some(now + r),
+            _ => None,
+        };
+        bytes
+    }
+
+    fn ack_event(&self, bytes_acked: u64, ece: bool) -> AckEvent {
+        let m = self.mtu as u64;
+        AckEvent {
+            bytes_acked,
+            ece,
+            snd_una: self.una * m,
+            snd_nxt: self.next_psn * m,
+            coupling: None,
+        }
+    }
+}
+
+impl Transport for RoceSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
+        self.started = true;
+        self.next_tx = cx.now;
+        self.try_send(cx);
+    }
+
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        match pkt.kind {
+            PacketKind::Ack if pkt.has(flags::ECE) => {
+                // A CNP: only the rate controller cares.
+                let ev = self.ack_event(0, true);
+                if let Some(cc) = &mut self.cc {
+                    cc.on_timer(now);
+                    cc.on_ecn(&ev, true);
+                }
+            }
+            PacketKind::Ack => {
+                let acked = self.acknowledge(pkt.ack, now);
+                if acked == 0 {
+                    return;
+                }
+                let ev = self.ack_event(acked, false);
+                let full = self.mtu as u64 + HEADER_BYTES as u64;
+                let rtt = (now - pkt.sent_ps.min(now)).saturating_sub(tx_time_ps(full, cx.nic_bps));
+                self.acked_since_sample += acked;
+                let sample = self.acked_since_sample >= self.sample_bytes;
+                if sample && self.sample_bytes > 0 {
+                    self.acked_since_sample %= self.sample_bytes;
+                }
+                if let Some(cc) = &mut self.cc {
+                    cc.on_timer(now);
+                    if sample {
+                        cc.on_rtt_sample(rtt, now);
+                    }
+                    cc.on_ack(&ev);
+                }
+                self.try_send(cx);
+            }
+            PacketKind::Nack => {
+                self.acknowledge(pkt.ack, now);
+                if pkt.ack < self.next_psn {
+                    // Go back N.
+                    self.next_psn = pkt.ack;
+                }
+                self.try_send(cx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        if self.rto_at.is_some_and(|t| t <= now) {
+            if self.una < self.high {
+                self.stats.timeouts += 1;
+                self.next_psn = self.una;
+                self.rto_at = self.rto.map(|r| now + r);
+                if let Some(cc) = &mut self.cc {
+                    cc.on_loss(Loss::Timeout, (self.high - self.una) * self.mtu as u64);
+                }
+            } else {
+                self.rto_at = None;
+            }
+        }
+        self.try_send(cx);
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        let tx = self.has_data().then_some(self.next_tx);
+        [tx, self.rto_at].into_iter().flatten().min()
+    }
+
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.stats)
+    }
+}

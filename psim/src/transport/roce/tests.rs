@@ -1,0 +1,275 @@
+//! Go-back-N, ACK coalescing, CNP spacing and the RTO, with the test kit.
+
+use super::*;
+use crate::packet::{flags, PacketKind, HEADER_BYTES};
+use crate::transport::testkit::{expect_out, flow, never, recv, recv_nothing, Host, Net};
+use crate::transport::{SourceStats, Transport};
+
+const US: u64 = 1_000_000;
+/// 1064 wire bytes at 10 Gb/s.
+const GAP: u64 = 851_200;
+
+fn params(f: impl FnOnce(&mut RoceParams)) -> ProtocolParams {
+    let mut p = ProtocolParams::default();
+    f(&mut p.roce);
+    p.validate().unwrap();
+    p
+}
+
+fn data(psn: u64) -> Packet {
+    let mut p = crate::packet::test_packet(PacketKind::Data, psn, 1064);
+    p.proto = Protocol::Roce;
+    p.src = 0;
+    p.dst = 5;
+    p
+}
+
+fn sink(p: &ProtocolParams) -> Host {
+    Host::new(5, Protocol::sink(&data(0), p))
+}
+
+fn source(p: &ProtocolParams, proto: Protocol, size: u64) -> Host<RoceSource> {
+    let Endpoint::RoceSource(s) = proto.source(&flow(Some(size), 1), p) else {
+        panic!("a RoCE source")
+    };
+    Host::new(0, *s)
+}
+
+#[test]
+fn sender_paces_psns_at_line_rate_and_goes_idle_without_events() {
+    let p = params(|_| {});
+    let mut h = source(&p, Protocol::Roce, 3500);
+    let out = h.start(0);
+    assert_eq!(out.len(), 1);
+    assert_eq!((out[0].seq, out[0].payload, out[0].size), (0, 1000, 1064));
+    let rest = expect_out!(
+        h.advance(10 * US),
+        [
+            (GAP, Data { seq: 1 }),
+            (2 * GAP, Data { seq: 2 }),
+            (
+                3 * GAP,
+                Data {
+                    seq: 3,
+                    payload: 500
+                }
+            )
+        ]
+    );
+    assert!(rest[2].1.has(flags::LAST) && !rest[1].1.has(flags::LAST));
+    assert!(!rest[0].1.has(flags::ECT), "plain RoCE is not ECN-capable");
+    // Everything sent: only the RTO remains, 320 µs after the first packet.
+    assert_eq!(h.next_wake(), Some(320 * US));
+}
+
+#[test]
+fn a_gap_gives_one_nack_and_the_sender_resends_from_the_expected_psn() {
+    let p = params(|_| {});
+    let mut s = sink(&p);
+    recv!(s, at = 10, data(0) => [Ack { ack: 1 }]);
+    // PSN 1 lost: 2, 3, 4 are discarded; only the first of them is NACKed.
+    recv!(s, at = 20, data(2) => [Nack { ack: 1, seq: 2 }]);
+    recv!(s, at = 30, data(3) => []);
+    recv!(s, at = 40, data(4) => []);
+    recv!(s, at = 50, data(1) => [Ack { ack: 2 }]);
+    assert_eq!(s.ep.sink_stats().unwrap().bytes_received, 2000);
+    // A new gap is NACKed again.
+    recv!(s, at = 60, data(3) => [Nack { ack: 2 }]);
+    // The same gap after the NACK interval (500 µs): once more.
+    recv!(s, at = 70, data(4) => []);
+    recv!(s, at = 60 + 500 * US, data(4) => [Nack { ack: 2 }]);
+
+    // The sender: 5 packets out, then NACK(1) rewinds to PSN 1.
+    let mut h = source(&p, Protocol::Roce, 5000);
+    h.start(0);
+    assert_eq!(h.advance(4 * GAP).len(), 4);
+    let mut nack = data(2);
+    nack.kind = PacketKind::Nack;
+    nack.ack = 1;
+    let out = h.deliver(4 * GAP + 10, nack);
+    assert!(out.is_empty(), "the next departure is still paced");
+    let resent = expect_out!(
+        h.advance(7 * GAP),
+        [
+            (5 * GAP, Data { seq: 1 }),
+            (6 * GAP, Data { seq: 2 }),
+            (7 * GAP, Data { seq: 3 })
+        ]
+    );
+    assert!(resent.iter().all(|(_, p)| p.has(flags::RETX)));
+    assert_eq!(h.ep.una(), 1);
+    assert_eq!(h.ep.stats.retransmissions, 3);
+}
+
+#[test]
+fn acks_coalesce_every_n_packets_and_on_the_last() {
+    let p = params(|r| r.ack_every = 3);
+    let mut s = sink(&p);
+    for psn in 0..2 {
+        recv!(s, at = psn, data(psn) => []);
+    }
+    recv!(s, at = 2, data(2) => [Ack { ack: 3 }]);
+    recv!(s, at = 3, data(3) => []);
+    let mut last = data(4);
+    last.flags |= flags::LAST;
+    recv!(s, at = 4, last => [Ack { ack: 5 }]);
+    assert_eq!(s.ep.sink_stats().unwrap().finish_ps, Some(4));
+    // No ACKs at all (the thesis's all-Reads runs).
+    let p = params(|r| {
+        r.ack_every = 0;
+        r.pfc = true;
+    });
+    let mut s = sink(&p);
+    recv!(s, at = 1, data(0) => []);
+}
+
+#[test]
+fn cnps_are_spaced_by_the_cnp_interval() {
+    let p = params(|_| {});
+    let mut s = sink(&p);
+    let ce = |psn| {
+        let mut d = data(psn);
+        d.flags |= flags::ECN_CE | flags::ECT;
+        d
+    };
+    let out = recv!(s, at = US, ce(0) => [Ack { ack: 0 }, Ack { ack: 1 }]);
+    assert!(out[0].has(flags::ECE) && !out[1].has(flags::ECE));
+    recv!(s, at = 2 * US, ce(1) => [Ack { ack: 2 }]);
+    recv!(s, at = 50 * US, ce(2) => [Ack { ack: 3 }]);
+    let out = recv!(s, at = 51 * US, ce(3) => [Ack, Ack]);
+    assert!(out[0].has(flags::ECE));
+    // DCQCN's firmware style: 4 µs by default.
+    let dce = |psn| {
+        let mut d = ce(psn);
+        d.proto = Protocol::Dcqcn;
+        d
+    };
+    let mut s = Host::new(5, Protocol::sink(&dce(0), &p));
+    recv!(s, at = US, dce(0) => [Ack, Ack]);
+    recv!(s, at = 5 * US - 1, dce(1) => [Ack]);
+    recv!(s, at = 5 * US, dce(2) => [Ack, Ack]);
+}
+
+#[test]
+fn rto_resends_from_the_first_unacknowledged_psn_unless_pfc() {
+    let p = params(|_| {});
+    let mut h = source(&p, Protocol::Roce, 2000);
+    h.start(0);
+    assert_eq!(h.advance(GAP).len(), 1);
+    // Both packets lost: nothing until the RTO.
+    recv_nothing!(h, until = 320 * US - 1);
+    let out = expect_out!(h.advance(320 * US), [(320 * US, Data { seq: 0 })]);
+    assert!(out[0].1.has(flags::RETX));
+    assert_eq!(
+        h.ep.stats,
+        SourceStats {
+            bytes_sent: 3000,
+            packets_sent: 3,
+            retransmissions: 1,
+            timeouts: 1,
+            ..Default::default()
+        }
+    );
+    // With PFC there is no timeout: after the last packet, no event at all.
+    let p = params(|r| r.pfc = true);
+    let mut h = source(&p, Protocol::Roce, 2000);
+    h.start(0);
+    h.advance(GAP);
+    assert_eq!(h.next_wake(), None);
+}
+
+#[test]
+fn go_back_n_completes_over_a_lossy_network() {
+    for proto in [Protocol::Roce, Protocol::Dcqcn, Protocol::Timely] {
+        let p = params(|_| {});
+        let mut net = Net::new(proto, &flow(Some(200_000), 1), p, 5 * US);
+        let mut n = 0;
+        let mut drop = |pkt: &Packet| {
+            n += 1;
+            pkt.kind == PacketKind::Data && n % 17 == 0
+        };
+        net.back_drop_every = 7;
+        net.run(100_000 * US, &mut drop, &mut never);
+        assert_eq!(
+            net.sink_stats().unwrap().bytes_received,
+            200_000,
+            "{proto:?}"
+        );
+        assert!(net.finish().is_some());
+        let st = net.src.ep.source_stats().unwrap();
+        assert!(st.retransmissions > 0, "{proto:?}");
+        assert_eq!(
+            net.src.next_wake(),
+            None,
+            "{proto:?}: idle after completion"
+        );
+    }
+}
+
+#[test]
+fn dcqcn_marks_data_ect_and_slows_on_cnps() {
+    let p = params(|_| {});
+    let mut net = Net::new(Protocol::Dcqcn, &flow(Some(2_000_000), 1), p, 5 * US);
+    let mut mark = |pkt: &Packet| pkt.seq.is_multiple_of(10);
+    net.run(100_000 * US, &mut |_: &Packet| false, &mut mark);
+    assert!(net.sent.iter().all(|(_, p)| p.has(flags::ECT)));
+    assert!(net.finish().is_some());
+    // Under constant marking the flow takes longer than at line rate.
+    let line = 2000 * 1064 * 800;
+    assert!(net.finish().unwrap() > 2 * line, "{:?}", net.finish());
+    let Endpoint::RoceSource(s) = &net.src.ep else {
+        panic!()
+    };
+    let m = crate::transport::cc::CongestionControl::metrics(s.controller().unwrap());
+    assert!(m.rate_bps.unwrap() < 10_000_000_000);
+}
+
+#[test]
+fn timely_takes_one_rtt_sample_per_segment() {
+    let p = params(|_| {});
+    let mut net = Net::new(Protocol::Timely, &flow(Some(160_000), 1), p, 5 * US);
+    net.run(100_000 * US, &mut |_: &Packet| false, &mut never);
+    let Endpoint::RoceSource(s) = &net.src.ep else {
+        panic!()
+    };
+    let Some(crate::transport::cc::Controller::Timely(t)) = s.controller() else {
+        panic!()
+    };
+    // 160 KB in 16 KB segments (16384 B): 9 complete segments.
+    assert_eq!(t.samples, 160_000 / 16_384);
+    assert_eq!(HEADER_BYTES, 64);
+}
+
+#[test]
+fn bad_settings_name_their_key() {
+    let mut p = ProtocolParams::default();
+    p.roce.ack_every = 0;
+    let e = p.validate().unwrap_err();
+    assert!(e.to_string().contains("protocol.roce.ack_every"), "{e}");
+    let mut p = ProtocolParams::default();
+    p.roce.mtu_bytes = 0;
+    assert!(p
+        .validate()
+        .unwrap_err()
+        .to_string()
+        .contains("protocol.roce.mtu_bytes"));
+}
+
+#[test]
+fn a_window_limited_sender_waits_for_acks_without_a_pacing_event() {
+    let p = params(|r| r.window_packets = 2);
+    let mut h = source(&p, Protocol::Roce, 5000);
+    h.start(0);
+    expect_out!(h.advance(10 * US), [(GAP, Data { seq: 1 })]);
+    // Window full: the only deadline is the RTO.
+    assert_eq!(h.next_wake(), Some(320 * US));
+    let mut ack = data(0);
+    ack.kind = PacketKind::Ack;
+    ack.ack = 1;
+    let out = h.deliver(20 * US, ack);
+    expect_out!(
+        out.into_iter().map(|p| (20 * US, p)).collect(),
+        [(20 * US, Data { seq: 2 })]
+    );
+    assert_eq!(h.next_wake(), Some(20 * US + 320 * US));
+}
