@@ -51,6 +51,8 @@ pub struct Shared {
     pub seed: u64,
     /// Stop time.
     pub stop_ps: Option<u64>,
+    /// Stall span of the progress watchdog; None: off.
+    pub watchdog_ps: Option<u64>,
     /// Delay after which the workload learns that a flow finished: the
     /// largest propagation delay of any link. It is a property of the
     /// network, not of the partition, and it is at least the lookahead of any
@@ -655,6 +657,21 @@ impl Shard {
             let q = &nodes[local[n as usize] as usize].ports[p as usize].queue;
             (q.len_bytes(), q.len_packets())
         }))
+    }
+
+    /// Ports held by a PFC pause with packets waiting: (entity, port, the
+    /// neighbour that paused it, packets waiting). For stall reports.
+    pub fn paused_ports(&self) -> Vec<(u32, u16, u32, u32)> {
+        let mut v = Vec::new();
+        for n in &self.nodes {
+            for (i, p) in n.ports.iter().enumerate() {
+                let held = p.pause.as_deref().is_some_and(|st| st.mask != 0);
+                if held && p.queue.len_packets() > 0 {
+                    v.push((n.id, i as u16, p.link.peer, p.queue.len_packets()));
+                }
+            }
+        }
+        v
     }
 
     /// Packets waiting in queues.
