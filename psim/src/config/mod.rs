@@ -181,7 +181,7 @@ impl Scenario {
                     "must be 0 (off) or a positive number",
                 ));
             }
-            s if s == 0.0 => None,
+            0.0 => None,
             s => Some(us_to_ps(s * 1e6)),
         };
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();

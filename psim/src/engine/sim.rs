@@ -384,7 +384,7 @@ impl Simulation {
                 break;
             }
             if let Some(span) = self.shared.watchdog_ps {
-                if self.windows % WATCHDOG_WINDOWS == 0 {
+                if self.windows.is_multiple_of(WATCHDOG_WINDOWS) {
                     let now = self.sum_over_ranks(&[self.delivered_local()])[0];
                     if now != delivered || self.windows == 0 {
                         (delivered, progress_ps) = (now, self.now);
