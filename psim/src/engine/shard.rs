@@ -483,6 +483,7 @@ impl Shard {
 
     /// Sends the PFC frame an MMU decision asks for out of the input port it
     /// names, starting that port if it is idle.
+    #[cold]
     fn signal(&mut self, local: usize, signal: Signal, now: u64) {
         let node = &mut self.nodes[local];
         let pause_ps = node.pfc.as_deref().map_or(0, Mmu::pause_ps);
@@ -565,25 +566,28 @@ impl Shard {
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
         };
-        let mut signal = Signal::None;
-        let offered = match (node.pfc.as_deref_mut(), ingress) {
-            (Some(mmu), Some(in_port)) => {
-                if !mmu.admit(&pkt, in_port) {
-                    self.counters.dropped += 1;
-                    p.refuse(pkt, &mut cx);
-                    return;
-                }
-                let offered = p.offer(pkt, ingress, &mut cx);
-                if let Some(r) = cx.reports.iter().find(|r| r.outcome == Outcome::Queued) {
-                    signal = mmu.charge(&r.pkt, in_port, port, now);
-                }
-                offered
-            }
-            _ => p.offer(pkt, ingress, &mut cx),
+        // PFC: a switch admits a packet from an input port before its queue sees it.
+        let mut pfc = match (node.pfc.as_deref_mut(), ingress) {
+            (Some(mmu), Some(in_port)) => Some((mmu, in_port)),
+            _ => None,
         };
+        if let Some((mmu, in_port)) = pfc.as_mut() {
+            if !mmu.admit(&pkt, *in_port) {
+                self.counters.dropped += 1;
+                p.refuse(pkt, &mut cx);
+                return;
+            }
+        }
+        let offered = p.offer(pkt, ingress, &mut cx);
         self.counters.dropped += offered.dropped;
-        if signal != Signal::None {
-            self.signal(local, signal, now);
+        if let Some((mmu, in_port)) = pfc {
+            let queued = cx.reports.iter().find(|r| r.outcome == Outcome::Queued);
+            if let Some(r) = queued {
+                let signal = mmu.charge(&r.pkt, in_port, port, now);
+                if signal != Signal::None {
+                    self.signal(local, signal, now);
+                }
+            }
         }
         if offered.bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
@@ -646,7 +650,9 @@ impl Shard {
                 inflight,
             });
         }
-        self.signal(local, signal, now);
+        if signal != Signal::None {
+            self.signal(local, signal, now);
+        }
     }
 
     /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.
