@@ -84,3 +84,92 @@ fn impossible_pfc_settings_name_the_key() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
 }
+
+/// A ring of five switches, each with a host, every host sending to the
+/// host two switches clockwise: each ring link carries a transit flow and a
+/// local one, so every switch pauses its ring neighbour, and the pauses
+/// close a cycle of buffer dependencies (the classic PFC deadlock). The run
+/// must end with an error that names a cycle of paused ports, not idle.
+#[test]
+fn a_cyclic_buffer_dependency_deadlocks_and_the_run_names_the_cycle() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("ring.graph");
+    let mut g = String::from("host h0 h1 h2 h3 h4\nswitch s0 s1 s2 s3 s4\n");
+    for i in 0..5 {
+        g += &format!(
+            "link h{i} s{i} 10Gbps 1us\nlink s{i} s{} 10Gbps 1us\n",
+            (i + 1) % 5
+        );
+    }
+    std::fs::write(&file, g).unwrap();
+    let mut text = format!(
+        "seed = 1\n[topology]\nkind = \"graph\"\nfile = \"{}\"\n\
+         [switch.queue]\nkind = \"droptail\"\nqueue_bytes = 10000000\n\
+         [host.queue]\nkind = \"droptail\"\nqueue_bytes = 100000000\n\
+         [switch.pfc]\nenabled = true\nbuffer_bytes = 40000\nheadroom_bytes = 15000\n",
+        file.display()
+    );
+    for i in 0..5 {
+        text += &format!(
+            "[[traffic]]\nprotocol = \"cbr\"\npattern = \"many_to_many\"\nreceivers = [{}]\nsenders = [{i}]\nsize_bytes = 3000000\n",
+            (i + 2) % 5
+        );
+    }
+    let scn = scenario(&text, &[]);
+    let e = psim::engine::Simulation::new(
+        &scn,
+        psim::engine::SimOptions {
+            shards: 1,
+            threads: 1,
+        },
+    )
+    .unwrap()
+    .run(&mut |_| {})
+    .unwrap_err()
+    .to_string();
+    assert!(e.starts_with("PFC deadlock"), "{e}");
+    assert!(e.contains("cycle s"), "{e}");
+    assert_eq!(e.lines().count(), 1);
+}
+
+/// A queue smaller than one packet drops everything; TCP retries for ever.
+/// Without a stop time the run used to race through simulated time; the
+/// watchdog ends it with an error that names the likely cause.
+#[test]
+fn a_run_that_delivers_nothing_stops_with_an_error() {
+    let text = "seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n\
+                [switch.queue]\nkind = \"droptail\"\nqueue_bytes = 1000\n\
+                [[traffic]]\nprotocol = \"tcp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 2\nsize_bytes = 100000\n";
+    let scn = scenario(text, &["run.watchdog_s=1.0"]);
+    let e = psim::engine::Simulation::new(
+        &scn,
+        psim::engine::SimOptions {
+            shards: 2,
+            threads: 1,
+        },
+    )
+    .unwrap()
+    .run(&mut |_| {})
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no packet reached a host for 1 s"), "{e}");
+    assert!(e.contains("switch.queue.queue_bytes"), "{e}");
+    // Off: the same run goes on; with a stop time it simply ends there.
+    let scn = scenario(text, &["run.watchdog_s=0", "stop_us=2000000"]);
+    let s = psim::engine::Simulation::new(
+        &scn,
+        psim::engine::SimOptions {
+            shards: 1,
+            threads: 1,
+        },
+    )
+    .unwrap()
+    .run(&mut |_| {})
+    .unwrap();
+    assert_eq!(s.sim_end_ps, 2_000_000_000_000);
+    let path = repo_root().join("inline.toml");
+    let e = psim::config::Scenario::from_str(text, &path, &["run.watchdog_s=-1".into()])
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("run.watchdog_s"), "{e}");
+}

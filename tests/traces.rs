@@ -188,9 +188,10 @@ fn queue_series_agree_with_the_packet_trace_and_the_counters() {
             ports * n as u64,
             "{name}: dense long format"
         );
+        // Links carry the dequeued packets and the PFC frames (64 B each).
         assert_eq!(
             rows.iter().map(|r| r.tx_bytes).sum::<u64>(),
-            s.ports.dequeued_bytes
+            s.ports.dequeued_bytes + s.ports.pause_sent * psim::packet::HEADER_BYTES as u64
         );
         assert!(rows.iter().all(|r| r.busy_ps <= interval));
         if s.ports.dropped + s.ports.trimmed > 0 {

@@ -71,7 +71,17 @@ pub struct RunFile {
     pub shards: Option<u32>,
     /// Number of worker threads.
     pub threads: Option<u32>,
+    /// Stop with an error when no packet has reached a host for this long,
+    /// in simulated seconds, while events still happen (a livelock, or a
+    /// PFC deadlock); 0 turns the check off. Default [`DEFAULT_WATCHDOG_S`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watchdog_s: Option<f64>,
 }
+
+/// Default stall span, simulated seconds: far above any RTO psim's
+/// transports use (TCP's 1 s minimum is the largest), far below the hours a
+/// livelocked batch job would burn.
+pub const DEFAULT_WATCHDOG_S: f64 = 10.0;
 
 /// A validated scenario, ready to build a simulation from.
 #[derive(Clone)]
@@ -84,6 +94,8 @@ pub struct Scenario {
     pub seed: u64,
     /// Stop time, if any.
     pub stop_ps: Option<u64>,
+    /// Stall span of the progress watchdog, ps; None: off.
+    pub watchdog_ps: Option<u64>,
     /// Network.
     pub topology: Topology,
     /// The discipline of every port: host NICs and each switch tier.
@@ -161,6 +173,17 @@ impl Scenario {
             Some(us) => Some(us_to_ps(us)),
             None => None,
         };
+        let watchdog_ps = match file.run.watchdog_s.unwrap_or(DEFAULT_WATCHDOG_S) {
+            s if !(s >= 0.0 && s.is_finite()) => {
+                return Err(bad(
+                    "run.watchdog_s",
+                    s,
+                    "must be 0 (off) or a positive number",
+                ));
+            }
+            0.0 => None,
+            s => Some(us_to_ps(s * 1e6)),
+        };
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let topology = topology::build_topology(&file.topology, &base)?;
         file.protocol.validate()?;
@@ -221,6 +244,7 @@ impl Scenario {
             path: path.into(),
             seed: file.seed,
             stop_ps,
+            watchdog_ps,
             topology,
             queues,
             protocols,

@@ -51,6 +51,8 @@ pub struct Shared {
     pub seed: u64,
     /// Stop time.
     pub stop_ps: Option<u64>,
+    /// Stall span of the progress watchdog; None: off.
+    pub watchdog_ps: Option<u64>,
     /// Delay after which the workload learns that a flow finished: the
     /// largest propagation delay of any link. It is a property of the
     /// network, not of the partition, and it is at least the lookahead of any
@@ -481,6 +483,7 @@ impl Shard {
 
     /// Sends the PFC frame an MMU decision asks for out of the input port it
     /// names, starting that port if it is idle.
+    #[cold]
     fn signal(&mut self, local: usize, signal: Signal, now: u64) {
         let node = &mut self.nodes[local];
         let pause_ps = node.pfc.as_deref().map_or(0, Mmu::pause_ps);
@@ -563,25 +566,28 @@ impl Shard {
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
         };
-        let mut signal = Signal::None;
-        let offered = match (node.pfc.as_deref_mut(), ingress) {
-            (Some(mmu), Some(in_port)) => {
-                if !mmu.admit(&pkt, in_port) {
-                    self.counters.dropped += 1;
-                    p.refuse(pkt, &mut cx);
-                    return;
-                }
-                let offered = p.offer(pkt, ingress, &mut cx);
-                if let Some(r) = cx.reports.iter().find(|r| r.outcome == Outcome::Queued) {
-                    signal = mmu.charge(&r.pkt, in_port, port, now);
-                }
-                offered
-            }
-            _ => p.offer(pkt, ingress, &mut cx),
+        // PFC: a switch admits a packet from an input port before its queue sees it.
+        let mut pfc = match (node.pfc.as_deref_mut(), ingress) {
+            (Some(mmu), Some(in_port)) => Some((mmu, in_port)),
+            _ => None,
         };
+        if let Some((mmu, in_port)) = pfc.as_mut() {
+            if !mmu.admit(&pkt, *in_port) {
+                self.counters.dropped += 1;
+                p.refuse(pkt, &mut cx);
+                return;
+            }
+        }
+        let offered = p.offer(pkt, ingress, &mut cx);
         self.counters.dropped += offered.dropped;
-        if signal != Signal::None {
-            self.signal(local, signal, now);
+        if let Some((mmu, in_port)) = pfc {
+            let queued = cx.reports.iter().find(|r| r.outcome == Outcome::Queued);
+            if let Some(r) = queued {
+                let signal = mmu.charge(&r.pkt, in_port, port, now);
+                if signal != Signal::None {
+                    self.signal(local, signal, now);
+                }
+            }
         }
         if offered.bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
@@ -644,7 +650,9 @@ impl Shard {
                 inflight,
             });
         }
-        self.signal(local, signal, now);
+        if signal != Signal::None {
+            self.signal(local, signal, now);
+        }
     }
 
     /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.
@@ -655,6 +663,21 @@ impl Shard {
             let q = &nodes[local[n as usize] as usize].ports[p as usize].queue;
             (q.len_bytes(), q.len_packets())
         }))
+    }
+
+    /// Ports held by a PFC pause with packets waiting: (entity, port, the
+    /// neighbour that paused it, packets waiting). For stall reports.
+    pub fn paused_ports(&self) -> Vec<(u32, u16, u32, u32)> {
+        let mut v = Vec::new();
+        for n in &self.nodes {
+            for (i, p) in n.ports.iter().enumerate() {
+                let held = p.pause.as_deref().is_some_and(|st| st.mask != 0);
+                if held && p.queue.len_packets() > 0 {
+                    v.push((n.id, i as u16, p.link.peer, p.queue.len_packets()));
+                }
+            }
+        }
+        v
     }
 
     /// Packets waiting in queues.

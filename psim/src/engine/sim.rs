@@ -52,6 +52,11 @@ pub enum SimError {
     /// A cross-rank buffer could not be decoded.
     #[error(transparent)]
     Wire(#[from] wire::WireError),
+    /// The run stopped making progress: nothing reached a host for the
+    /// watchdog's span while events went on, or nothing was left to do with
+    /// packets held by PFC pauses.
+    #[error("{0}")]
+    Stalled(String),
     /// The thread pool could not start.
     #[error("cannot start {threads} worker threads: {message}")]
     Threads {
@@ -210,6 +215,7 @@ impl Simulation {
             traffic_protocols: scn.traffic_protocols.clone(),
             seed: scn.seed,
             stop_ps: scn.stop_ps,
+            watchdog_ps: scn.watchdog_ps,
             notice_ps,
         });
         let pool = rayon::ThreadPoolBuilder::new()
@@ -350,6 +356,8 @@ impl Simulation {
             .lookahead
             .unwrap_or(MAX_WINDOW_PS)
             .min(self.shared.notice_ps);
+        // The watchdog: how many packets had reached hosts, and when.
+        let (mut delivered, mut progress_ps) = (0u64, 0u64);
         loop {
             self.exchange()?;
             // One allreduce: the earliest work anywhere, and whether any rank failed.
@@ -365,8 +373,25 @@ impl Simulation {
                 return Err(self.local_error());
             }
             let t = g[0];
+            if t == u64::MAX && self.sum_over_ranks(&[self.queued_local()])[0] > 0 {
+                if let Some(msg) = self.pause_report() {
+                    return Err(SimError::Stalled(format!(
+                        "PFC deadlock: no event is left and packets wait behind paused ports: {msg}"
+                    )));
+                }
+            }
             if t == u64::MAX || t >= stop {
                 break;
+            }
+            if let Some(span) = self.shared.watchdog_ps {
+                if self.windows.is_multiple_of(WATCHDOG_WINDOWS) {
+                    let now = self.sum_over_ranks(&[self.delivered_local()])[0];
+                    if now != delivered || self.windows == 0 {
+                        (delivered, progress_ps) = (now, self.now);
+                    } else if t.saturating_sub(progress_ps) > span {
+                        return Err(self.stalled(span, progress_ps));
+                    }
+                }
             }
             let end = t.saturating_add(window).min(stop);
             self.pool
@@ -404,6 +429,76 @@ impl Simulation {
         };
         self.wall = started.elapsed();
         Ok(self.summary())
+    }
+
+    fn queued_local(&self) -> u64 {
+        self.shards.iter().map(Shard::queued_packets).sum()
+    }
+
+    fn delivered_local(&self) -> u64 {
+        self.shards.iter().map(|s| s.counters.delivered).sum()
+    }
+
+    /// The watchdog's error: what is known about why nothing arrives.
+    fn stalled(&mut self, span: u64, since: u64) -> SimError {
+        let why = match self.pause_report() {
+            Some(msg) => format!("; packets wait behind PFC pauses: {msg}"),
+            None => "; check that every queue holds at least one full packet \
+                     (switch.queue.queue_bytes, host.queue.queue_bytes) and that flows can finish"
+                .to_string(),
+        };
+        SimError::Stalled(format!(
+            "no packet reached a host for {} s of simulated time after {} s (run.watchdog_s){why}",
+            span as f64 / 1e12,
+            since as f64 / 1e12,
+        ))
+    }
+
+    /// The ports held by PFC pauses with packets waiting, over every rank,
+    /// as one line: a cycle of pauses if there is one (a PFC deadlock),
+    /// else the first few held ports. None if no port is held.
+    fn pause_report(&mut self) -> Option<String> {
+        let mut mine = Vec::new();
+        for s in &self.shards {
+            for (e, p, peer, n) in s.paused_ports() {
+                for w in [e, p as u32, peer, n] {
+                    mine.extend_from_slice(&w.to_le_bytes());
+                }
+            }
+        }
+        let mut held: Vec<Held> = Vec::new();
+        for buf in self.comm.all_gather(mine) {
+            for c in buf.chunks_exact(16) {
+                let w = |i: usize| u32::from_le_bytes(c[i..i + 4].try_into().expect("4 bytes"));
+                held.push((w(0), w(4) as u16, w(8), w(12)));
+            }
+        }
+        if held.is_empty() {
+            return None;
+        }
+        held.sort_unstable();
+        let topo = &self.shared.topo;
+        let name = |&(e, p, peer, n): &Held| {
+            format!(
+                "{} port {p} ({n} queued, paused by {})",
+                topo.label(e),
+                topo.label(peer)
+            )
+        };
+        Some(match wait_cycle(&held) {
+            Some(cycle) => {
+                let hops: Vec<String> = cycle.iter().map(name).collect();
+                format!("cycle {} -> back to the first", hops.join(" -> "))
+            }
+            None => {
+                let first: Vec<String> = held.iter().take(4).map(name).collect();
+                format!(
+                    "{} held port(s), no cycle: {}",
+                    held.len(),
+                    first.join(", ")
+                )
+            }
+        })
     }
 
     fn local_error(&self) -> SimError {
@@ -671,4 +766,69 @@ fn record(r: SourceRow, sink: Option<&SinkStats>) -> FlowRecord {
         bounces: r.stats.bounces,
         timeouts: r.stats.timeouts,
     }
+}
+
+/// Windows between two checks of the progress watchdog (each check is one
+/// sum over ranks).
+const WATCHDOG_WINDOWS: u64 = 256;
+
+/// A port held by a PFC pause with packets waiting: (entity, port, the
+/// neighbour that paused it, packets waiting).
+type Held = (u32, u16, u32, u32);
+
+/// A cycle in the wait-for graph of held ports: an entity waits on the
+/// neighbour that paused one of its ports. Returns the held ports along the
+/// cycle, starting from the smallest entity on it; None if there is none.
+fn wait_cycle(held: &[Held]) -> Option<Vec<Held>> {
+    use std::collections::BTreeMap;
+    let mut waits: BTreeMap<u32, Vec<Held>> = BTreeMap::new();
+    for &h in held {
+        waits.entry(h.0).or_default().push(h);
+    }
+    // Follow waits from each entity; an entity met again on the current
+    // walk closes a cycle. Each entity is walked from at most once.
+    let mut done: BTreeMap<u32, bool> = BTreeMap::new();
+    for &start in waits.keys() {
+        if done.contains_key(&start) {
+            continue;
+        }
+        // Depth-first: the path of held ports taken, and per level the next edge to try.
+        let mut path: Vec<Held> = Vec::new();
+        let mut next: Vec<usize> = vec![0];
+        let mut at = start;
+        done.insert(start, false);
+        loop {
+            let i = *next.last().expect("a level");
+            let out = waits.get(&at).map(Vec::as_slice).unwrap_or(&[]);
+            let Some(&h) = out.get(i) else {
+                done.insert(at, true);
+                next.pop();
+                match path.pop() {
+                    Some(h) => at = h.0,
+                    None => break,
+                }
+                continue;
+            };
+            *next.last_mut().expect("a level") += 1;
+            match done.get(&h.2) {
+                Some(false) => {
+                    // On the current walk: the cycle runs from h.2 to here.
+                    let from = path.iter().position(|p| p.0 == h.2).unwrap_or(path.len());
+                    let mut cycle = path[from..].to_vec();
+                    cycle.push(h);
+                    let min = (0..cycle.len()).min_by_key(|&i| cycle[i].0).unwrap_or(0);
+                    cycle.rotate_left(min);
+                    return Some(cycle);
+                }
+                Some(true) => {}
+                None => {
+                    done.insert(h.2, false);
+                    path.push(h);
+                    next.push(0);
+                    at = h.2;
+                }
+            }
+        }
+    }
+    None
 }
