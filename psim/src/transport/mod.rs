@@ -23,6 +23,7 @@ pub mod cbr;
 pub mod cc;
 pub mod config;
 pub mod ndp;
+pub mod pfabric;
 pub mod pull;
 pub mod rtt;
 pub mod services;
@@ -36,6 +37,7 @@ use crate::rng::Rng;
 pub use cbr::{CbrParams, CbrSink, CbrSource};
 pub use cc::DctcpParams;
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
+pub use pfabric::{PfabricParams, PfabricSource};
 pub use pull::{PullQueue, PullStats};
 pub use services::{HostScheduler, HostServices};
 pub use tcp::{MptcpParams, TcpParams, TcpSink, TcpSource};
@@ -320,6 +322,8 @@ registry! {
         TcpSource(Box<TcpSource>),
         /// TCP, DCTCP or MPTCP receiver.
         TcpSink(Box<TcpSink>),
+        /// pFabric sender (its receiver is TCP's).
+        PfabricSource(Box<PfabricSource>),
     }
     protocols {
         /// Paced constant bit rate source (no reliability): exercises the engine.
@@ -334,6 +338,8 @@ registry! {
         Dctcp = 4, "dctcp" => tcp::Dctcp,
         /// MPTCP with LIA coupled congestion control (RFC 6356).
         Mptcp = 5, "mptcp" => tcp::Mptcp,
+        /// pFabric's transport: remaining size in `rank`, fixed RTO, probe mode ([PFAB] §4.2–4.3).
+        Pfabric = 6, "pfabric" => pfabric::Pfabric,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -346,6 +352,8 @@ registry! {
         dctcp: DctcpParams,
         /// `[protocol.mptcp]`: MPTCP's subflows.
         mptcp: MptcpParams,
+        /// `[protocol.pfabric]`: pFabric's transport.
+        pfabric: PfabricParams,
     }
 }
 

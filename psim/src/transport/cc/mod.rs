@@ -9,6 +9,7 @@
 //! | NewReno | `reno.rs` | RFC 5681 / 6582; halve on ECE when ECN is on (RFC 3168) |
 //! | DCTCP | `dctcp.rs` | RFC 8257: cut by alpha/2 once per window of marks |
 //! | LIA | `lia.rs` | RFC 6356: NewReno with the increase coupled across subflows |
+//! | pFabric | `pfabric.rs` | [PFAB] §4.2–4.3: from the BDP, capped, +1 per ACK / per window, cwnd = 1 on a timeout |
 //!
 //! **Rate-based controllers** (DCQCN, TIMELY, Swift) implement the same
 //! trait: `window()` returns `f64::INFINITY` (or a BDP cap, as IRN uses) and
@@ -27,10 +28,12 @@
 
 pub mod dctcp;
 pub mod lia;
+pub mod pfabric;
 pub mod reno;
 
 pub use dctcp::{Dctcp, DctcpAlpha, DctcpParams};
 pub use lia::{Lia, LiaCoupling, SubflowWindow};
+pub use pfabric::PfabricWindow;
 pub use reno::Reno;
 
 /// What one ACK told the sender, as a controller sees it.
@@ -248,4 +251,6 @@ controllers! {
     Dctcp(Dctcp),
     /// MPTCP's LIA (RFC 6356).
     Lia(Lia),
+    /// pFabric's window ([PFAB] §4.2): capped, halved on a timeout only.
+    Pfabric(PfabricWindow),
 }
