@@ -177,14 +177,12 @@ impl SlackConfig {
             SlackConfig::MeanFct(m) => drop(m.d.positive(&format!("{key}.d_us"))?),
             SlackConfig::Tail(t) => drop(t.slack.positive(&format!("{key}.slack_us"))?),
             SlackConfig::Deadline(d) => drop(d.after.positive(&format!("{key}.deadline_us"))?),
-            SlackConfig::Fairness(f) => {
-                if f.r_est_mbps.is_nan() || f.r_est_mbps < 1e-6 {
-                    return Err(bad(
-                        &format!("{key}.r_est_mbps"),
-                        f.r_est_mbps,
-                        "must be at least 1e-6 (1 b/s)",
-                    ));
-                }
+            SlackConfig::Fairness(f) if f.r_est_mbps.is_nan() || f.r_est_mbps < 1e-6 => {
+                return Err(bad(
+                    &format!("{key}.r_est_mbps"),
+                    f.r_est_mbps,
+                    "must be at least 1e-6 (1 b/s)",
+                ));
             }
             _ => {}
         }

@@ -281,7 +281,7 @@ impl PfabricSource {
     }
 
     fn timer(&mut self, cx: &mut Ctx<'_>) {
-        if !self.sub.rto_at().is_some_and(|t| t <= cx.now) {
+        if self.sub.rto_at().is_none_or(|t| t > cx.now) {
             return;
         }
         self.stats.timeouts += 1;
