@@ -3,6 +3,7 @@
 //! file only assembles them per tier and rejects the old flat keys.
 
 use super::error::{bad, ConfigError};
+use crate::net::edge::SlackConfig;
 use crate::queue::{Queue, QueueConfig, QueueEnv};
 use crate::topo::EntityKind;
 use serde::{Deserialize, Serialize};
@@ -45,12 +46,16 @@ pub struct HostFile {
     /// The NIC's discipline (default strict priority, control first).
     #[serde(default = "default_nic")]
     pub queue: QueueConfig,
+    /// `[host.slack]`: the rank or slack stamped on data (`net/edge.rs`).
+    #[serde(default, skip_serializing_if = "SlackConfig::is_none")]
+    pub slack: SlackConfig,
 }
 
 impl Default for HostFile {
     fn default() -> Self {
         HostFile {
             queue: default_nic(),
+            slack: SlackConfig::None,
         }
     }
 }
@@ -70,6 +75,8 @@ pub struct PortQueues {
     pub env: QueueEnv,
     /// PFC on the switches, when enabled.
     pub pfc: Option<crate::net::pfc::PfcConfig>,
+    /// The hosts' rank or slack policy.
+    pub slack: SlackConfig,
 }
 
 impl PortQueues {
@@ -115,6 +122,8 @@ pub(crate) fn port_queues(
         tier(&sw.core, "core")?,
     ];
     host.queue.validate("host.queue")?;
+    host.slack
+        .validate("host.slack", std::iter::once(&host.queue).chain(&tiers))?;
     Ok(PortQueues {
         host: host.queue.clone(),
         env: QueueEnv {
@@ -124,6 +133,7 @@ pub(crate) fn port_queues(
         },
         tiers,
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
+        slack: host.slack,
     })
 }
 

@@ -180,7 +180,8 @@ impl Shard {
                 seq: 0,
                 rng: stream_rng(shared.seed, stream::ENTITY | e as u64),
                 ports,
-                host: (kind == EntityKind::Host).then(Default::default),
+                host: (kind == EntityKind::Host)
+                    .then(|| Box::new(crate::net::HostState::new(scn.queues.slack))),
                 pfc,
             });
         }

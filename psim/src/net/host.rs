@@ -7,6 +7,7 @@
 //! next slot, a completion), with the packets the endpoint emitted in the
 //! caller's buffer; the shard applies them.
 
+use super::edge::{EdgeFlow, SlackConfig};
 use crate::packet::{Packet, Protocol};
 use crate::rng::Rng;
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams, Transport};
@@ -31,6 +32,8 @@ pub struct Slot {
     pub gen: u32,
     /// Whether the sink's completion was already reported.
     pub finish_reported: bool,
+    /// What the host's slack policy remembers of this flow (`net/edge.rs`).
+    pub edge: EdgeFlow,
 }
 
 /// Host-only state: the transport endpoints.
@@ -42,6 +45,8 @@ pub struct HostState {
     pub by_flow: FxHashMap<u64, u32>,
     /// Schedulers shared by the host's endpoints (NDP's pull pacer).
     pub services: HostServices,
+    /// The rank or slack policy for the data packets it sends (`[host.slack]`).
+    pub slack: SlackConfig,
 }
 
 /// What one endpoint input asks the engine to do (besides the packets it
@@ -71,9 +76,18 @@ pub enum TimerDue {
 }
 
 impl HostState {
+    /// A host without endpoints that stamps its data packets by `slack`.
+    pub fn new(slack: SlackConfig) -> Self {
+        HostState {
+            slack,
+            ..HostState::default()
+        }
+    }
+
     /// Adds the source endpoint of a flow that starts here; returns its slot.
     pub fn add_source(&mut self, info: FlowInfo, proto: Protocol, params: &ProtocolParams) -> u32 {
         let ep = proto.source(&info, params);
+        let edge = self.slack.flow(&info, proto.mtu(params));
         let slot = self.slots.len() as u32;
         self.by_flow.insert(info.id, slot);
         self.slots.push(Slot {
@@ -85,6 +99,7 @@ impl HostState {
             timer_at: None,
             gen: 0,
             finish_reported: false,
+            edge,
         });
         slot
     }
@@ -106,6 +121,7 @@ impl HostState {
             timer_at: None,
             gen: 0,
             finish_reported: false,
+            edge: EdgeFlow::default(),
         });
         s
     }
@@ -128,8 +144,8 @@ impl HostState {
     }
 
     /// Runs one input of endpoint `slot` on host `id` (NIC at `nic_bps`),
-    /// appending the packets it emits to `out`, and returns what the engine
-    /// must schedule.
+    /// appending the packets it emits to `out` (their `rank` stamped by the
+    /// host's slack policy), and returns what the engine must schedule.
     #[allow(clippy::too_many_arguments)]
     pub fn call(
         &mut self,
@@ -143,6 +159,7 @@ impl HostState {
     ) -> Called {
         let mut called = Called::default();
         let s = &mut self.slots[slot as usize];
+        let first = out.len();
         f(
             &mut s.ep,
             &mut Ctx {
@@ -155,6 +172,7 @@ impl HostState {
                 services: &mut self.services,
             },
         );
+        self.slack.stamp(&mut s.edge, now, &mut out[first..]);
         let want = s.ep.poll_at();
         if want != s.timer_at {
             s.gen = s.gen.wrapping_add(1);

@@ -7,12 +7,14 @@
 //! - [`switch`]: the ingress step (forwarding).
 //! - [`pfc`]: PFC's ingress accounting and pause frames.
 //! - [`host`]: transport endpoints, their timers and shared services.
+//! - [`edge`]: the rank and slack a host stamps on the data it sends.
 //!
 //! The elements return effects (a packet started, a timer wanted, a flow
 //! finished); the shard (`engine/shard.rs`) owns the event queue and applies
 //! them, so every event key is made in one place.
 
 pub mod counters;
+pub mod edge;
 pub mod host;
 pub mod link;
 pub mod pfc;

@@ -23,6 +23,7 @@ pub mod cbr;
 pub mod cc;
 pub mod config;
 pub mod ndp;
+pub mod pfabric;
 pub mod pull;
 pub mod roce;
 pub mod rtt;
@@ -37,6 +38,7 @@ use crate::rng::Rng;
 pub use cbr::{CbrParams, CbrSink, CbrSource};
 pub use cc::{DcqcnParams, DctcpParams, TimelyParams};
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
+pub use pfabric::{PfabricParams, PfabricSource};
 pub use pull::{PullQueue, PullStats};
 pub use roce::{RoceParams, RoceSink, RoceSource};
 pub use services::{HostScheduler, HostServices};
@@ -326,6 +328,8 @@ registry! {
         RoceSource(Box<RoceSource>),
         /// RoCE, DCQCN or TIMELY receiver.
         RoceSink(Box<RoceSink>),
+        /// pFabric sender (its receiver is TCP's).
+        PfabricSource(Box<PfabricSource>),
     }
     protocols {
         /// Paced constant bit rate source (no reliability): exercises the engine.
@@ -346,6 +350,8 @@ registry! {
         Dcqcn = 7, "dcqcn" => roce::DcqcnDef,
         /// RoCE + TIMELY ([TH] Ch. 3).
         Timely = 8, "timely" => roce::TimelyDef,
+        /// pFabric's transport: remaining size in `rank`, fixed RTO, probe mode ([PFAB] §4.2–4.3).
+        Pfabric = 9, "pfabric" => pfabric::Pfabric,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -364,6 +370,8 @@ registry! {
         dcqcn: DcqcnParams,
         /// `[protocol.timely]`: TIMELY's rate computation.
         timely: TimelyParams,
+        /// `[protocol.pfabric]`: pFabric's transport.
+        pfabric: PfabricParams,
     }
 }
 

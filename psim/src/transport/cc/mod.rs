@@ -11,6 +11,7 @@
 //! | LIA | `lia.rs` | RFC 6356: NewReno with the increase coupled across subflows |
 //! | DCQCN | `dcqcn.rs` | [DCQCN]: rate cut by alpha/2 per CNP, timer/byte-counter recovery (lazy timers) |
 //! | TIMELY | `timely.rs` | [TH] Ch. 3 Algorithm 1: rate from the RTT gradient |
+//! | pFabric | `pfabric.rs` | [PFAB] §4.2–4.3: from the BDP, capped, +1 per ACK / per window, cwnd = 1 on a timeout |
 //!
 //! **Rate-based controllers** (DCQCN, TIMELY, Swift) implement the same
 //! trait: `window()` returns `f64::INFINITY` (or a BDP cap, as IRN uses) and
@@ -30,12 +31,14 @@
 pub mod dcqcn;
 pub mod dctcp;
 pub mod lia;
+pub mod pfabric;
 pub mod reno;
 pub mod timely;
 
 pub use dcqcn::{Dcqcn, DcqcnParams};
 pub use dctcp::{Dctcp, DctcpAlpha, DctcpParams};
 pub use lia::{Lia, LiaCoupling, SubflowWindow};
+pub use pfabric::PfabricWindow;
 pub use reno::Reno;
 pub use timely::{Timely, TimelyParams};
 
@@ -258,4 +261,6 @@ controllers! {
     Dcqcn(Dcqcn),
     /// TIMELY's rate computation ([TH] Ch. 3, Algorithm 1).
     Timely(Timely),
+    /// pFabric's window ([PFAB] §4.2): capped, halved on a timeout only.
+    Pfabric(PfabricWindow),
 }

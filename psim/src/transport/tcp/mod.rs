@@ -50,6 +50,7 @@ mod tests;
 pub use mptcp::MptcpParams;
 pub use sink::TcpSink;
 pub use subflow::Subflow;
+pub(crate) use subflow::{AckInfo, Send, Supply};
 
 use super::cc::{CongestionControl, Controller, Dctcp as DctcpCc, Lia, LiaCoupling, Reno};
 use super::config::{bad, in_range, Micros};
@@ -58,7 +59,6 @@ use super::{SwitchClass, Transport};
 use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use rand::RngExt;
-use subflow::{AckInfo, Send, Supply};
 
 /// `[protocol.tcp]`, shared by TCP, DCTCP and MPTCP (defaults and sources
 /// in the table above).

@@ -36,14 +36,14 @@ impl Seg {
 
 /// Where a subflow's new data comes from: the connection's unsent bytes.
 #[derive(Clone, Debug)]
-pub(super) struct Supply {
-    pub(super) next: u64,
-    pub(super) total: Option<u64>,
-    pub(super) mss: u64,
+pub(crate) struct Supply {
+    pub(crate) next: u64,
+    pub(crate) total: Option<u64>,
+    pub(crate) mss: u64,
 }
 
 impl Supply {
-    pub(super) fn take(&mut self) -> Option<u32> {
+    pub(crate) fn take(&mut self) -> Option<u32> {
         let left = match self.total {
             Some(t) => t - self.next,
             None => self.mss,
@@ -55,7 +55,7 @@ impl Supply {
         self.next += n;
         Some(n as u32)
     }
-    pub(super) fn remaining(&self) -> bool {
+    pub(crate) fn remaining(&self) -> bool {
         self.total.is_none_or(|t| self.next < t)
     }
 }
@@ -91,7 +91,7 @@ pub struct Subflow {
 }
 
 impl Subflow {
-    pub(super) fn new(id: u8, path: u32, p: &TcpParams, cc: Controller) -> Self {
+    pub(crate) fn new(id: u8, path: u32, p: &TcpParams, cc: Controller) -> Self {
         let mss = p.mss_bytes as u64;
         Subflow {
             id,
@@ -113,6 +113,29 @@ impl Subflow {
             rto_at: None,
             cc,
         }
+    }
+
+    /// The first byte not cumulatively acknowledged.
+    pub(crate) fn snd_una(&self) -> u64 {
+        self.snd_una
+    }
+
+    /// Bytes SACKed above the cumulative ACK (pFabric's remaining size
+    /// subtracts them, `transport/pfabric.rs`).
+    pub(crate) fn sacked_bytes(&self) -> u64 {
+        if self.sacked == 0 {
+            return 0;
+        }
+        self.segs
+            .iter()
+            .filter(|s| s.flags & SACKED != 0)
+            .map(|s| s.len as u64)
+            .sum()
+    }
+
+    /// When the retransmission timer fires, if it is armed.
+    pub(crate) fn rto_at(&self) -> Option<u64> {
+        self.rto_at
     }
 
     /// Bytes sent and not yet cumulatively acknowledged.
@@ -184,7 +207,7 @@ impl Subflow {
     }
 
     /// Handles an ACK. `coupling` couples the subflows of a multipath connection.
-    pub(super) fn on_ack(
+    pub(crate) fn on_ack(
         &mut self,
         a: AckInfo,
         now: u64,
@@ -288,7 +311,7 @@ impl Subflow {
     }
 
     /// The retransmission timer fired (RFC 6298 §5.4–5.7, RFC 6675 §5.1).
-    pub(super) fn on_rto(&mut self, now: u64, p: &TcpParams) {
+    pub(crate) fn on_rto(&mut self, now: u64, p: &TcpParams) {
         if self.segs.is_empty() {
             self.rto_at = None;
             return;
@@ -310,7 +333,7 @@ impl Subflow {
     /// Sends what the window allows: lost segments first (RFC 6675 NextSeg
     /// rule 1), then new data from `supply`. Appends (sequence, length,
     /// retransmission) to `sends`.
-    pub(super) fn fill(
+    pub(crate) fn fill(
         &mut self,
         supply: &mut Supply,
         now: u64,
@@ -388,25 +411,25 @@ impl Subflow {
 
 /// What an ACK tells the sender.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct AckInfo {
+pub(crate) struct AckInfo {
     /// Cumulative ACK: the next byte expected.
-    pub(super) ack: u64,
+    pub(crate) ack: u64,
     /// Start of the SACKed segment that triggered the ACK.
-    pub(super) sack: u64,
+    pub(crate) sack: u64,
     /// ECN echo.
-    pub(super) ece: bool,
+    pub(crate) ece: bool,
     /// Echoed send time of the data (RFC 7323 TSecr).
-    pub(super) echo: u64,
+    pub(crate) echo: u64,
 }
 
 /// One segment to put on the wire.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Send {
-    pub(super) sub: u8,
-    pub(super) path: u32,
-    pub(super) seq: u64,
-    pub(super) len: u32,
-    pub(super) retx: bool,
+pub(crate) struct Send {
+    pub(crate) sub: u8,
+    pub(crate) path: u32,
+    pub(crate) seq: u64,
+    pub(crate) len: u32,
+    pub(crate) retx: bool,
     /// Carries the connection's last byte (first transmission only).
-    pub(super) last: bool,
+    pub(crate) last: bool,
 }

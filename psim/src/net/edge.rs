@@ -1,0 +1,464 @@
+//! Edge rank and slack policies ([TH] §5.2–5.3): the host stamps `rank` on
+//! every data packet it sends, whatever the transport, so that rank-ordered
+//! switches (`sjf`, `srpt`, `pfabric`, `rank`) or LSTF (`lstf`) pursue an
+//! objective. `[host.slack] policy = ...`:
+//!
+//! | policy | `rank` of each data packet | reader | source |
+//! |---|---|---|---|
+//! | `"none"` (default) | the transport's own (pFabric's remaining size; 0 for the others) | – | – |
+//! | `"flow_size"` | the flow's size, bytes (SJF) | `sjf`, `rank`, `pfabric`, `srpt` | [TH] §5.2.1 |
+//! | `"remaining"` | flow size − new payload bytes this host sent before the packet (SRPT, as the host knows it: retransmissions, flagged, do not count) | `srpt`, `pfabric`, `sjf`, `rank` | [TH] §5.2.1 |
+//! | `"mean_fct"` | slack = ⌈size / MSS⌉ × `d_us` (the flow's protocol MSS) | `lstf` | [TH] §5.2.1; `UPS` `tcp.cc` (packets × 1 s) |
+//! | `"tail"` | slack = `slack_us`, the same for all (FIFO+ as LSTF) | `lstf` | [TH] §5.2.2; `UPS` `initSlack_` = 1 s |
+//! | `"fairness"` | slack₀ = 0; slackᵢ = max(0, slackᵢ₋₁ + sizeᵢ × 8 / r_est − (tᵢ − tᵢ₋₁)), per flow | `lstf` | [TH] §5.2.3 (Virtual Clock); TA19 |
+//! | `"deadline"` | deadline = now + `deadline_us` (absolute, ps) | `lstf` with `mode = "edf"`, `rank` | [TH] App. A.4 (EDF ≡ LSTF) |
+//!
+//! | key | default | source |
+//! |---|---|---|
+//! | `d_us` (`mean_fct`) | 1,000,000 (1 s per packet) | [TH] §5.2.1 "D = 1 s"; `UPS` `tcp.cc` |
+//! | `slack_us` (`tail`) | 1,000,000 (1 s) | `UPS` `initSlack_` (T37 runs) |
+//! | `r_est_mbps` (`fairness`) | 100 | `UPS` scripts: interSlack 116,800 ns = 1460 B at 100 Mb/s, the best r_est at 70% load (T40, T41) |
+//! | `deadline_us` (`deadline`) | 1,000,000 (1 s) | none: as `tail`, so that EDF and LSTF give the same schedule |
+//!
+//! Slacks are signed picoseconds (LSTF's unit, `queue/lstf.rs`) and
+//! saturate at `i64::MAX`; a flow without a size has rank `u64::MAX` under
+//! `flow_size` and `remaining`, and the largest slack under `mean_fct`.
+//!
+//! **Fairness** follows the thesis's formula: the packet's wire size over a
+//! common r_est, and t = when the transport hands the packet to the host's
+//! NIC. The `UPS` code (`edge-fq-lstf.cc`) adds a per-packet constant
+//! instead, at the edge queue's departure: the same with equal packets and
+//! an idle NIC. One r_est for every flow (per-flow weights, T39, are not
+//! offered yet).
+//!
+//! State: one [`EdgeFlow`] per source endpoint, in its host slot, updated
+//! only when the flow sends: no timers, nothing per idle flow. **Not
+//! here:** replay's slack o − i − t_min needs a recorded schedule (the
+//! record-and-replay part of issue 15); Edge-ECN and Edge-CoDel act on used
+//! slack at the receiving edge.
+//!
+//! A policy needs a discipline that reads what it writes: if no port (the
+//! NIC, any switch tier, or a class inside one) does, the scenario is
+//! rejected with an error naming `host.slack.policy`.
+
+use crate::config::ConfigError;
+use crate::packet::{flags, Packet, PacketKind};
+use crate::queue::lstf::LstfMode;
+use crate::queue::QueueConfig;
+use crate::transport::config::{bad, Micros};
+use crate::transport::FlowInfo;
+use serde::{Deserialize, Serialize};
+
+/// `d_us` of `mean_fct`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MeanFct {
+    /// Slack per packet of the flow (`d_us`).
+    #[serde(rename = "d_us")]
+    pub d: Micros,
+}
+
+/// `slack_us` of `tail`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Tail {
+    /// Every packet's slack (`slack_us`).
+    #[serde(rename = "slack_us")]
+    pub slack: Micros,
+}
+
+/// `r_est_mbps` of `fairness`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Fairness {
+    /// The rate estimate, Mb/s.
+    pub r_est_mbps: f64,
+}
+
+/// `deadline_us` of `deadline`.
+#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Deadline {
+    /// Time from the packet's departure to its deadline (`deadline_us`).
+    #[serde(rename = "deadline_us")]
+    pub after: Micros,
+}
+
+const ONE_SECOND: Micros = Micros::from_ps(1_000_000_000_000);
+
+impl Default for MeanFct {
+    fn default() -> Self {
+        MeanFct { d: ONE_SECOND }
+    }
+}
+impl Default for Tail {
+    fn default() -> Self {
+        Tail { slack: ONE_SECOND }
+    }
+}
+impl Default for Fairness {
+    fn default() -> Self {
+        Fairness { r_est_mbps: 100.0 }
+    }
+}
+impl Default for Deadline {
+    fn default() -> Self {
+        Deadline { after: ONE_SECOND }
+    }
+}
+
+/// `[host.slack]`: the policy and its key.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(tag = "policy", rename_all = "snake_case", deny_unknown_fields)]
+pub enum SlackConfig {
+    /// Leave the transport's rank.
+    #[default]
+    None,
+    /// SJF: the flow size.
+    FlowSize,
+    /// SRPT: the bytes not yet sent.
+    Remaining,
+    /// LSTF slack = packets × D.
+    MeanFct(MeanFct),
+    /// LSTF slack = a constant.
+    Tail(Tail),
+    /// LSTF slack from a per-flow virtual clock.
+    Fairness(Fairness),
+    /// EDF deadline = now + a constant.
+    Deadline(Deadline),
+}
+
+/// What a policy writes into `rank`, so which disciplines can read it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Writes {
+    Priority,
+    Slack,
+    Deadline,
+}
+
+impl SlackConfig {
+    /// Whether it leaves `rank` alone.
+    pub fn is_none(&self) -> bool {
+        *self == SlackConfig::None
+    }
+
+    fn name(&self) -> &'static str {
+        match self {
+            SlackConfig::None => "none",
+            SlackConfig::FlowSize => "flow_size",
+            SlackConfig::Remaining => "remaining",
+            SlackConfig::MeanFct(_) => "mean_fct",
+            SlackConfig::Tail(_) => "tail",
+            SlackConfig::Fairness(_) => "fairness",
+            SlackConfig::Deadline(_) => "deadline",
+        }
+    }
+
+    fn writes(&self) -> Option<Writes> {
+        match self {
+            SlackConfig::None => None,
+            SlackConfig::FlowSize | SlackConfig::Remaining => Some(Writes::Priority),
+            SlackConfig::MeanFct(_) | SlackConfig::Tail(_) | SlackConfig::Fairness(_) => {
+                Some(Writes::Slack)
+            }
+            SlackConfig::Deadline(_) => Some(Writes::Deadline),
+        }
+    }
+
+    /// Checks the values (`key` is `host.slack`), and that one of `ports`
+    /// (the NIC's and the switch tiers' disciplines) reads what the policy
+    /// writes.
+    pub fn validate<'a>(
+        &self,
+        key: &str,
+        ports: impl IntoIterator<Item = &'a QueueConfig> + Clone,
+    ) -> Result<(), ConfigError> {
+        match self {
+            SlackConfig::MeanFct(m) => drop(m.d.positive(&format!("{key}.d_us"))?),
+            SlackConfig::Tail(t) => drop(t.slack.positive(&format!("{key}.slack_us"))?),
+            SlackConfig::Deadline(d) => drop(d.after.positive(&format!("{key}.deadline_us"))?),
+            SlackConfig::Fairness(f) if f.r_est_mbps.is_nan() || f.r_est_mbps < 1e-6 => {
+                return Err(bad(
+                    &format!("{key}.r_est_mbps"),
+                    f.r_est_mbps,
+                    "must be at least 1e-6 (1 b/s)",
+                ));
+            }
+            _ => {}
+        }
+        let Some(w) = self.writes() else {
+            return Ok(());
+        };
+        if ports.clone().into_iter().any(|q| reads(q, w)) {
+            return Ok(());
+        }
+        let (what, kinds) = match w {
+            Writes::Priority => ("a rank", "sjf, srpt, pfabric or rank"),
+            Writes::Slack => ("a slack", "lstf"),
+            Writes::Deadline => ("a deadline", "lstf with mode = \"edf\", or rank"),
+        };
+        let mut names: Vec<&str> = ports.into_iter().map(QueueConfig::name).collect();
+        names.dedup();
+        Err(bad(
+            &format!("{key}.policy"),
+            format!("{:?}", self.name()),
+            &format!(
+                "writes {what} that no port's discipline reads (they run {}); use {kinds}",
+                names.join(", ")
+            ),
+        ))
+    }
+
+    /// The per-flow state of a source endpoint for `flow`, whose protocol
+    /// sends `mss`-byte payloads.
+    pub fn flow(&self, flow: &FlowInfo, mss: u32) -> EdgeFlow {
+        let size = flow.size.unwrap_or(u64::MAX);
+        let slack = match self {
+            SlackConfig::MeanFct(m) => match flow.size {
+                Some(s) => (s.div_ceil(mss.max(1) as u64) as u128 * m.d.ps as u128)
+                    .min(i64::MAX as u128) as i64,
+                None => i64::MAX,
+            },
+            _ => 0,
+        };
+        EdgeFlow {
+            source: true,
+            size,
+            slack,
+            sent: 0,
+            last_at: None,
+        }
+    }
+
+    /// Stamps the data packets `pkts` that `flow`'s endpoint sent at `now`.
+    #[inline]
+    pub fn stamp(&self, flow: &mut EdgeFlow, now: u64, pkts: &mut [Packet]) {
+        if self.is_none() || !flow.source {
+            return;
+        }
+        for p in pkts.iter_mut().filter(|p| p.kind == PacketKind::Data) {
+            p.rank = match self {
+                SlackConfig::None => p.rank,
+                SlackConfig::FlowSize => flow.size,
+                SlackConfig::Remaining => {
+                    let r = flow.size.saturating_sub(flow.sent);
+                    if !p.has(flags::RETX) {
+                        flow.sent += p.payload as u64;
+                    }
+                    r
+                }
+                SlackConfig::MeanFct(_) => flow.slack as u64,
+                SlackConfig::Tail(t) => t.slack.ps.min(i64::MAX as u64),
+                SlackConfig::Fairness(f) => {
+                    let slack = match flow.last_at {
+                        None => 0,
+                        Some(t) => {
+                            let bits = p.size as f64 * 8.0;
+                            let tx = (bits / (f.r_est_mbps * 1e6) * 1e12).round() as i64;
+                            let gap = now.saturating_sub(t).min(i64::MAX as u64) as i64;
+                            flow.slack.saturating_add(tx).saturating_sub(gap).max(0)
+                        }
+                    };
+                    flow.slack = slack;
+                    flow.last_at = Some(now);
+                    slack as u64
+                }
+                SlackConfig::Deadline(d) => now.saturating_add(d.after.ps),
+            };
+        }
+    }
+}
+
+/// Whether discipline `q` (or a class inside it) reads what a policy writes.
+fn reads(q: &QueueConfig, w: Writes) -> bool {
+    match (q, w) {
+        (QueueConfig::Classes(c), _) => c.class.iter().any(|q| reads(q, w)),
+        (
+            QueueConfig::Sjf(_)
+            | QueueConfig::Rank(_)
+            | QueueConfig::Srpt(_)
+            | QueueConfig::Pfabric(_),
+            Writes::Priority,
+        ) => true,
+        (QueueConfig::Lstf(c), Writes::Slack) => c.mode == LstfMode::Lstf,
+        (QueueConfig::Lstf(c), Writes::Deadline) => c.mode == LstfMode::Edf,
+        (QueueConfig::Rank(_), Writes::Deadline) => true,
+        _ => false,
+    }
+}
+
+/// A source endpoint's edge state: what its policy remembers between
+/// packets (kept in the host's slot; sinks have the inert default).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct EdgeFlow {
+    /// A source (sinks are never stamped).
+    source: bool,
+    /// Flow size, bytes (`u64::MAX`: no size).
+    size: u64,
+    /// `mean_fct`: the flow's slack; `fairness`: the last packet's slack.
+    slack: i64,
+    /// `remaining`: new payload bytes sent so far.
+    sent: u64,
+    /// `fairness`: when the last packet left.
+    last_at: Option<u64>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::packet::{test_packet, HEADER_BYTES};
+    use crate::transport::testkit::flow;
+
+    fn data(payload: u32, retx: bool) -> Packet {
+        let mut p = test_packet(PacketKind::Data, 0, payload + HEADER_BYTES);
+        p.rank = 7;
+        if retx {
+            p.flags |= flags::RETX;
+        }
+        p
+    }
+
+    fn parse(text: &str) -> Result<SlackConfig, toml::de::Error> {
+        toml::from_str(text)
+    }
+
+    #[test]
+    fn reads_each_policy_and_its_defaults() {
+        assert_eq!(parse("policy = \"none\"").unwrap(), SlackConfig::None);
+        assert!(parse("").is_err(), "a [host.slack] table names its policy");
+        assert_eq!(
+            parse("policy = \"flow_size\"").unwrap(),
+            SlackConfig::FlowSize
+        );
+        let SlackConfig::Tail(t) = parse("policy = \"tail\"").unwrap() else {
+            panic!("tail")
+        };
+        assert_eq!(t.slack.ps, 1_000_000_000_000);
+        let SlackConfig::Fairness(f) = parse("policy = \"fairness\"\nr_est_mbps = 50").unwrap()
+        else {
+            panic!("fairness")
+        };
+        assert_eq!(f.r_est_mbps, 50.0);
+        assert!(
+            parse("policy = \"tail\"\nr_est_mbps = 50").is_err(),
+            "not tail's key"
+        );
+        assert!(parse("policy = \"replay\"").is_err());
+    }
+
+    #[test]
+    fn flow_size_and_remaining_stamp_data_only() {
+        let f = flow(Some(3000), 1);
+        let mut ack = test_packet(PacketKind::Ack, 0, 64);
+        ack.rank = 7;
+        let sjf = SlackConfig::FlowSize;
+        let mut st = sjf.flow(&f, 1000);
+        let mut pkts = [data(1000, false), ack.clone()];
+        sjf.stamp(&mut st, 0, &mut pkts);
+        assert_eq!((pkts[0].rank, pkts[1].rank), (3000, 7));
+        let srpt = SlackConfig::Remaining;
+        let mut st = srpt.flow(&f, 1000);
+        let mut pkts = [data(1000, false), data(1000, false), data(1000, true)];
+        srpt.stamp(&mut st, 0, &mut pkts);
+        let ranks: Vec<u64> = pkts.iter().map(|p| p.rank).collect();
+        assert_eq!(
+            ranks,
+            [3000, 2000, 1000],
+            "a retransmission sends nothing new"
+        );
+        let mut pkts = [data(1000, false)];
+        srpt.stamp(&mut st, 0, &mut pkts);
+        assert_eq!(pkts[0].rank, 1000);
+        // A sink's state stamps nothing.
+        let mut sink = EdgeFlow::default();
+        let mut pkts = [data(1000, false)];
+        srpt.stamp(&mut sink, 0, &mut pkts);
+        assert_eq!(pkts[0].rank, 7);
+    }
+
+    #[test]
+    fn slacks_mean_fct_tail_deadline() {
+        let f = flow(Some(2500), 1);
+        let m = SlackConfig::MeanFct(MeanFct::default());
+        let mut st = m.flow(&f, 1000);
+        let mut pkts = [data(1000, false)];
+        m.stamp(&mut st, 5, &mut pkts);
+        assert_eq!(pkts[0].rank, 3 * 1_000_000_000_000, "3 packets × 1 s");
+        let endless = m.flow(&flow(None, 1), 1000);
+        assert_eq!(endless.slack, i64::MAX);
+        let t = SlackConfig::Tail(Tail {
+            slack: Micros::from_us(2.0),
+        });
+        let mut st = t.flow(&f, 1000);
+        t.stamp(&mut st, 5, &mut pkts);
+        assert_eq!(pkts[0].rank, 2_000_000);
+        let d = SlackConfig::Deadline(Deadline {
+            after: Micros::from_us(2.0),
+        });
+        let mut st = d.flow(&f, 1000);
+        d.stamp(&mut st, 5, &mut pkts);
+        assert_eq!(pkts[0].rank, 2_000_005);
+    }
+
+    #[test]
+    fn fairness_is_a_virtual_clock_per_flow() {
+        // 1000 B on the wire at 100 Mb/s: 80 µs per packet.
+        let fair = SlackConfig::Fairness(Fairness::default());
+        let mut st = fair.flow(&flow(Some(1 << 30), 1), 936);
+        let mut burst = [data(936, false), data(936, false), data(936, false)];
+        fair.stamp(&mut st, 0, &mut burst);
+        let us = 1_000_000;
+        let ranks: Vec<u64> = burst.iter().map(|p| p.rank).collect();
+        assert_eq!(ranks, [0, 80 * us, 160 * us], "a burst builds up slack");
+        // 100 µs later: 160 + 80 − 100 = 140 µs; much later: never below 0.
+        let mut one = [data(936, false)];
+        fair.stamp(&mut st, 100 * us, &mut one);
+        assert_eq!(one[0].rank, 140 * us);
+        fair.stamp(&mut st, 10_000 * us, &mut one);
+        assert_eq!(one[0].rank, 0);
+    }
+
+    #[test]
+    fn a_policy_needs_a_discipline_that_reads_it() {
+        let drop_tail = QueueConfig::default();
+        let lstf: QueueConfig = toml::from_str("kind = \"lstf\"").unwrap();
+        let edf: QueueConfig = toml::from_str("kind = \"lstf\"\nmode = \"edf\"").unwrap();
+        let sjf: QueueConfig = toml::from_str("kind = \"sjf\"").unwrap();
+        let classes: QueueConfig = toml::from_str(
+            "kind = \"classes\"\n[[class]]\nkind = \"droptail\"\n[[class]]\nkind = \"lstf\"",
+        )
+        .unwrap();
+        let mean = SlackConfig::MeanFct(MeanFct::default());
+        let e = mean.validate("host.slack", [&drop_tail]).unwrap_err();
+        let msg = e.to_string();
+        assert!(
+            msg.contains("host.slack.policy") && msg.contains("droptail"),
+            "{msg}"
+        );
+        assert!(mean.validate("host.slack", [&drop_tail, &lstf]).is_ok());
+        assert!(
+            mean.validate("host.slack", [&classes]).is_ok(),
+            "a class reads it"
+        );
+        assert!(
+            mean.validate("host.slack", [&edf]).is_err(),
+            "EDF reads deadlines"
+        );
+        let dl = SlackConfig::Deadline(Deadline::default());
+        assert!(dl.validate("host.slack", [&edf]).is_ok());
+        assert!(dl.validate("host.slack", [&lstf]).is_err());
+        assert!(SlackConfig::FlowSize.validate("host.slack", [&sjf]).is_ok());
+        assert!(SlackConfig::FlowSize
+            .validate("host.slack", [&lstf])
+            .is_err());
+        assert!(SlackConfig::None
+            .validate("host.slack", [&drop_tail])
+            .is_ok());
+        let zero = SlackConfig::Fairness(Fairness { r_est_mbps: 0.0 });
+        let msg = zero
+            .validate("host.slack", [&lstf])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("host.slack.r_est_mbps"), "{msg}");
+    }
+}
