@@ -66,7 +66,7 @@ fn every_shipped_scenario_is_valid() {
     // and partition (the checks `psim check` makes).
     let root = psim_integration_tests::repo_root().join("scenarios");
     let mut n = 0;
-    for dir in ["small", "example", "bench", "ndp"] {
+    for dir in ["small", "example", "bench", "ndp", "tcp"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = e.unwrap().path();
             if path.extension().is_some_and(|x| x == "toml") {
@@ -79,5 +79,5 @@ fn every_shipped_scenario_is_valid() {
             }
         }
     }
-    assert!(n >= 13, "{n} scenarios");
+    assert!(n >= 16, "{n} scenarios");
 }

@@ -25,7 +25,7 @@ fn a_lone_flow_finishes_at_the_store_and_forward_optimum() {
 }
 
 #[test]
-fn v15_incast_is_within_2_percent_of_optimal_and_fair() {
+fn v15_incast_is_within_about_1_percent_of_optimal_and_fair() {
     // Fig. 16 at reduced scale: 12 senders in other pods, 450 KB each, into host 0.
     // Paper: NDP within about 1% of optimal; slowest flow <= 1.2x the fastest.
     let r = ndp(
@@ -39,8 +39,9 @@ fn v15_incast_is_within_2_percent_of_optimal_and_fair() {
         last >= opt,
         "faster than the line-rate bound: {last} < {opt}"
     );
+    // "About 1%" over optimal, an overhead: at most 1% + 20% (validation/targets.toml's rule).
     assert!(
-        (last as f64) <= opt as f64 * 1.02,
+        (last as f64) <= opt as f64 * 1.012,
         "last flow {last} ps vs optimum {opt} ps"
     );
     assert!(
@@ -76,6 +77,7 @@ fn v21_v22_large_incast_uses_return_to_sender_and_stays_near_optimal() {
 }
 
 #[test]
+#[ignore = "psim misses the paper's ratio (3.3x, not 10x): known difference V8 in docs/validation.md; the model fix is the fidelity issue's"]
 fn v8_receiver_priority_shortens_the_prioritised_flow() {
     // Fig. 10: 1 short (200 KB) + 6 long flows into one host, all starting together.
     // Paper: with priority the short flow's FCT rises over idle by ~50 us, without by ~500 us.
@@ -93,8 +95,9 @@ fn v8_receiver_priority_shortens_the_prioritised_flow() {
     let idle = with.ideal_fct_ps.unwrap();
     let rise_with = with.fct_ps.unwrap() - idle;
     let rise_without = without.fct_ps.unwrap() - idle;
+    // Paper: ≈ 50 µs against ≈ 500 µs, a factor of 10 (±20%: at least 8).
     assert!(
-        rise_with * 2 < rise_without,
+        rise_with * 8 < rise_without,
         "priority rise {rise_with} ps vs {rise_without} ps without"
     );
 }
@@ -403,14 +406,19 @@ fn v11_v12_jittered_pull_pacing_changes_little() {
     // jitter distribution is not given; we use uniform +-30% of the interval.
     let incast = "[[traffic]]\nprotocol = \"ndp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 15\nsize_bytes = 450000\n";
     let last = |j: &str| {
-        ndp(4, incast, &[&format!("protocol.ndp.pull_jitter={j}")])
-            .flows
-            .iter()
-            .map(|f| f.fct_ps.unwrap())
-            .max()
-            .unwrap() as f64
+        let r = ndp(4, incast, &[&format!("protocol.ndp.pull_jitter={j}")]);
+        let p = r.outcome.summary.pulls;
+        let at_interval = p.gaps_at_interval as f64 / p.gaps as f64;
+        let fct = r.flows.iter().map(|f| f.fct_ps.unwrap()).max().unwrap() as f64;
+        (fct, at_interval)
     };
-    let (perfect, jittered) = (last("0"), last("0.3"));
+    let ((perfect, exact0), (jittered, exact3)) = (last("0"), last("0.3"));
+    // Guard: jitter must move the pulls, or "no difference" proves nothing.
+    assert!(exact0 > 0.9, "perfect pacing: {exact0} of gaps exact");
+    assert!(
+        exact3 < 0.1,
+        "jittered pacing: {exact3} of gaps still exact"
+    );
     assert!(
         (jittered / perfect - 1.0).abs() < 0.01,
         "incast {perfect} vs {jittered}"
@@ -433,6 +441,8 @@ fn v11_v12_jittered_pull_pacing_changes_little() {
             / r.flows.len() as f64
     };
     let (p, q) = (mean("0"), mean("0.3"));
+    // Not the paper's claim (a 1.2% change, V11: a known difference, since the
+    // paper's jitter distribution is not given); this only bounds the change.
     assert!(
         (q / p - 1.0).abs() < 0.02,
         "permutation {p:.3} vs {q:.3} Gb/s"
@@ -492,4 +502,29 @@ fn v3d_after_the_first_window_a_large_incast_barely_trims() {
         last >= opt && last as f64 <= opt as f64 * 1.01,
         "last {last} vs optimum {opt}"
     );
+}
+
+#[test]
+#[ignore = "fails: unresponsive CBR through the NDP switch starves its worst 10% (V1.5 in docs/validation.md); the model fix is the fidelity issue's"]
+fn v1_unresponsive_cbr_through_the_ndp_switch_keeps_every_flow_near_its_share() {
+    // Fig. 2's NDP half: the same 32 unresponsive CBR flows, through NDP's
+    // switch (trimming, 10:1 round robin, the tail/head coin) instead of CP's.
+    let senders: Vec<String> = (1..=32).map(|i| i.to_string()).collect();
+    let text = format!(
+        "seed = 1\nstop_us = 3000\n[topology]\nkind = \"leafspine\"\nleaves = 1\nspines = 1\nhosts_per_leaf = 33\n\
+         [switch.queue]\nkind = \"ndp\"\n[protocol.cbr]\npacket_bytes = 9064\n[[traffic]]\nprotocol = \"cbr\"\n\
+         pattern = \"many_to_many\"\nsenders = [{}]\nreceivers = [0]\nsize_bytes = 100000000\n",
+        senders.join(",")
+    );
+    let r = run(&scenario(&text, &[]), 1, 1);
+    let mut share: Vec<f64> = r
+        .flows
+        .iter()
+        .map(|f| goodput_gbps(f, 3_000_000_000) / (10.0 / 32.0))
+        .collect();
+    share.sort_by(f64::total_cmp);
+    let mean = share.iter().sum::<f64>() / share.len() as f64;
+    // "NDP avoids both": mean within 10% of the fair share, worst 10% within 20% of the mean.
+    assert!(mean > 0.9, "mean share {mean:.2}");
+    assert!(share[3] > 0.8 * mean, "worst 10%: {:?}", &share[..4]);
 }

@@ -96,14 +96,21 @@ fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
     let (dctcp_over, dctcp_spread) = stats(&run_with("dctcp", 8, "", traffic, INCAST_RTO_US));
     let (ndp_over, ndp_spread) = stats(&run_with("ndp", 8, "", traffic, INCAST_RTO_US));
     eprintln!("V15 last/optimum, slowest/fastest: dctcp {dctcp_over:.3} {dctcp_spread:.2}, ndp {ndp_over:.3} {ndp_spread:.2}");
+    // The paper's claims as validation/targets.toml reads them: DCTCP "averages
+    // 5%" and NDP "1%" over optimal (overheads, +20% for "about"), DCTCP's
+    // spread "up to 7x". NDP's "<= 1.2x" spread is missed at 100 senders
+    // (1.40x, V15.2 in docs/validation.md), so it is not asserted here.
     assert!(
-        dctcp_over < 1.10,
-        "DCTCP within 10% of optimal: {dctcp_over}"
+        dctcp_over < 1.06,
+        "DCTCP within about 5% of optimal: {dctcp_over}"
     );
-    assert!(ndp_over < 1.02, "NDP within 2% of optimal: {ndp_over}");
     assert!(
-        dctcp_spread > 2.0,
-        "DCTCP's flows finish far apart: {dctcp_spread}"
+        ndp_over < 1.012,
+        "NDP within about 1% of optimal: {ndp_over}"
+    );
+    assert!(
+        dctcp_spread > 2.0 && dctcp_spread <= 7.0,
+        "DCTCP's flows finish far apart, up to 7x: {dctcp_spread}"
     );
     assert!(
         dctcp_spread > 1.4 * ndp_spread,
@@ -112,7 +119,8 @@ fn v15_dctcp_incast_is_a_few_percent_over_optimal_with_a_wide_spread() {
 }
 
 #[test]
-fn v14_short_flows_under_background_load_ndp_median_well_below_dctcp() {
+#[ignore = "psim misses the paper's 3x/4x (1.6x/2.1x): known difference V14 in docs/validation.md; the model fix is the fidelity issue's"]
+fn v14_short_flows_under_background_load_ndp_median_3x_below_dctcp() {
     // Fig. 15 on 128 hosts (k = 8), 20 ms: hosts 0 and 127 (in different
     // pods) exchange 90 KB transfers back to back, while every other host
     // sources 4 long flows to random destinations. Paper: NDP's median 3x and
@@ -150,12 +158,13 @@ fn v14_short_flows_under_background_load_ndp_median_well_below_dctcp() {
         dctcp.len()
     );
     assert!(ndp.len() >= 100 && dctcp.len() >= 100);
-    // Ours: 1.6x and 2.1x, not the paper's 3x and 4x (docs/validation.md says why).
+    // The paper's 3x and 4x, within 5%. Ours are 1.6x and 2.1x (V14 in
+    // docs/validation.md says why), so this test is ignored until the fidelity issue.
     assert!(
-        n50 * 4 < d50 * 3,
-        "NDP's median at least 1.33x below DCTCP's"
+        n50 as f64 * 2.85 <= d50 as f64,
+        "NDP's median 3x below DCTCP's"
     );
-    assert!(n99 * 5 < d99 * 3, "NDP's p99 at least 1.67x below DCTCP's");
+    assert!(n99 as f64 * 3.8 <= d99 as f64, "NDP's p99 4x below DCTCP's");
     assert!(
         ndp_util > dctcp_util,
         "NDP also moves more background traffic"
@@ -200,6 +209,7 @@ fn v18_a_64_to_1_incast_hurts_a_long_dctcp_flow_far_more_than_an_ndp_one() {
 }
 
 #[test]
+#[ignore = "psim's worst DCTCP flow gets 0.99 Gb/s, not 0.4: known difference V24 in docs/validation.md; the model fix is the fidelity issue's"]
 fn v24_one_degraded_core_link_starves_dctcp_flows_but_not_mptcp_or_ndp() {
     // Fig. 22 at reduced scale: a k = 4 permutation with one core-pod link at
     // 1 Gb/s, 10 ms. Paper (128 hosts): NDP with path penalty and MPTCP handle
@@ -219,7 +229,14 @@ fn v24_one_degraded_core_link_starves_dctcp_flows_but_not_mptcp_or_ndp() {
     let mptcp = worst("mptcp");
     let dctcp = worst("dctcp");
     eprintln!("V24 mean/worst Gb/s: ndp {ndp:.2?} mptcp {mptcp:.2?} dctcp {dctcp:.2?}");
-    assert!(dctcp.1 < 1.0, "a DCTCP flow pinned to the 1 Gb/s link");
+    // Paper: DCTCP's worst flow gets 0.4 Gb/s (±5%). Ours gets the slow link's
+    // whole 1 Gb/s at 16 hosts (V24 in docs/validation.md), so this test is
+    // ignored until the fidelity issue; "< 1 Gb/s" was the link's own ceiling.
+    assert!(
+        (0.38..=0.42).contains(&dctcp.1),
+        "a DCTCP flow pinned to the 1 Gb/s link: {:.2}",
+        dctcp.1
+    );
     assert!(
         mptcp.1 > 2.0 * dctcp.1,
         "MPTCP moves traffic off the slow path"

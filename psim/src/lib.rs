@@ -20,3 +20,4 @@ pub mod topo;
 pub mod trace;
 pub mod transport;
 pub mod units;
+pub mod validate;

@@ -1,0 +1,683 @@
+//! Validation metrics: the numbers a target's checks compare with the paper.
+//!
+//! Each metric is a function of the flow records ([`crate::trace::read_flows`])
+//! and the engine's counters of one or more named runs. They are computed here
+//! in Rust rather than through `psim-analyze` (which needs Polars, minutes to
+//! build); where a metric is one of `psim-analyze`'s, it uses the same formula,
+//! and its doc comment names the definition in docs/analysis.md.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::net::counters::PortCounters;
+use crate::trace::FlowRecord;
+use crate::transport::PullStats;
+
+/// What one finished run left for the metrics.
+pub struct RunData {
+    /// The flow table.
+    pub flows: Vec<FlowRecord>,
+    /// Simulated end time, ps.
+    pub sim_end_ps: u64,
+    /// Port counters summed over the network.
+    pub ports: PortCounters,
+    /// Pull pacers summed over the hosts.
+    pub pulls: PullStats,
+}
+
+/// Which flows a metric looks at. Every field that is set must match.
+#[derive(Deserialize, Serialize, Debug, Clone, Default, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Filter {
+    /// Source host.
+    #[serde(default)]
+    pub src: Option<u32>,
+    /// Destination host.
+    #[serde(default)]
+    pub dst: Option<u32>,
+    /// Flow size in bytes; long-lived flows have none.
+    #[serde(default)]
+    pub size: Option<u64>,
+    /// Only long-lived (true) or only sized (false) flows.
+    #[serde(default)]
+    pub long_lived: Option<bool>,
+    /// Transport name.
+    #[serde(default)]
+    pub protocol: Option<String>,
+}
+
+impl Filter {
+    fn keeps(&self, f: &FlowRecord) -> bool {
+        self.src.is_none_or(|s| f.src == s)
+            && self.dst.is_none_or(|d| f.dst == d)
+            && self.size.is_none_or(|s| f.size_bytes == Some(s))
+            && self.long_lived.is_none_or(|l| f.size_bytes.is_none() == l)
+            && self.protocol.as_ref().is_none_or(|p| &f.protocol == p)
+    }
+}
+
+/// A per-flow counter of the flow table.
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    /// Payload bytes delivered.
+    BytesReceived,
+    /// Packets the sender transmitted.
+    PacketsSent,
+    /// Packets that reached the receiver.
+    PacketsReceived,
+    /// Retransmitted packets.
+    Retransmissions,
+    /// Trimmed packets reported to the sender.
+    Trims,
+    /// Packets returned to the sender.
+    Bounces,
+    /// Retransmission timeouts.
+    Timeouts,
+    /// Trims plus bounces: packets whose payload was cut.
+    TrimsAndBounces,
+    /// 1 per flow: `of = "flows"` gives a mean per flow.
+    Flows,
+}
+
+impl Field {
+    fn of(self, f: &FlowRecord) -> u64 {
+        match self {
+            Field::BytesReceived => f.bytes_received,
+            Field::PacketsSent => f.packets_sent,
+            Field::PacketsReceived => f.packets_received,
+            Field::Retransmissions => f.retransmissions,
+            Field::Trims => f.trims,
+            Field::Bounces => f.bounces,
+            Field::Timeouts => f.timeouts,
+            Field::TrimsAndBounces => f.trims + f.bounces,
+            Field::Flows => 1,
+        }
+    }
+}
+
+/// A counter summed over every switch and NIC port.
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum PortField {
+    /// Packets trimmed.
+    Trimmed,
+    /// Packets returned to their sender.
+    Bounced,
+    /// Packets dropped.
+    Dropped,
+    /// Packets sent onto links.
+    Dequeued,
+    /// Packets ECN-marked.
+    Marked,
+}
+
+/// A figure of the hosts' pull pacers (NDP, pHost).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum PullField {
+    /// The smallest gap between two PULLs of one host, µs.
+    MinGapUs,
+    /// The configured pull interval, µs.
+    IntervalUs,
+    /// The fraction of gaps exactly one interval long.
+    ShareAtInterval,
+}
+
+/// Which statistic of the per-flow or per-host values.
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum Stat {
+    /// Arithmetic mean.
+    Mean,
+    /// Smallest.
+    Min,
+    /// Largest.
+    Max,
+    /// The 10th percentile (linear interpolation).
+    P10,
+}
+
+/// A metric expression: a function of named runs, or arithmetic on others.
+/// Written in targets.toml as an inline table with `fn` naming the variant.
+#[derive(Deserialize, Serialize, Debug, Clone, PartialEq)]
+#[serde(tag = "fn", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Metric {
+    /// Last flow's completion over the spec's A16 optimum, minus 1 (0.01 = 1%
+    /// over): every wire byte of every matching flow back to back through the
+    /// receiver's link, plus one full packet's store-and-forward on each of
+    /// the `hops - 1` other hops, plus `hops` propagation delays. This is
+    /// stricter than psim-analyze's `span_over_ideal` (docs/analysis.md,
+    /// "Completion against the ideal"), whose receiver bound counts payload only.
+    LastOverOptimum {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+        /// Payload per packet, bytes (default 9000, [P] §6).
+        #[serde(default = "d_mtu")]
+        mtu: u64,
+        /// Link rate, Gb/s (default 10, [P] §6).
+        #[serde(default = "d_gbps")]
+        gbps: f64,
+        /// Links on the path (default 6: across a FatTree's core).
+        #[serde(default = "d_hops")]
+        hops: u64,
+        /// Propagation per link, µs (default 1, [P] §6).
+        #[serde(default = "d_latency")]
+        latency_us: f64,
+    },
+    /// Slowest over fastest completion time of the matching flows.
+    FctSpread {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// An FCT percentile of the finished matching flows, µs, with
+    /// psim-analyze's linear interpolation (docs/analysis.md, "Percentiles").
+    FctPct {
+        /// Run name.
+        run: String,
+        /// Quantile in [0, 1].
+        q: f64,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// A slowdown percentile (FCT over the flow's ideal FCT) of the finished
+    /// matching flows with an ideal: psim-analyze's `slowdown_pXX`
+    /// (docs/analysis.md, "Slowdown"). q = 1 is the largest.
+    Slowdown {
+        /// Run name.
+        run: String,
+        /// Quantile in [0, 1].
+        q: f64,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// The largest FCT of the matching flows, µs.
+    LastFct {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// Mean over matching finished flows of FCT minus the flow's ideal FCT, µs.
+    RiseOverIdeal {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// A statistic of per-flow goodput, Gb/s: `bytes_received × 8 / time`
+    /// (psim-analyze's per-host goodput, docs/analysis.md, when each host
+    /// receives one flow, as in a permutation). With `since`, the bytes and
+    /// time between the end of that (shorter, otherwise identical) run and
+    /// this one: a steady-state window that leaves out start-up (spec A15).
+    Goodput {
+        /// Run name.
+        run: String,
+        /// Which statistic.
+        stat: Stat,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+        /// The same run stopped earlier: measure from its end.
+        #[serde(default)]
+        since: Option<String>,
+    },
+    /// Matching flows whose goodput over the run is below `gbps`.
+    FlowsBelow {
+        /// Run name.
+        run: String,
+        /// Threshold, Gb/s.
+        gbps: f64,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// Goodput of the matching flows over the whole run as a fraction of
+    /// `hosts × gbps`: psim-analyze's `utilisation` (docs/analysis.md) with
+    /// the host count given, so that traffic to a few hosts can be measured.
+    Utilisation {
+        /// Run name.
+        run: String,
+        /// Hosts whose capacity counts.
+        hosts: u32,
+        /// Link rate, Gb/s.
+        #[serde(default = "d_gbps")]
+        gbps: f64,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// A per-flow counter summed over the matching flows (psim-analyze's
+    /// loss-recovery totals, docs/analysis.md).
+    Sum {
+        /// Run name.
+        run: String,
+        /// Which counter.
+        field: Field,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// Sum of `field` over the sum of `of`, over the matching flows.
+    PerFlowRatio {
+        /// Run name.
+        run: String,
+        /// Numerator counter.
+        field: Field,
+        /// Denominator counter.
+        of: Field,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
+    /// A port counter summed over the network.
+    Port {
+        /// Run name.
+        run: String,
+        /// Which counter.
+        field: PortField,
+    },
+    /// A pull-pacer figure summed over the hosts.
+    Pulls {
+        /// Run name.
+        run: String,
+        /// Which figure.
+        field: PullField,
+    },
+    /// a / b.
+    Ratio {
+        /// Numerator.
+        a: Box<Metric>,
+        /// Denominator.
+        b: Box<Metric>,
+    },
+    /// a − b.
+    Diff {
+        /// Minuend.
+        a: Box<Metric>,
+        /// Subtrahend.
+        b: Box<Metric>,
+    },
+    /// `of` × `by`: a unit conversion.
+    Scale {
+        /// The value.
+        of: Box<Metric>,
+        /// The factor.
+        by: f64,
+    },
+    /// |a / b − 1|: a relative change.
+    RelChange {
+        /// The changed value.
+        a: Box<Metric>,
+        /// The reference.
+        b: Box<Metric>,
+    },
+}
+
+fn d_mtu() -> u64 {
+    9000
+}
+fn d_gbps() -> f64 {
+    10.0
+}
+fn d_hops() -> u64 {
+    6
+}
+fn d_latency() -> f64 {
+    1.0
+}
+
+/// NDP's header on the wire, bytes ([P] §3.2: 64 B headers).
+const HEADER_BYTES: u64 = 64;
+
+impl Metric {
+    /// Every run this metric reads.
+    pub fn runs(&self, into: &mut Vec<String>) {
+        match self {
+            Metric::Ratio { a, b } | Metric::Diff { a, b } | Metric::RelChange { a, b } => {
+                a.runs(into);
+                b.runs(into);
+            }
+            Metric::Scale { of, .. } => of.runs(into),
+            Metric::Goodput { run, since, .. } => {
+                into.push(run.clone());
+                into.extend(since.iter().cloned());
+            }
+            Metric::LastOverOptimum { run, .. }
+            | Metric::FctSpread { run, .. }
+            | Metric::FctPct { run, .. }
+            | Metric::Slowdown { run, .. }
+            | Metric::LastFct { run, .. }
+            | Metric::RiseOverIdeal { run, .. }
+            | Metric::FlowsBelow { run, .. }
+            | Metric::Utilisation { run, .. }
+            | Metric::Sum { run, .. }
+            | Metric::PerFlowRatio { run, .. }
+            | Metric::Port { run, .. }
+            | Metric::Pulls { run, .. } => into.push(run.clone()),
+        }
+    }
+
+    /// Evaluates the metric; an error names what is missing.
+    pub fn eval(&self, runs: &BTreeMap<String, RunData>) -> Result<f64, String> {
+        let get = |name: &String| {
+            runs.get(name)
+                .ok_or_else(|| format!("run `{name}` did not run"))
+        };
+        let flows = |name: &String, filter: &Filter| -> Result<Vec<&FlowRecord>, String> {
+            let v: Vec<&FlowRecord> = get(name)?
+                .flows
+                .iter()
+                .filter(|f| filter.keeps(f))
+                .collect();
+            if v.is_empty() {
+                return Err(format!("no flow of run `{name}` matches {filter:?}"));
+            }
+            Ok(v)
+        };
+        let fcts = |name: &String, filter: &Filter| -> Result<Vec<u64>, String> {
+            let fl = flows(name, filter)?;
+            let v: Vec<u64> = fl.iter().filter_map(|f| f.fct_ps).collect();
+            if v.is_empty() {
+                return Err(format!("no flow of run `{name}` finished"));
+            }
+            Ok(v)
+        };
+        Ok(match self {
+            Metric::LastOverOptimum {
+                run,
+                filter,
+                mtu,
+                gbps,
+                hops,
+                latency_us,
+            } => {
+                let fl = flows(run, filter)?;
+                let last = fl
+                    .iter()
+                    .map(|f| f.fct_ps.ok_or("a flow did not finish"))
+                    .try_fold(0u64, |m, x| x.map(|x| m.max(x)))?;
+                let ps_per_byte = 8000.0 / gbps;
+                let wire: u64 = fl
+                    .iter()
+                    .map(|f| {
+                        let s = f.size_bytes.unwrap_or(0);
+                        s + s.div_ceil(*mtu) * HEADER_BYTES
+                    })
+                    .sum();
+                let opt = wire as f64 * ps_per_byte
+                    + (hops - 1) as f64 * (mtu + HEADER_BYTES) as f64 * ps_per_byte
+                    + *hops as f64 * latency_us * 1e6;
+                last as f64 / opt - 1.0
+            }
+            Metric::FctSpread { run, filter } => {
+                let v = fcts(run, filter)?;
+                let (lo, hi) = (v.iter().min().unwrap(), v.iter().max().unwrap());
+                *hi as f64 / *lo as f64
+            }
+            Metric::FctPct { run, q, filter } => {
+                let mut v: Vec<f64> = fcts(run, filter)?.iter().map(|&x| x as f64 / 1e6).collect();
+                quantile(&mut v, *q)
+            }
+            Metric::Slowdown { run, q, filter } => {
+                let mut v: Vec<f64> = flows(run, filter)?
+                    .iter()
+                    .filter_map(|f| match (f.fct_ps, f.ideal_fct_ps) {
+                        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+                        _ => None,
+                    })
+                    .collect();
+                if v.is_empty() {
+                    return Err(format!("no finished flow with an ideal in `{run}`"));
+                }
+                quantile(&mut v, *q)
+            }
+            Metric::LastFct { run, filter } => {
+                *fcts(run, filter)?.iter().max().unwrap() as f64 / 1e6
+            }
+            Metric::RiseOverIdeal { run, filter } => {
+                let v: Vec<f64> = flows(run, filter)?
+                    .iter()
+                    .filter_map(|f| Some(f.fct_ps? as f64 - f.ideal_fct_ps? as f64))
+                    .collect();
+                if v.is_empty() {
+                    return Err(format!("no finished flow with an ideal in `{run}`"));
+                }
+                v.iter().sum::<f64>() / v.len() as f64 / 1e6
+            }
+            Metric::Goodput {
+                run,
+                stat,
+                filter,
+                since,
+            } => {
+                let late = get(run)?;
+                let fl = flows(run, filter)?;
+                let mut g: Vec<f64> = match since {
+                    None => {
+                        let t = late.sim_end_ps as f64;
+                        fl.iter()
+                            .map(|f| f.bytes_received as f64 * 8e3 / t)
+                            .collect()
+                    }
+                    Some(s) => {
+                        let early = get(s)?;
+                        let t = late.sim_end_ps as f64 - early.sim_end_ps as f64;
+                        if t <= 0.0 {
+                            return Err(format!("run `{s}` does not end before `{run}`"));
+                        }
+                        let before: BTreeMap<u64, u64> = early
+                            .flows
+                            .iter()
+                            .map(|f| (f.flow_id, f.bytes_received))
+                            .collect();
+                        fl.iter()
+                            .map(|f| {
+                                let b0 = before.get(&f.flow_id).copied().unwrap_or(0);
+                                (f.bytes_received - b0.min(f.bytes_received)) as f64 * 8e3 / t
+                            })
+                            .collect()
+                    }
+                };
+                match stat {
+                    Stat::Mean => g.iter().sum::<f64>() / g.len() as f64,
+                    Stat::Min => g.iter().copied().fold(f64::MAX, f64::min),
+                    Stat::Max => g.iter().copied().fold(f64::MIN, f64::max),
+                    Stat::P10 => quantile(&mut g, 0.1),
+                }
+            }
+            Metric::FlowsBelow { run, gbps, filter } => {
+                let t = get(run)?.sim_end_ps as f64;
+                flows(run, filter)?
+                    .iter()
+                    .filter(|f| (f.bytes_received as f64 * 8e3 / t) < *gbps)
+                    .count() as f64
+            }
+            Metric::Utilisation {
+                run,
+                hosts,
+                gbps,
+                filter,
+            } => {
+                let t = get(run)?.sim_end_ps as f64;
+                let bytes: u64 = flows(run, filter)?.iter().map(|f| f.bytes_received).sum();
+                bytes as f64 * 8e3 / t / (*hosts as f64 * gbps)
+            }
+            Metric::Sum { run, field, filter } => {
+                flows(run, filter)?.iter().map(|f| field.of(f)).sum::<u64>() as f64
+            }
+            Metric::PerFlowRatio {
+                run,
+                field,
+                of,
+                filter,
+            } => {
+                let fl = flows(run, filter)?;
+                let den: u64 = fl.iter().map(|f| of.of(f)).sum();
+                if den == 0 {
+                    return Err(format!("{of:?} sums to 0 in `{run}`"));
+                }
+                fl.iter().map(|f| field.of(f)).sum::<u64>() as f64 / den as f64
+            }
+            Metric::Port { run, field } => {
+                let p = &get(run)?.ports;
+                (match field {
+                    PortField::Trimmed => p.trimmed,
+                    PortField::Bounced => p.bounced,
+                    PortField::Dropped => p.dropped,
+                    PortField::Dequeued => p.dequeued,
+                    PortField::Marked => p.marked,
+                }) as f64
+            }
+            Metric::Pulls { run, field } => {
+                let p = &get(run)?.pulls;
+                match field {
+                    PullField::MinGapUs => {
+                        p.min_gap_ps.ok_or(format!("no pull gaps in `{run}`"))? as f64 / 1e6
+                    }
+                    PullField::IntervalUs => p.interval_ps as f64 / 1e6,
+                    PullField::ShareAtInterval => {
+                        if p.gaps == 0 {
+                            return Err(format!("no pull gaps in `{run}`"));
+                        }
+                        p.gaps_at_interval as f64 / p.gaps as f64
+                    }
+                }
+            }
+            Metric::Ratio { a, b } => a.eval(runs)? / b.eval(runs)?,
+            Metric::Diff { a, b } => a.eval(runs)? - b.eval(runs)?,
+            Metric::Scale { of, by } => of.eval(runs)? * by,
+            Metric::RelChange { a, b } => (a.eval(runs)? / b.eval(runs)? - 1.0).abs(),
+        })
+    }
+}
+
+/// The q-quantile with linear interpolation: psim-analyze's percentiles
+/// (docs/analysis.md, "Percentiles"; numpy's default).
+pub fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let h = (v.len() - 1) as f64 * q;
+    let lo = h.floor() as usize;
+    let hi = (lo + 1).min(v.len() - 1);
+    v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(id: u64, size: u64, fct_us: u64, bytes: u64) -> FlowRecord {
+        FlowRecord {
+            flow_id: id,
+            src: id as u32,
+            dst: 0,
+            protocol: "ndp".into(),
+            priority: 0,
+            size_bytes: Some(size),
+            start_ps: 0,
+            finish_ps: Some(fct_us * 1_000_000),
+            fct_ps: Some(fct_us * 1_000_000),
+            ideal_fct_ps: Some(fct_us * 500_000),
+            bytes_sent: bytes,
+            bytes_received: bytes,
+            packets_sent: 10,
+            packets_received: 10,
+            retransmissions: 1,
+            trims: 2,
+            bounces: 0,
+            timeouts: 0,
+        }
+    }
+
+    fn one(flows: Vec<FlowRecord>, end_ps: u64) -> BTreeMap<String, RunData> {
+        let data = RunData {
+            flows,
+            sim_end_ps: end_ps,
+            ports: PortCounters::default(),
+            pulls: PullStats::default(),
+        };
+        BTreeMap::from([("r".to_string(), data)])
+    }
+
+    #[test]
+    fn quantiles_interpolate_like_psim_analyze() {
+        // docs/analysis.md's pinned example: 1..=1000 gives p50 500.5, p99 990.01.
+        let mut v: Vec<f64> = (1..=1000).map(f64::from).collect();
+        assert!((quantile(&mut v, 0.5) - 500.5).abs() < 1e-9);
+        assert!((quantile(&mut v, 0.99) - 990.01).abs() < 1e-9);
+    }
+
+    #[test]
+    fn a_lone_packet_at_the_optimum_is_zero_over() {
+        // 9000 B across 6 hops at 10 Gb/s: 9064 B x 0.8 ns x 6 + 6 us = 49.5072 us.
+        let runs = one(vec![flow(1, 9000, 0, 9000)], 0);
+        let m = |fct_ps: u64| {
+            let mut r = runs.get("r").unwrap().flows.clone();
+            r[0].fct_ps = Some(fct_ps);
+            let m = Metric::LastOverOptimum {
+                run: "r".into(),
+                filter: Filter::default(),
+                mtu: 9000,
+                gbps: 10.0,
+                hops: 6,
+                latency_us: 1.0,
+            };
+            m.eval(&one(r, 0)).unwrap()
+        };
+        assert!(m(49_507_200).abs() < 1e-12);
+        assert!((m(2 * 49_507_200) - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn goodput_spread_and_arithmetic() {
+        let runs = one(
+            vec![flow(1, 1000, 10, 1000), flow(2, 2000, 40, 2000)],
+            1_000_000,
+        );
+        let g = |stat| Metric::Goodput {
+            run: "r".into(),
+            stat,
+            filter: Filter::default(),
+            since: None,
+        };
+        // 1000 B in 1 us = 8 Gb/s; 2000 B = 16 Gb/s.
+        assert!((g(Stat::Mean).eval(&runs).unwrap() - 12.0).abs() < 1e-9);
+        assert!((g(Stat::Min).eval(&runs).unwrap() - 8.0).abs() < 1e-9);
+        let spread = Metric::FctSpread {
+            run: "r".into(),
+            filter: Filter::default(),
+        };
+        assert!((spread.eval(&runs).unwrap() - 4.0).abs() < 1e-12);
+        let ratio = Metric::Ratio {
+            a: Box::new(g(Stat::Min)),
+            b: Box::new(g(Stat::Mean)),
+        };
+        assert!((ratio.eval(&runs).unwrap() - 8.0 / 12.0).abs() < 1e-12);
+        let sized = Metric::Sum {
+            run: "r".into(),
+            field: Field::Trims,
+            filter: Filter {
+                size: Some(2000),
+                ..Filter::default()
+            },
+        };
+        assert_eq!(sized.eval(&runs).unwrap(), 2.0);
+        let missing = Metric::Sum {
+            run: "nope".into(),
+            field: Field::Trims,
+            filter: Filter::default(),
+        };
+        assert!(missing.eval(&runs).unwrap_err().contains("nope"));
+    }
+}

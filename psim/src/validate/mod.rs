@@ -1,0 +1,319 @@
+//! `psim validate`: every reproduction target of the seed papers as data
+//! (`validation/targets.toml`, schema in [`targets`]), run at quick or full
+//! scale, each check's metric ([`metrics`]) compared with the paper's claim,
+//! results written as JSON, and docs/validation.md generated from them
+//! ([`report`]).
+//!
+//! A check's verdict is `pass` (within the paper's bounds), `known` (outside,
+//! and the check carries a written `known_difference` reason), `fail` (outside, no reason: the
+//! command exits non-zero) or `not_run` (a run it reads was not run at this
+//! scale, or the metric could not be computed, with the reason).
+
+pub mod metrics;
+pub mod report;
+pub mod targets;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::Scenario;
+use crate::engine::SimOptions;
+use metrics::RunData;
+pub use targets::{Scale, Status, Target};
+
+/// The targets table, relative to the repository root.
+pub const TARGETS_FILE: &str = "validation/targets.toml";
+
+/// A check's measured outcome.
+#[derive(Serialize, Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    /// Within the paper's bounds.
+    Pass,
+    /// Outside them, for a reason written in the table.
+    Known,
+    /// Outside them, with no reason: a regression or an open difference.
+    Fail,
+    /// Not measured at this scale.
+    NotRun,
+}
+
+impl Verdict {
+    /// The mark the report shows after a value.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Verdict::Pass => "✓",
+            Verdict::Known => "✗ (known)",
+            Verdict::Fail => "✗ FAIL",
+            Verdict::NotRun => "–",
+        }
+    }
+}
+
+/// One check's result.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct CheckResult {
+    /// `V15.2`: the target's ID and the check's position from 1.
+    pub key: String,
+    /// The measured value, if measured.
+    pub value: Option<f64>,
+    /// The value as the report shows it, with its mark; or why it was not measured.
+    pub shown: String,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// One run's figures.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct RunResult {
+    /// Run name.
+    pub name: String,
+    /// `psim run ...` reproducing it.
+    pub command: String,
+    /// Simulated time, ps.
+    pub sim_end_ps: u64,
+    /// Events processed.
+    pub events: u64,
+    /// Wall-clock seconds.
+    pub wall_s: f64,
+}
+
+/// One target's results at one scale.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct TargetResult {
+    /// The runs, in table order.
+    pub runs: Vec<RunResult>,
+    /// The checks, in table order.
+    pub checks: Vec<CheckResult>,
+}
+
+impl TargetResult {
+    /// The worst verdict over the checks (Fail over Known over Pass); NotRun if none ran.
+    pub fn verdict(&self) -> Verdict {
+        let v: Vec<Verdict> = self.checks.iter().map(|c| c.verdict).collect();
+        if v.contains(&Verdict::Fail) {
+            Verdict::Fail
+        } else if v.contains(&Verdict::Known) {
+            Verdict::Known
+        } else if v.contains(&Verdict::Pass) {
+            Verdict::Pass
+        } else {
+            Verdict::NotRun
+        }
+    }
+}
+
+/// Every target's results at one scale: `quick.json` or `full.json` under `--out`.
+#[derive(Serialize, Deserialize, Debug, Clone, PartialEq)]
+pub struct Results {
+    /// The scale.
+    pub scale: Scale,
+    /// psim's version.
+    pub psim_version: String,
+    /// By target ID.
+    pub targets: BTreeMap<String, TargetResult>,
+}
+
+impl Results {
+    /// The results file of `scale` in `dir`.
+    pub fn path(dir: &Path, scale: Scale) -> PathBuf {
+        dir.join(format!("{}.json", scale.name()))
+    }
+
+    /// Reads `dir`'s results at `scale`; None if there are none.
+    pub fn read(dir: &Path, scale: Scale) -> Result<Option<Results>, String> {
+        let p = Self::path(dir, scale);
+        match std::fs::read(&p) {
+            Ok(b) => serde_json::from_slice(&b)
+                .map(Some)
+                .map_err(|e| format!("{}: {e}", p.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(format!("cannot read {}: {e}", p.display())),
+        }
+    }
+
+    /// Writes to `dir`, merged over what is there: targets run now replace
+    /// their old results, the others stay (so `--only` passes accumulate).
+    pub fn write_merged(&self, dir: &Path) -> Result<(), String> {
+        let mut all = Self::read(dir, self.scale)?.unwrap_or(Results {
+            scale: self.scale,
+            psim_version: self.psim_version.clone(),
+            targets: BTreeMap::new(),
+        });
+        all.psim_version = self.psim_version.clone();
+        for (k, v) in &self.targets {
+            all.targets.insert(k.clone(), v.clone());
+        }
+        let p = Self::path(dir, self.scale);
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let text = serde_json::to_string_pretty(&all).expect("results serialise");
+        std::fs::write(&p, text + "\n").map_err(|e| format!("cannot write {}: {e}", p.display()))
+    }
+}
+
+/// How to run a validation pass.
+pub struct Options {
+    /// Quick or full.
+    pub scale: Scale,
+    /// Only these IDs (None: every target).
+    pub only: Option<Vec<String>>,
+    /// Where runs and results go.
+    pub out: PathBuf,
+    /// Engine shards and threads for each run (results do not depend on them).
+    pub sim: SimOptions,
+    /// The repository root (scenario paths are relative to it).
+    pub root: PathBuf,
+    /// Keep each run's output directory (else deleted once measured).
+    pub keep_runs: bool,
+}
+
+/// The targets selected by `only`, in table order; an unknown ID is an error.
+pub fn select<'a>(all: &'a [Target], only: Option<&[String]>) -> Result<Vec<&'a Target>, String> {
+    let Some(ids) = only else {
+        return Ok(all.iter().collect());
+    };
+    for id in ids {
+        if !all.iter().any(|t| &t.id == id) {
+            return Err(format!("--only: no target `{id}` in {TARGETS_FILE}"));
+        }
+    }
+    Ok(all.iter().filter(|t| ids.contains(&t.id)).collect())
+}
+
+/// Runs one target at `opts.scale` and evaluates its checks.
+pub fn run_target(
+    t: &Target,
+    opts: &Options,
+    log: &mut dyn FnMut(&str),
+) -> Result<TargetResult, String> {
+    let mut data = BTreeMap::new();
+    let mut runs = Vec::new();
+    for r in &t.runs {
+        let Some(sets) = r.sets_at(opts.scale) else {
+            continue;
+        };
+        let scn = Scenario::load(&opts.root.join(&r.scenario), &sets)
+            .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
+        let dir = opts.out.join(opts.scale.name()).join(&t.id).join(&r.name);
+        let started = Instant::now();
+        let outcome = crate::run::execute(&scn, opts.sim, &dir, true, &mut |_| {})
+            .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
+        let flows =
+            crate::trace::read_flows(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let wall_s = started.elapsed().as_secs_f64();
+        log(&format!(
+            "{} {}: {} simulated, {} flows, {wall_s:.1} s",
+            t.id,
+            r.name,
+            crate::units::fmt_ps(outcome.summary.sim_end_ps),
+            flows.len()
+        ));
+        if !opts.keep_runs {
+            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        runs.push(RunResult {
+            name: r.name.clone(),
+            command: r.command(opts.scale).expect("the run runs at this scale"),
+            sim_end_ps: outcome.summary.sim_end_ps,
+            events: outcome.summary.events,
+            wall_s,
+        });
+        data.insert(
+            r.name.clone(),
+            RunData {
+                flows,
+                sim_end_ps: outcome.summary.sim_end_ps,
+                ports: outcome.summary.ports,
+                pulls: outcome.summary.pulls,
+            },
+        );
+    }
+    Ok(TargetResult {
+        runs,
+        checks: evaluate(t, &data),
+    })
+}
+
+/// Evaluates every check of `t` over the runs in `data`.
+pub fn evaluate(t: &Target, data: &BTreeMap<String, RunData>) -> Vec<CheckResult> {
+    t.checks
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let key = format!("{}.{}", t.id, i + 1);
+            let mut used = Vec::new();
+            c.value.runs(&mut used);
+            if let Some(missing) = used.iter().find(|u| !data.contains_key(*u)) {
+                return CheckResult {
+                    key,
+                    value: None,
+                    shown: format!("– (run `{missing}` not at this scale)"),
+                    verdict: Verdict::NotRun,
+                };
+            }
+            match c.value.eval(data) {
+                Ok(v) => {
+                    let verdict = if c.holds(v) {
+                        Verdict::Pass
+                    } else if c.known_difference.is_some() {
+                        Verdict::Known
+                    } else {
+                        Verdict::Fail
+                    };
+                    CheckResult {
+                        key,
+                        value: Some(v),
+                        shown: format!("{} {}", c.unit.show(v), verdict.mark()),
+                        verdict,
+                    }
+                }
+                Err(e) => CheckResult {
+                    key,
+                    value: None,
+                    shown: format!("✗ FAIL ({e})"),
+                    verdict: Verdict::Fail,
+                },
+            }
+        })
+        .collect()
+}
+
+/// Runs the selected targets (those with checks) and writes the merged
+/// results. Returns this pass's results.
+pub fn run_all(
+    targets: &[&Target],
+    opts: &Options,
+    log: &mut dyn FnMut(&str),
+) -> Result<Results, String> {
+    let mut results = Results {
+        scale: opts.scale,
+        psim_version: env!("CARGO_PKG_VERSION").into(),
+        targets: BTreeMap::new(),
+    };
+    for t in targets.iter().filter(|t| !t.checks.is_empty()) {
+        let r = run_target(t, opts, log)?;
+        for c in &r.checks {
+            log(&format!("  {} {}", c.key, c.shown));
+        }
+        results.targets.insert(t.id.clone(), r);
+        // Written after every target, so an interrupted pass keeps what it measured.
+        let one = Results {
+            targets: BTreeMap::from([(t.id.clone(), results.targets[&t.id].clone())]),
+            ..results.clone()
+        };
+        one.write_merged(&opts.out)?;
+    }
+    Ok(results)
+}
+
+/// Finds the repository root: the nearest ancestor of `start` holding the targets table.
+pub fn find_root(start: &Path) -> Option<PathBuf> {
+    start
+        .ancestors()
+        .find(|d| d.join(TARGETS_FILE).is_file())
+        .map(Path::to_path_buf)
+}
