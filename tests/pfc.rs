@@ -173,3 +173,34 @@ fn a_run_that_delivers_nothing_stops_with_an_error() {
         .to_string();
     assert!(e.contains("run.watchdog_s"), "{e}");
 }
+
+/// RoCE with DCQCN over PFC, the thesis's "RoCE + PFC" setting: an 8-to-1
+/// incast over DCQCN's marking switches loses nothing, needs no timeout
+/// (RoCE runs without one under PFC), marks, pauses, and every flow finishes.
+#[test]
+fn dcqcn_over_pfc_is_lossless_and_needs_no_timeout() {
+    let text = "seed = 2\n[topology]\nkind = \"fattree\"\nk = 4\n\
+                [switch.queue]\nkind = \"ecn_ramp\"\nqueue_bytes = 10000000\n\
+                [switch.pfc]\nenabled = true\n\
+                [protocol.roce]\npfc = true\n\
+                [[traffic]]\nprotocol = \"dcqcn\"\npattern = \"incast\"\nreceiver = 0\nsenders = 8\nsize_bytes = 1000000\n";
+    let r = run(&scenario(text, &[]), 2, 1);
+    let s = &r.outcome.summary;
+    assert!(s.conserved(), "{s:?}");
+    assert_eq!((s.packets.dropped, s.ports.dropped), (0, 0));
+    assert!(
+        s.ports.pause_sent > 0 && s.ports.marked > 0,
+        "{:?}",
+        s.ports
+    );
+    assert_eq!(r.flows.len(), 8);
+    for f in &r.flows {
+        assert!(f.finish_ps.is_some(), "flow {} unfinished", f.flow_id);
+        assert_eq!(
+            (f.timeouts, f.retransmissions),
+            (0, 0),
+            "flow {}",
+            f.flow_id
+        );
+    }
+}

@@ -22,7 +22,7 @@
 //! switch finds which input the dequeued packet was charged to from a FIFO
 //! per (egress port, priority), so the egress discipline must keep data
 //! packets of one priority in order and drop only at enqueue (drop-tail,
-//! ECN, RED, priority, classes by priority: [`PfcConfig::validate_queue`]).
+//! ECN, ECN ramp, RED, priority, classes by priority: [`PfcConfig::validate_queue`]).
 //!
 //! | parameter (`[switch.pfc]`) | default | source |
 //! |---|---|---|
@@ -199,7 +199,7 @@ impl PfcConfig {
                 &format!("{key}.kind"),
                 q.name(),
                 "cannot run under switch.pfc: PFC needs a discipline that keeps each priority's \
-                 data packets in order and drops only at enqueue (droptail, ecn, red, priority, \
+                 data packets in order and drops only at enqueue (droptail, ecn, ecn_ramp, red, priority, \
                  or classes by prio of those)",
             ));
         }

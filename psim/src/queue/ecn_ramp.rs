@@ -138,6 +138,11 @@ impl DisciplineConfig for EcnRampConfig {
             marked: 0,
         }
     }
+    /// A FIFO that marks (at enqueue or dequeue) and drops only at enqueue:
+    /// DCQCN's switches run it under PFC.
+    fn keeps_priority_order(&self) -> bool {
+        true
+    }
 }
 
 /// A FIFO that ECN-marks ECT packets on a Kmin/Kmax/Pmax ramp.
