@@ -12,6 +12,7 @@ pub mod comm;
 pub mod event;
 pub mod shard;
 pub mod sim;
+mod stall;
 pub mod wire;
 
 pub use comm::{Comm, SingleProcess};

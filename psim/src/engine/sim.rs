@@ -16,6 +16,7 @@
 
 use super::comm::{Comm, SingleProcess};
 use super::shard::{PacketCounters, Shard, ShardError, Shared, SourceRow};
+use super::stall;
 use super::wire;
 use crate::config::Scenario;
 use crate::net::Message;
@@ -384,7 +385,7 @@ impl Simulation {
                 break;
             }
             if let Some(span) = self.shared.watchdog_ps {
-                if self.windows.is_multiple_of(WATCHDOG_WINDOWS) {
+                if self.windows.is_multiple_of(stall::WATCHDOG_WINDOWS) {
                     let now = self.sum_over_ranks(&[self.delivered_local()])[0];
                     if now != delivered || self.windows == 0 {
                         (delivered, progress_ps) = (now, self.now);
@@ -466,39 +467,14 @@ impl Simulation {
                 }
             }
         }
-        let mut held: Vec<Held> = Vec::new();
+        let mut held: Vec<stall::Held> = Vec::new();
         for buf in self.comm.all_gather(mine) {
             for c in buf.chunks_exact(16) {
                 let w = |i: usize| u32::from_le_bytes(c[i..i + 4].try_into().expect("4 bytes"));
                 held.push((w(0), w(4) as u16, w(8), w(12)));
             }
         }
-        if held.is_empty() {
-            return None;
-        }
-        held.sort_unstable();
-        let topo = &self.shared.topo;
-        let name = |&(e, p, peer, n): &Held| {
-            format!(
-                "{} port {p} ({n} queued, paused by {})",
-                topo.label(e),
-                topo.label(peer)
-            )
-        };
-        Some(match wait_cycle(&held) {
-            Some(cycle) => {
-                let hops: Vec<String> = cycle.iter().map(name).collect();
-                format!("cycle {} -> back to the first", hops.join(" -> "))
-            }
-            None => {
-                let first: Vec<String> = held.iter().take(4).map(name).collect();
-                format!(
-                    "{} held port(s), no cycle: {}",
-                    held.len(),
-                    first.join(", ")
-                )
-            }
-        })
+        stall::describe(held, &self.shared.topo)
     }
 
     fn local_error(&self) -> SimError {
@@ -766,69 +742,4 @@ fn record(r: SourceRow, sink: Option<&SinkStats>) -> FlowRecord {
         bounces: r.stats.bounces,
         timeouts: r.stats.timeouts,
     }
-}
-
-/// Windows between two checks of the progress watchdog (each check is one
-/// sum over ranks).
-const WATCHDOG_WINDOWS: u64 = 256;
-
-/// A port held by a PFC pause with packets waiting: (entity, port, the
-/// neighbour that paused it, packets waiting).
-type Held = (u32, u16, u32, u32);
-
-/// A cycle in the wait-for graph of held ports: an entity waits on the
-/// neighbour that paused one of its ports. Returns the held ports along the
-/// cycle, starting from the smallest entity on it; None if there is none.
-fn wait_cycle(held: &[Held]) -> Option<Vec<Held>> {
-    use std::collections::BTreeMap;
-    let mut waits: BTreeMap<u32, Vec<Held>> = BTreeMap::new();
-    for &h in held {
-        waits.entry(h.0).or_default().push(h);
-    }
-    // Follow waits from each entity; an entity met again on the current
-    // walk closes a cycle. Each entity is walked from at most once.
-    let mut done: BTreeMap<u32, bool> = BTreeMap::new();
-    for &start in waits.keys() {
-        if done.contains_key(&start) {
-            continue;
-        }
-        // Depth-first: the path of held ports taken, and per level the next edge to try.
-        let mut path: Vec<Held> = Vec::new();
-        let mut next: Vec<usize> = vec![0];
-        let mut at = start;
-        done.insert(start, false);
-        loop {
-            let i = *next.last().expect("a level");
-            let out = waits.get(&at).map(Vec::as_slice).unwrap_or(&[]);
-            let Some(&h) = out.get(i) else {
-                done.insert(at, true);
-                next.pop();
-                match path.pop() {
-                    Some(h) => at = h.0,
-                    None => break,
-                }
-                continue;
-            };
-            *next.last_mut().expect("a level") += 1;
-            match done.get(&h.2) {
-                Some(false) => {
-                    // On the current walk: the cycle runs from h.2 to here.
-                    let from = path.iter().position(|p| p.0 == h.2).unwrap_or(path.len());
-                    let mut cycle = path[from..].to_vec();
-                    cycle.push(h);
-                    let min = (0..cycle.len()).min_by_key(|&i| cycle[i].0).unwrap_or(0);
-                    cycle.rotate_left(min);
-                    return Some(cycle);
-                }
-                Some(true) => {}
-                None => {
-                    done.insert(h.2, false);
-                    path.push(h);
-                    next.push(0);
-                    at = h.2;
-                }
-            }
-        }
-    }
-    None
 }
