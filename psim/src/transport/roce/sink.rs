@@ -16,7 +16,7 @@ pub struct RoceSink {
     prio: u8,
     proto: Protocol,
     /// Next expected PSN.
-    expected: u64,
+    pub(super) expected: u64,
     ack_every: u32,
     since_ack: u32,
     /// The expected PSN last NACKed, and when.
@@ -55,8 +55,19 @@ impl RoceSink {
         }
     }
 
+    /// DCQCN's notification point: a CNP for a CE-marked `pkt`, at most one
+    /// per interval.
+    pub(super) fn notify(&mut self, pkt: &Packet, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        if pkt.has(flags::ECN_CE) && self.last_cnp.is_none_or(|t| now >= t + self.cnp_interval) {
+            self.last_cnp = Some(now);
+            self.cnps += 1;
+            cx.out.push(self.control(PacketKind::Ack, pkt, flags::ECE));
+        }
+    }
+
     /// A 64-byte control packet answering `data`.
-    fn control(&self, kind: PacketKind, data: &Packet, fl: u8) -> Packet {
+    pub(super) fn control(&self, kind: PacketKind, data: &Packet, fl: u8) -> Packet {
         Packet {
             flow: self.flow,
             src: self.me,
@@ -83,12 +94,7 @@ impl Transport for RoceSink {
             return;
         }
         let now = cx.now;
-        if pkt.has(flags::ECN_CE) && self.last_cnp.is_none_or(|t| now >= t + self.cnp_interval) {
-            // DCQCN notification point: at most one CNP per interval.
-            self.last_cnp = Some(now);
-            self.cnps += 1;
-            cx.out.push(self.control(PacketKind::Ack, &pkt, flags::ECE));
-        }
+        self.notify(&pkt, cx);
         if pkt.seq == self.expected {
             self.expected += 1;
             self.stats.bytes_received += pkt.payload as u64;

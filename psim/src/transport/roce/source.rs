@@ -17,23 +17,23 @@ pub struct RoceSource {
     path: u32,
     proto: Protocol,
     size: Option<u64>,
-    mtu: u32,
+    pub(super) mtu: u32,
     /// PSNs in the flow (`None`: endless).
-    total: Option<u64>,
+    pub(super) total: Option<u64>,
     /// Next PSN to send.
-    next_psn: u64,
+    pub(super) next_psn: u64,
     /// First PSN not acknowledged.
-    una: u64,
+    pub(super) una: u64,
     /// One past the highest PSN ever sent.
-    high: u64,
+    pub(super) high: u64,
     /// Earliest time the next packet may leave (pacing).
-    next_tx: u64,
-    started: bool,
+    pub(super) next_tx: u64,
+    pub(super) started: bool,
     rto: Option<u64>,
     rto_at: Option<u64>,
     window: u64,
     /// The rate controller; `None`: the NIC's line rate.
-    cc: Option<Controller>,
+    pub(super) cc: Option<Controller>,
     /// Mark data ECN-capable (DCQCN).
     ect: bool,
     /// Bytes acknowledged per RTT sample (0: one per ACK).
@@ -109,18 +109,34 @@ impl RoceSource {
         if !self.has_data() || self.next_tx > cx.now {
             return;
         }
-        let now = cx.now;
-        let rate = match &mut self.cc {
-            Some(cc) => {
-                // Lazy controller timers catch up before the rate is read (XM1).
-                cc.on_timer(now);
-                cc.pacing_bps().unwrap_or(cx.nic_bps).min(cx.nic_bps)
-            }
-            None => cx.nic_bps,
-        };
+        let rate = self.rate(cx.now, cx.nic_bps);
         let psn = self.next_psn;
+        self.emit(psn, 0, rate, cx);
+        self.next_psn += 1;
+        if self.rto_at.is_none() {
+            self.rto_at = self.rto.map(|r| cx.now + r);
+        }
+    }
+
+    /// The rate to pace at now: the controller's (its lazy timers caught
+    /// up first, XM1), at most the NIC's.
+    pub(super) fn rate(&mut self, now: u64, nic_bps: u64) -> u64 {
+        match &mut self.cc {
+            Some(cc) => {
+                cc.on_timer(now);
+                cc.pacing_bps().unwrap_or(nic_bps).min(nic_bps)
+            }
+            None => nic_bps,
+        }
+    }
+
+    /// Puts PSN `psn` on the wire now (a retransmission if it was sent
+    /// before), with `extra` header bytes, and paces the next departure at
+    /// `rate`. Shared by the go-back-N and the IRN senders.
+    pub(super) fn emit(&mut self, psn: u64, extra: u32, rate: u64, cx: &mut Ctx<'_>) {
+        let now = cx.now;
         let payload = self.payload(psn);
-        let size = payload + HEADER_BYTES;
+        let size = payload + HEADER_BYTES + extra;
         let retx = psn < self.high;
         let mut fl = 0;
         if self.total == Some(psn + 1) {
@@ -151,16 +167,21 @@ impl RoceSource {
         });
         self.stats.bytes_sent += payload as u64;
         self.stats.packets_sent += 1;
-        self.next_psn += 1;
-        self.high = self.high.max(self.next_psn);
+        self.high = self.high.max(psn + 1);
         self.next_tx = now + tx_time_ps(size as u64, rate.max(1));
         if let Some(Controller::Dcqcn(d)) = &mut self.cc {
             // DCQCN's byte counter (the controller trait has no hook for sent bytes).
             d.on_transmit(size as u64, now);
         }
-        if self.rto_at.is_none() {
-            self.rto_at = self.rto.map(|r| now + r);
-        }
+    }
+
+    /// Payload bytes of PSNs `from..to`.
+    pub(super) fn bytes_between(&self, from: u64, to: u64) -> u64 {
+        let off = |psn: u64| {
+            let b = psn * self.mtu as u64;
+            self.size.map_or(b, |s| b.min(s))
+        };
+        off(to) - off(from)
     }
 
     /// Cumulative acknowledgement up to (not including) PSN `e`.
@@ -168,11 +189,7 @@ impl RoceSource {
         if e <= self.una {
             return 0;
         }
-        let off = |psn: u64| {
-            let b = psn * self.mtu as u64;
-            self.size.map_or(b, |s| b.min(s))
-        };
-        let bytes = off(e) - off(self.una);
+        let bytes = self.bytes_between(self.una, e);
         self.una = e;
         self.next_psn = self.next_psn.max(e);
         self.rto_at = match self.rto {
@@ -180,6 +197,35 @@ impl RoceSource {
             _ => None,
         };
         bytes
+    }
+
+    /// A CNP: only the rate controller cares.
+    pub(super) fn feed_cnp(&mut self, now: u64) {
+        let ev = self.ack_event(0, true);
+        if let Some(cc) = &mut self.cc {
+            cc.on_timer(now);
+            cc.on_ecn(&ev, true);
+        }
+    }
+
+    /// Tells the controller that `acked` bytes were acknowledged by `pkt`,
+    /// with an RTT sample once per `sample_bytes`.
+    pub(super) fn feed_ack(&mut self, acked: u64, pkt: &Packet, now: u64, nic_bps: u64) {
+        let ev = self.ack_event(acked, false);
+        let full = self.mtu as u64 + HEADER_BYTES as u64;
+        let rtt = (now - pkt.sent_ps.min(now)).saturating_sub(tx_time_ps(full, nic_bps));
+        self.acked_since_sample += acked;
+        let sample = self.acked_since_sample >= self.sample_bytes;
+        if sample && self.sample_bytes > 0 {
+            self.acked_since_sample %= self.sample_bytes;
+        }
+        if let Some(cc) = &mut self.cc {
+            cc.on_timer(now);
+            if sample {
+                cc.on_rtt_sample(rtt, now);
+            }
+            cc.on_ack(&ev);
+        }
     }
 
     fn ack_event(&self, bytes_acked: u64, ece: bool) -> AckEvent {
@@ -204,34 +250,13 @@ impl Transport for RoceSource {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         match pkt.kind {
-            PacketKind::Ack if pkt.has(flags::ECE) => {
-                // A CNP: only the rate controller cares.
-                let ev = self.ack_event(0, true);
-                if let Some(cc) = &mut self.cc {
-                    cc.on_timer(now);
-                    cc.on_ecn(&ev, true);
-                }
-            }
+            PacketKind::Ack if pkt.has(flags::ECE) => self.feed_cnp(now),
             PacketKind::Ack => {
                 let acked = self.acknowledge(pkt.ack, now);
                 if acked == 0 {
                     return;
                 }
-                let ev = self.ack_event(acked, false);
-                let full = self.mtu as u64 + HEADER_BYTES as u64;
-                let rtt = (now - pkt.sent_ps.min(now)).saturating_sub(tx_time_ps(full, cx.nic_bps));
-                self.acked_since_sample += acked;
-                let sample = self.acked_since_sample >= self.sample_bytes;
-                if sample && self.sample_bytes > 0 {
-                    self.acked_since_sample %= self.sample_bytes;
-                }
-                if let Some(cc) = &mut self.cc {
-                    cc.on_timer(now);
-                    if sample {
-                        cc.on_rtt_sample(rtt, now);
-                    }
-                    cc.on_ack(&ev);
-                }
+                self.feed_ack(acked, &pkt, now, cx.nic_bps);
                 self.try_send(cx);
             }
             PacketKind::Nack => {
