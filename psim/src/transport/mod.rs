@@ -40,7 +40,7 @@ pub use cc::{DcqcnParams, DctcpParams, TimelyParams};
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
 pub use pfabric::{PfabricParams, PfabricSource};
 pub use pull::{PullQueue, PullStats};
-pub use roce::{RoceParams, RoceSink, RoceSource};
+pub use roce::{IrnParams, IrnSink, IrnSource, RoceParams, RoceSink, RoceSource};
 pub use services::{HostScheduler, HostServices};
 pub use tcp::{MptcpParams, TcpParams, TcpSink, TcpSource};
 
@@ -328,6 +328,10 @@ registry! {
         RoceSource(Box<RoceSource>),
         /// RoCE, DCQCN or TIMELY receiver.
         RoceSink(Box<RoceSink>),
+        /// IRN sender (plain, DCQCN or TIMELY).
+        IrnSource(Box<IrnSource>),
+        /// IRN receiver.
+        IrnSink(Box<IrnSink>),
         /// pFabric sender (its receiver is TCP's).
         PfabricSource(Box<PfabricSource>),
     }
@@ -352,6 +356,12 @@ registry! {
         Timely = 8, "timely" => roce::TimelyDef,
         /// pFabric's transport: remaining size in `rank`, fixed RTO, probe mode ([PFAB] §4.2–4.3).
         Pfabric = 9, "pfabric" => pfabric::Pfabric,
+        /// IRN: RoCE with selective repeat, BDP-FC and RTO_low/RTO_high ([TH] §4.2).
+        Irn = 10, "irn" => roce::IrnDef,
+        /// IRN + DCQCN ([TH] Ch. 4).
+        IrnDcqcn = 11, "irn_dcqcn" => roce::IrnDcqcnDef,
+        /// IRN + TIMELY ([TH] Ch. 4).
+        IrnTimely = 12, "irn_timely" => roce::IrnTimelyDef,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -372,6 +382,8 @@ registry! {
         timely: TimelyParams,
         /// `[protocol.pfabric]`: pFabric's transport.
         pfabric: PfabricParams,
+        /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely).
+        irn: IrnParams,
     }
 }
 

@@ -1,7 +1,9 @@
 //! RoCE (RDMA over Converged Ethernet), reliable connection with go-back-N
 //! ([TH] §4.1.1, §4.3.1), and the rate-controlled RoCE variants: plain
 //! `roce` (line rate, no congestion control), `dcqcn` (RoCE + DCQCN,
-//! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`).
+//! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`). IRN
+//! (`irn`, `irn_dcqcn`, `irn_timely`: selective repeat over the same
+//! sender and receiver) is in `irn.rs`.
 //!
 //! - **Receiver** ([`RoceSink`]): accepts only the expected PSN. An
 //!   out-of-order packet is discarded and answered with a NACK carrying the
@@ -42,11 +44,15 @@
 //! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
 //! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
 
+mod irn;
+#[cfg(test)]
+mod irn_tests;
 mod sink;
 mod source;
 #[cfg(test)]
 mod tests;
 
+pub use irn::{IrnDcqcnDef, IrnDef, IrnParams, IrnSink, IrnSource, IrnTimelyDef};
 pub use sink::RoceSink;
 pub use source::RoceSource;
 

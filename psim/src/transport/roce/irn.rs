@@ -1,0 +1,514 @@
+//! IRN, "improved RoCE NIC" ([TH] §4.2): RoCE with selective repeat instead
+//! of go-back-N, so that it needs no lossless fabric. Protocols `irn` (line
+//! rate), `irn_dcqcn` and `irn_timely` (the controllers of `dcqcn` and
+//! `timely`). It reuses the RoCE sender's pacing, packet format and
+//! controller plumbing ([`RoceSource`]) and the RoCE receiver's control
+//! packets and CNPs ([`RoceSink`]); only the loss recovery differs.
+//!
+//! - **Receiver** ([`IrnSink`], [TH] §4.2.1): keeps out-of-order packets. It
+//!   ACKs every in-order packet (cumulative ACK = next expected PSN; ACKs are
+//!   per packet whatever `[protocol.roce] ack_every` says) and NACKs **every**
+//!   out-of-order arrival with (cumulative ACK = expected PSN, `seq` = the
+//!   arriving PSN as a one-entry SACK) (TA11). No CNP on a NACK (`CW` adds
+//!   one; [TH] does not).
+//! - **Sender** ([`IrnSource`], [TH] §4.2.1): a bitmap of selectively ACKed
+//!   PSNs above the cumulative ACK. A NACK or a timeout enters recovery and
+//!   records the *recovery sequence*, the last new PSN sent. In recovery it
+//!   resends, before any new packet, first the cumulative-ACK PSN, then each
+//!   un-SACKed PSN below the highest SACKed one (a packet counts as lost
+//!   only if a higher PSN was SACKed; `CW` resends every un-SACKed PSN below
+//!   the recovery point). With nothing to resend it sends new PSNs, paced as
+//!   RoCE, while BDP-FC allows: PSN − cumulative ACK < `bdp_cap_packets`
+//!   ([TH] §4.2.2). Recovery ends when the cumulative ACK passes the
+//!   recovery sequence. No window, slow start or AIMD.
+//! - **Timeouts** ([TH] §4.2.1, TA9): the timer is armed at RTO_low when a
+//!   packet leaves with none armed, and re-armed on every advance of the
+//!   cumulative ACK. When RTO_low expires with more than N packets in flight
+//!   (sent, neither cumulatively nor selectively ACKed; `CW` does not
+//!   subtract SACKed ones) it is extended to RTO_high after the arming. A
+//!   timeout enters recovery and restarts from the cumulative ACK. Nothing
+//!   outstanding: no timer.
+//! - **Overheads** ([TH] §4.5.3, T31): `retx_fetch_us` delays the
+//!   retransmissions of each recovery event (entering recovery, a timeout)
+//!   by one PCIe fetch; later retransmissions of the same event pipeline
+//!   behind it. `header_overhead_bytes` is added to every data packet (the
+//!   RETH of RDMA Writes: 16 B).
+//!
+//! | key (`[protocol.irn]`; MTU and CNP interval from `[protocol.roce]`) | default | source |
+//! |---|---|---|
+//! | `rto_low_us` | 100 | [TH] §4.2.1 |
+//! | `rto_high_us` | 320 | [TH] §4.2.1 (TA10: longest-path RTT with full buffers) |
+//! | `n_low_packets` (RTO_low while in flight ≤ N) | 3 | [TH] §4.2.1 |
+//! | `timeout` | true | [TH] §4.2.1 (`CW` turns IRN's timeout off under PFC) |
+//! | `bdp_cap_packets` (0 = no BDP-FC) | 120 | [TH] §4.2.2: 120 KB / 1 KB MTU, "~110" in the text (TA8) |
+//! | `retx_fetch_us` | 0 | [TH] §4.5.3: 2 µs per retransmission |
+//! | `header_overhead_bytes` | 0 | [TH] §4.5.3: RETH 16 B per Write packet (Send 6 B, Read response 0) |
+
+use std::collections::VecDeque;
+
+use super::{RoceDef, RoceSink, RoceSource};
+use crate::config::ConfigError;
+use crate::packet::{flags, Packet, PacketKind, Protocol};
+use crate::transport::cc::dcqcn::Style;
+use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss, Timely};
+use crate::transport::config::{bad, in_range, Micros};
+use crate::transport::{
+    Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats, SwitchClass,
+    Transport,
+};
+
+/// `[protocol.irn]` (defaults and sources in the table above).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct IrnParams {
+    /// Timeout while few packets are in flight (`rto_low_us`).
+    #[serde(rename = "rto_low_us")]
+    pub rto_low: Micros,
+    /// Timeout otherwise (`rto_high_us`).
+    #[serde(rename = "rto_high_us")]
+    pub rto_high: Micros,
+    /// RTO_low applies while at most this many packets are in flight.
+    pub n_low_packets: u32,
+    /// Whether the sender times out at all.
+    pub timeout: bool,
+    /// BDP-FC: new PSNs only while PSN − cumulative ACK is below this; 0: off.
+    pub bdp_cap_packets: u32,
+    /// PCIe fetch delay of a retransmission (`retx_fetch_us`).
+    #[serde(rename = "retx_fetch_us")]
+    pub retx_fetch: Micros,
+    /// Extra header bytes on every data packet.
+    pub header_overhead_bytes: u32,
+}
+
+impl Default for IrnParams {
+    fn default() -> Self {
+        IrnParams {
+            rto_low: Micros::from_ps(100_000_000),
+            rto_high: Micros::from_ps(320_000_000),
+            n_low_packets: 3,
+            timeout: true,
+            bdp_cap_packets: 120,
+            retx_fetch: Micros::from_ps(0),
+            header_overhead_bytes: 0,
+        }
+    }
+}
+
+impl IrnParams {
+    /// Checks the section; `key` is `protocol.irn`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let k = |n: &str| format!("{key}.{n}");
+        let low = self.rto_low.positive(&k("rto_low_us"))?;
+        let high = self.rto_high.positive(&k("rto_high_us"))?;
+        if high < low {
+            return Err(bad(
+                &k("rto_high_us"),
+                high as f64 / 1e6,
+                "must be at least rto_low_us",
+            ));
+        }
+        if self.retx_fetch != Micros::from_ps(0) {
+            // 0 (no fetch delay) or a positive delay.
+            self.retx_fetch.positive(&k("retx_fetch_us"))?;
+        }
+        in_range(
+            &k("header_overhead_bytes"),
+            self.header_overhead_bytes,
+            0,
+            1000,
+        )
+    }
+}
+
+/// Sender of an IRN flow: the RoCE sender's pacing and controller with
+/// selective repeat (module documentation above).
+#[derive(Clone, Debug)]
+pub struct IrnSource {
+    base: RoceSource,
+    /// Bit i: PSN `una + i` was selectively ACKed.
+    sacked: VecDeque<bool>,
+    n_sacked: u64,
+    /// The highest SACKed PSN.
+    top_sack: Option<u64>,
+    /// The recovery sequence while recovering.
+    recovery: Option<u64>,
+    /// Next PSN to consider for retransmission.
+    cursor: u64,
+    rto_low: u64,
+    rto_high: u64,
+    n_low: u64,
+    timeout: bool,
+    rto_at: Option<u64>,
+    armed_at: u64,
+    extended: bool,
+    cap: u64,
+    fetch: u64,
+    /// Retransmissions may not leave before this (PCIe fetch).
+    fetch_ready: u64,
+    extra: u32,
+}
+
+impl IrnSource {
+    /// An IRN sender for `flow` over a RoCE sender `base`.
+    pub fn new(base: RoceSource, p: &IrnParams) -> Self {
+        IrnSource {
+            base,
+            sacked: VecDeque::new(),
+            n_sacked: 0,
+            top_sack: None,
+            recovery: None,
+            cursor: 0,
+            rto_low: p.rto_low.ps,
+            rto_high: p.rto_high.ps,
+            n_low: p.n_low_packets as u64,
+            timeout: p.timeout,
+            rto_at: None,
+            armed_at: 0,
+            extended: false,
+            cap: p.bdp_cap_packets as u64,
+            fetch: p.retx_fetch.ps,
+            fetch_ready: 0,
+            extra: p.header_overhead_bytes,
+        }
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SourceStats {
+        &self.base.stats
+    }
+
+    /// The rate controller, if any.
+    pub fn controller(&self) -> Option<&Controller> {
+        self.base.controller()
+    }
+
+    /// The recovery sequence, while in recovery.
+    pub fn recovery(&self) -> Option<u64> {
+        self.recovery
+    }
+
+    /// The pending timeout, if any.
+    pub fn rto_at(&self) -> Option<u64> {
+        self.rto_at
+    }
+
+    /// Packets sent and neither cumulatively nor selectively ACKed.
+    pub fn in_flight(&self) -> u64 {
+        self.base.next_psn - self.base.una - self.n_sacked
+    }
+
+    fn arm(&mut self, now: u64) {
+        self.armed_at = now;
+        self.extended = false;
+        self.rto_at = self.timeout.then_some(now + self.rto_low);
+    }
+
+    /// Skips the cursor over SACKed PSNs.
+    fn settle(&mut self) {
+        let una = self.base.una;
+        self.cursor = self.cursor.max(una);
+        while self.cursor < self.base.next_psn
+            && self.sacked.get((self.cursor - una) as usize) == Some(&true)
+        {
+            self.cursor += 1;
+        }
+    }
+
+    /// The PSN to resend next, if any: the cumulative-ACK PSN, then holes
+    /// below the highest SACK.
+    fn lost(&self) -> Option<u64> {
+        self.recovery?;
+        let c = self.cursor;
+        let hole = c == self.base.una || self.top_sack.is_some_and(|h| c < h);
+        (c < self.base.next_psn && hole).then_some(c)
+    }
+
+    fn may_send_new(&self) -> bool {
+        let b = &self.base;
+        b.started
+            && b.total.is_none_or(|t| b.next_psn < t)
+            && (self.cap == 0 || b.next_psn - b.una < self.cap)
+    }
+
+    /// Cumulative acknowledgement up to (not including) `e`; bytes newly acked.
+    fn acknowledge(&mut self, e: u64, now: u64) -> u64 {
+        let una = self.base.una;
+        if e <= una {
+            return 0;
+        }
+        let bytes = self.base.bytes_between(una, e);
+        let k = ((e - una) as usize).min(self.sacked.len());
+        self.n_sacked -= self.sacked.drain(..k).filter(|s| *s).count() as u64;
+        self.base.una = e;
+        self.base.next_psn = self.base.next_psn.max(e);
+        if self.recovery.is_some_and(|r| e > r) {
+            self.recovery = None;
+        }
+        if e < self.base.next_psn {
+            self.arm(now);
+        } else {
+            self.rto_at = None;
+        }
+        self.settle();
+        bytes
+    }
+
+    fn sack(&mut self, psn: u64) {
+        let una = self.base.una;
+        if psn < una || psn >= self.base.next_psn {
+            return;
+        }
+        let i = (psn - una) as usize;
+        if self.sacked.len() <= i {
+            self.sacked.resize(i + 1, false);
+        }
+        if !self.sacked[i] {
+            self.sacked[i] = true;
+            self.n_sacked += 1;
+        }
+        self.top_sack = Some(self.top_sack.map_or(psn, |h| h.max(psn)));
+        self.settle();
+    }
+
+    /// Enters recovery (if not in it) from the cumulative ACK.
+    fn recover(&mut self, now: u64) {
+        if self.recovery.is_none() {
+            self.recovery = Some(self.base.next_psn - 1);
+            self.cursor = self.base.una;
+            self.fetch_ready = now + self.fetch;
+        }
+    }
+
+    fn try_send(&mut self, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        if !self.base.started || self.base.next_tx > now {
+            return;
+        }
+        let psn = match self.lost() {
+            Some(_) if self.fetch_ready > now => return,
+            Some(p) => {
+                self.cursor = p + 1;
+                p
+            }
+            None if self.may_send_new() => {
+                self.base.next_psn += 1;
+                self.base.next_psn - 1
+            }
+            None => return,
+        };
+        let rate = self.base.rate(now, cx.nic_bps);
+        self.base.emit(psn, self.extra, rate, cx);
+        self.settle();
+        if self.rto_at.is_none() {
+            self.arm(now);
+        }
+    }
+}
+
+impl Transport for IrnSource {
+    fn on_start(&mut self, cx: &mut Ctx<'_>) {
+        self.base.started = true;
+        self.base.next_tx = cx.now;
+        self.try_send(cx);
+    }
+
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        match pkt.kind {
+            PacketKind::Ack if pkt.has(flags::ECE) => self.base.feed_cnp(now),
+            PacketKind::Ack | PacketKind::Nack => {
+                let acked = self.acknowledge(pkt.ack, now);
+                if acked > 0 {
+                    self.base.feed_ack(acked, &pkt, now, cx.nic_bps);
+                }
+                if pkt.kind == PacketKind::Nack && pkt.seq > self.base.una {
+                    self.sack(pkt.seq);
+                    self.recover(now);
+                }
+                self.try_send(cx);
+            }
+            _ => {}
+        }
+    }
+
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        if self.rto_at.is_some_and(|t| t <= now) {
+            if self.base.una >= self.base.next_psn {
+                self.rto_at = None;
+            } else if !self.extended && self.in_flight() > self.n_low {
+                // RTO_low does not apply: wait until RTO_high after arming (TA9).
+                self.extended = true;
+                self.rto_at = Some(self.armed_at + self.rto_high);
+            } else {
+                self.base.stats.timeouts += 1;
+                self.recovery = None;
+                self.recover(now);
+                self.arm(now);
+                let bytes = self.in_flight() * self.base.mtu as u64;
+                if let Some(cc) = &mut self.base.cc {
+                    cc.on_loss(Loss::Timeout, bytes);
+                }
+            }
+        }
+        self.try_send(cx);
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        let b = &self.base;
+        let tx = match self.lost() {
+            Some(_) => Some(b.next_tx.max(self.fetch_ready)),
+            None => self.may_send_new().then_some(b.next_tx),
+        };
+        [tx, self.rto_at].into_iter().flatten().min()
+    }
+
+    fn source_stats(&self) -> Option<&SourceStats> {
+        Some(&self.base.stats)
+    }
+}
+
+/// Receiver of an IRN flow: keeps out-of-order packets, ACKs each in-order
+/// one and NACKs each out-of-order one (module documentation above).
+#[derive(Clone, Debug)]
+pub struct IrnSink {
+    base: RoceSink,
+    /// Bit i: PSN `expected + 1 + i` is held.
+    held: VecDeque<bool>,
+    /// The flow's last PSN, once seen.
+    last: Option<u64>,
+}
+
+impl IrnSink {
+    /// The receiver for the flow of `first`, at most one CNP per `cnp_interval` ps.
+    pub fn new(first: &Packet, p: &super::RoceParams, cnp_interval: u64) -> Self {
+        IrnSink {
+            base: RoceSink::new(first, p, cnp_interval),
+            held: VecDeque::new(),
+            last: None,
+        }
+    }
+
+    /// NACKs sent.
+    pub fn nacks(&self) -> u64 {
+        self.base.nacks
+    }
+}
+
+impl Transport for IrnSink {
+    fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+        let b = &mut self.base;
+        b.stats.packets_received += 1;
+        if pkt.kind != PacketKind::Data {
+            return;
+        }
+        b.notify(&pkt, cx);
+        let now = cx.now;
+        let fresh = |b: &mut RoceSink, last: &mut Option<u64>| {
+            b.stats.bytes_received += pkt.payload as u64;
+            if pkt.has(flags::LAST) {
+                *last = Some(pkt.seq);
+            }
+        };
+        if pkt.seq == b.expected {
+            fresh(b, &mut self.last);
+            b.expected += 1;
+            while self.held.pop_front() == Some(true) {
+                b.expected += 1;
+            }
+            let done = self.last.is_some_and(|l| b.expected > l);
+            if done && b.stats.finish_ps.is_none() {
+                b.stats.finish_ps = Some(now);
+            }
+            cx.out.push(b.control(PacketKind::Ack, &pkt, 0));
+        } else if pkt.seq > b.expected {
+            let i = (pkt.seq - b.expected - 1) as usize;
+            if self.held.len() <= i {
+                self.held.resize(i + 1, false);
+            }
+            if !self.held[i] {
+                self.held[i] = true;
+                fresh(b, &mut self.last);
+            }
+            b.nacks += 1;
+            cx.out.push(b.control(PacketKind::Nack, &pkt, 0));
+        } else {
+            // A duplicate: the ACK that covered it may have been lost.
+            cx.out.push(b.control(PacketKind::Ack, &pkt, 0));
+        }
+    }
+
+    fn sink_stats(&self) -> Option<&SinkStats> {
+        Some(&self.base.stats)
+    }
+}
+
+fn irn_endpoint(
+    proto: Protocol,
+    flow: &FlowInfo,
+    p: &ProtocolParams,
+    cc: Option<Controller>,
+    ect: bool,
+    seg: u64,
+) -> Endpoint {
+    let base = RoceSource::new(flow, proto, &p.roce, cc, ect, seg);
+    Endpoint::IrnSource(Box::new(IrnSource::new(base, &p.irn)))
+}
+
+fn irn_sink(first: &Packet, p: &ProtocolParams, style: Style) -> Endpoint {
+    let cnp = p.roce.cnp_interval_ps(style);
+    Endpoint::IrnSink(Box::new(IrnSink::new(first, &p.roce, cnp)))
+}
+
+/// The protocol table's row for IRN at line rate.
+pub struct IrnDef;
+
+impl ProtocolDef for IrnDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        RoceDef::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        irn_endpoint(proto, flow, p, None, false, 0)
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        irn_sink(first, p, Style::Paper)
+    }
+}
+
+/// The protocol table's row for IRN + DCQCN.
+pub struct IrnDcqcnDef;
+
+impl ProtocolDef for IrnDcqcnDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        RoceDef::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let cc = Controller::Dcqcn(Dcqcn::new(p.dcqcn.resolve(flow.nic_bps)));
+        irn_endpoint(proto, flow, p, Some(cc), true, 0)
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        irn_sink(first, p, p.dcqcn.style)
+    }
+}
+
+/// The protocol table's row for IRN + TIMELY.
+pub struct IrnTimelyDef;
+
+impl ProtocolDef for IrnTimelyDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        RoceDef::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let cc = Controller::Timely(Timely::new(&p.timely, flow.nic_bps));
+        irn_endpoint(proto, flow, p, Some(cc), false, p.timely.segment_bytes)
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        irn_sink(first, p, Style::Paper)
+    }
+}
