@@ -370,15 +370,11 @@ impl Discipline for CodelQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::queue::testkit::ENV;
     use crate::queue::testkit::{data, Kit};
     use crate::queue::Outcome::*;
 
     const MS: u64 = 1_000 * PS_PER_US;
-    const ENV: QueueEnv = QueueEnv {
-        mtu: 1436,
-        switch_k: None,
-    };
-
     fn queue(ecn: bool) -> CodelQueue {
         let cfg = CodelConfig {
             ecn,

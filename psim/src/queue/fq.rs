@@ -276,29 +276,8 @@ impl Discipline for FqQueue {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::queue::testkit::{data, Kit};
+    use crate::queue::testkit::{distinct_bucket_flows as flows, flow_data as pkt, Kit, ENV};
     use crate::queue::Outcome::*;
-
-    const ENV: QueueEnv = QueueEnv {
-        mtu: 1436,
-        switch_k: None,
-    };
-
-    /// Flow ids that land in distinct buckets of a 1024-bucket table.
-    fn flows(n: usize) -> Vec<u64> {
-        let t = FlowTable::new(DEFAULT_BUCKETS);
-        let mut seen = std::collections::HashSet::new();
-        (0..)
-            .filter(|&f| seen.insert(t.bucket_of(f)))
-            .take(n)
-            .collect()
-    }
-
-    fn pkt(flow: u64, seq: u64, size: u32) -> Packet {
-        let mut p = data(seq, size);
-        p.flow = flow;
-        p
-    }
 
     fn fq(scheduler: FqScheduler, cap: u32, quantum: Option<u64>) -> FqQueue {
         let cfg = FqConfig {

@@ -253,32 +253,11 @@ impl Discipline for FqCodelQueue {
 mod tests {
     use super::*;
     use crate::packet::flags;
-    use crate::queue::testkit::{data, Kit};
+    use crate::queue::testkit::{distinct_bucket_flows as flows, flow_data as pkt, Kit, ENV};
     use crate::queue::Outcome::*;
     use crate::units::PS_PER_US;
 
     const MS: u64 = 1_000 * PS_PER_US;
-    const ENV: QueueEnv = QueueEnv {
-        mtu: 1436,
-        switch_k: None,
-    };
-
-    /// Flow ids that land in distinct buckets.
-    fn flows(n: usize) -> Vec<u64> {
-        let t = FlowTable::new(DEFAULT_BUCKETS);
-        let mut seen = std::collections::HashSet::new();
-        (0..)
-            .filter(|&f| seen.insert(t.bucket_of(f)))
-            .take(n)
-            .collect()
-    }
-
-    fn pkt(flow: u64, seq: u64, size: u32) -> Packet {
-        let mut p = data(seq, size);
-        p.flow = flow;
-        p
-    }
-
     fn queue(cfg: FqCodelConfig) -> FqCodelQueue {
         cfg.validate("q").unwrap();
         cfg.build(&ENV)

@@ -7,42 +7,14 @@
 //!
 //! | parameter (`kind = "lifo"`) | default | source |
 //! |---|---|---|
-//! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail` (ns-3's `DropTailQueue` default); the UPS replay runs set 100,000,000 |
+//! | `queue_packets`, or `queue_bytes` | 100 packets (the shared [`super::CapacityConfig`]) | as `droptail` (ns-3's `DropTailQueue` default); the UPS replay runs set 100,000,000 |
 
-use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
-use crate::config::ConfigError;
+use super::{Capacity, Discipline, QueueCtx};
 use crate::packet::Packet;
-use serde::{Deserialize, Serialize};
 
-/// Default capacity, packets (as drop-tail's).
-pub const DEFAULT_QUEUE_PACKETS: u32 = super::droptail::DEFAULT_QUEUE_PACKETS;
-
-/// `kind = "lifo"`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct LifoConfig {
-    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_packets: Option<u32>,
-    /// Capacity in bytes, instead of packets.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_bytes: Option<u64>,
-}
-
-impl LifoConfig {
-    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
-        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
-        capacity(key, self.queue_packets, self.queue_bytes, default)
-    }
-}
-
-impl DisciplineConfig for LifoConfig {
-    type Queue = LifoQueue;
-    fn validate(&self, key: &str) -> Result<(), ConfigError> {
-        self.cap(key).map(drop)
-    }
-    fn build(&self, _env: &QueueEnv) -> LifoQueue {
-        LifoQueue::new(self.cap("").expect("validated"))
+impl From<Capacity> for LifoQueue {
+    fn from(cap: Capacity) -> Self {
+        LifoQueue::new(cap)
     }
 }
 
@@ -92,6 +64,7 @@ impl Discipline for LifoQueue {
 mod tests {
     use super::*;
     use crate::queue::testkit::{data, Kit};
+    use crate::queue::DisciplineConfig;
     use crate::queue::Outcome::*;
 
     /// Script: 0, 1, 2 queued; take (gets 2, the newest); 3, 4 queued; then
@@ -124,7 +97,7 @@ mod tests {
 
     #[test]
     fn bad_capacity_names_the_key() {
-        let c = LifoConfig {
+        let c = crate::queue::CapacityConfig {
             queue_packets: Some(0),
             ..Default::default()
         };

@@ -340,9 +340,9 @@ disciplines! {
     /// Traffic classes: a classifier, a discipline per class, a scheduler.
     Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
     /// Uniformly random service order (UPS's Random).
-    Random(random::RandomQueue, random::RandomConfig) = "random",
+    Random(random::RandomQueue, CapacityConfig) = "random",
     /// Last in, first out (UPS's LIFO).
-    Lifo(lifo::LifoQueue, lifo::LifoConfig) = "lifo",
+    Lifo(lifo::LifoQueue, CapacityConfig) = "lifo",
     /// pFabric: best rank's flow first, evict the worst rank.
     Pfabric(Box<pfabric::PfabricQueue>, pfabric::PfabricConfig) = "pfabric",
     /// SRPT with starvation prevention: pFabric's queue.
@@ -395,6 +395,38 @@ pub(crate) fn capacity(
         (Some(p), None) => Ok(Capacity::Packets(p)),
         (None, Some(b)) => Ok(Capacity::Bytes(b)),
         (None, None) => Ok(default),
+    }
+}
+
+/// The table of a discipline whose only keys are its capacity (`lifo`,
+/// `random`): `queue_packets` or `queue_bytes`, default 100 packets as
+/// drop-tail's. It builds the capacity; the queue is made from it
+/// (`From<Capacity>`).
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CapacityConfig {
+    /// Capacity in packets (default [`droptail::DEFAULT_QUEUE_PACKETS`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+}
+
+impl CapacityConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(droptail::DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+}
+
+impl DisciplineConfig for CapacityConfig {
+    type Queue = Capacity;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key).map(drop)
+    }
+    fn build(&self, _env: &QueueEnv) -> Capacity {
+        self.cap("").expect("validated")
     }
 }
 

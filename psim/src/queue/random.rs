@@ -9,43 +9,15 @@
 //!
 //! | parameter (`kind = "random"`) | default | source |
 //! |---|---|---|
-//! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail` (ns-3's `DropTailQueue` default) |
+//! | `queue_packets`, or `queue_bytes` | 100 packets (the shared [`super::CapacityConfig`]) | as `droptail` (ns-3's `DropTailQueue` default) |
 
-use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
-use crate::config::ConfigError;
+use super::{Capacity, Discipline, QueueCtx};
 use crate::packet::Packet;
 use rand::RngExt;
-use serde::{Deserialize, Serialize};
 
-/// Default capacity, packets (as drop-tail's).
-pub const DEFAULT_QUEUE_PACKETS: u32 = super::droptail::DEFAULT_QUEUE_PACKETS;
-
-/// `kind = "random"`.
-#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct RandomConfig {
-    /// Capacity in packets (default [`DEFAULT_QUEUE_PACKETS`]).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_packets: Option<u32>,
-    /// Capacity in bytes, instead of packets.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_bytes: Option<u64>,
-}
-
-impl RandomConfig {
-    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
-        let default = Capacity::Packets(DEFAULT_QUEUE_PACKETS);
-        capacity(key, self.queue_packets, self.queue_bytes, default)
-    }
-}
-
-impl DisciplineConfig for RandomConfig {
-    type Queue = RandomQueue;
-    fn validate(&self, key: &str) -> Result<(), ConfigError> {
-        self.cap(key).map(drop)
-    }
-    fn build(&self, _env: &QueueEnv) -> RandomQueue {
-        RandomQueue::new(self.cap("").expect("validated"))
+impl From<Capacity> for RandomQueue {
+    fn from(cap: Capacity) -> Self {
+        RandomQueue::new(cap)
     }
 }
 

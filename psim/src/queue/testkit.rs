@@ -9,12 +9,37 @@
 //! assert_eq!(k.drain_seqs(&mut q), [0]);
 //! ```
 
-use super::{Discipline, Outcome, QueueCtx, Report};
+use super::{Discipline, Outcome, QueueCtx, QueueEnv, Report};
 use crate::packet::{Packet, PacketKind, HEADER_BYTES};
 use crate::rng::Rng;
 
 /// Link rate the kit's context reports (10 Gb/s, the NDP paper's links).
 pub const RATE_BPS: u64 = 10_000_000_000;
+
+/// A build environment for unit tests: a 1436-byte MTU payload (1500 B on
+/// the wire), no switch marking threshold.
+pub const ENV: QueueEnv = QueueEnv {
+    mtu: 1436,
+    switch_k: None,
+};
+
+/// A data packet of flow `flow` (see [`data`]).
+pub fn flow_data(flow: u64, seq: u64, size: u32) -> Packet {
+    let mut p = data(seq, size);
+    p.flow = flow;
+    p
+}
+
+/// `n` flow ids that land in distinct buckets of a default-sized flow
+/// table (`flows.rs`), so per-flow tests are not confused by collisions.
+pub fn distinct_bucket_flows(n: usize) -> Vec<u64> {
+    let t = super::flows::FlowTable::new(super::fq::DEFAULT_BUCKETS);
+    let mut seen = std::collections::HashSet::new();
+    (0..)
+        .filter(|&f| seen.insert(t.bucket_of(f)))
+        .take(n)
+        .collect()
+}
 
 /// A scripted driver: the time, a random stream and the last reports.
 pub struct Kit {
