@@ -116,17 +116,7 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_run_names_the_cycle() {
         );
     }
     let scn = scenario(&text, &[]);
-    let e = psim::engine::Simulation::new(
-        &scn,
-        psim::engine::SimOptions {
-            shards: 1,
-            threads: 1,
-        },
-    )
-    .unwrap()
-    .run(&mut |_| {})
-    .unwrap_err()
-    .to_string();
+    let e = simulate(&scn, 1).unwrap_err().to_string();
     assert!(e.starts_with("PFC deadlock"), "{e}");
     assert!(e.contains("cycle s"), "{e}");
     assert_eq!(e.lines().count(), 1);
@@ -141,31 +131,12 @@ fn a_run_that_delivers_nothing_stops_with_an_error() {
                 [switch.queue]\nkind = \"droptail\"\nqueue_bytes = 1000\n\
                 [[traffic]]\nprotocol = \"tcp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 2\nsize_bytes = 100000\n";
     let scn = scenario(text, &["run.watchdog_s=1.0"]);
-    let e = psim::engine::Simulation::new(
-        &scn,
-        psim::engine::SimOptions {
-            shards: 2,
-            threads: 1,
-        },
-    )
-    .unwrap()
-    .run(&mut |_| {})
-    .unwrap_err()
-    .to_string();
+    let e = simulate(&scn, 2).unwrap_err().to_string();
     assert!(e.contains("no packet reached a host for 1 s"), "{e}");
     assert!(e.contains("switch.queue.queue_bytes"), "{e}");
     // Off: the same run goes on; with a stop time it simply ends there.
     let scn = scenario(text, &["run.watchdog_s=0", "stop_us=2000000"]);
-    let s = psim::engine::Simulation::new(
-        &scn,
-        psim::engine::SimOptions {
-            shards: 1,
-            threads: 1,
-        },
-    )
-    .unwrap()
-    .run(&mut |_| {})
-    .unwrap();
+    let s = simulate(&scn, 1).unwrap();
     assert_eq!(s.sim_end_ps, 2_000_000_000_000);
     let path = repo_root().join("inline.toml");
     let e = psim::config::Scenario::from_str(text, &path, &["run.watchdog_s=-1".into()])
@@ -203,4 +174,15 @@ fn dcqcn_over_pfc_is_lossless_and_needs_no_timeout() {
             f.flow_id
         );
     }
+}
+
+/// Runs `scn` in memory (no outputs) on `shards` shards: the engine's verdict.
+fn simulate(
+    scn: &psim::config::Scenario,
+    shards: u32,
+) -> Result<psim::engine::RunSummary, psim::engine::SimError> {
+    let opts = psim::engine::SimOptions { shards, threads: 1 };
+    psim::engine::Simulation::new(scn, opts)
+        .unwrap()
+        .run(&mut |_| {})
 }

@@ -699,7 +699,7 @@ impl Shard {
     pub fn port_totals(&self) -> crate::net::PortCounters {
         let mut t = crate::net::PortCounters::default();
         for p in self.nodes.iter().flat_map(|n| &n.ports) {
-            t += p.counters;
+            t += p.totals();
         }
         t
     }

@@ -31,7 +31,8 @@ pub struct PortCounters {
     /// PFC frames received on the link this port feeds (from its peer).
     pub pause_received: u64,
     /// Time this port spent paused, summed over priorities, ps (pauses
-    /// still open at the end of the run are not included).
+    /// still open at the end of the run are not included). Filled from the
+    /// port's pause state by `Port::totals`; zero in `Port::counters`.
     pub paused_ps: u64,
 }
 

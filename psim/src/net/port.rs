@@ -223,7 +223,6 @@ impl Port {
         } else {
             st.mask &= !bit;
             st.paused_ps[i] += now - st.since[i];
-            self.counters.paused_ps += now - st.since[i];
         }
         st.per_priority = self.queue.set_paused(prio, paused);
         !paused
@@ -305,6 +304,17 @@ impl Port {
             .as_deref()
             .is_some_and(|st| st.mask & (1 << prio) != 0 && st.until[prio as usize] == at);
         live && self.set_paused(prio, false, at)
+    }
+
+    /// The port's counters, with the paused time summed from the pause
+    /// state (which keeps it per priority).
+    pub fn totals(&self) -> PortCounters {
+        let mut c = self.counters;
+        c.paused_ps = self
+            .pause
+            .as_deref()
+            .map_or(0, |st| st.paused_ps.iter().sum());
+        c
     }
 
     /// Whether priority `prio` is paused.
@@ -397,5 +407,6 @@ mod tests {
         let (pkt, _) = p.start(&mut cx(5_000_100, &mut rng, &mut r)).sent.unwrap();
         assert_eq!(pkt.seq, 1);
         assert_eq!(p.pause.as_deref().unwrap().paused_ps[3], 5_000_000);
+        assert_eq!(p.totals().paused_ps, 5_000_000);
     }
 }
