@@ -489,7 +489,7 @@ mod tests {
         // Offers 40 ECN-capable data packets to a NIC; how many got marked.
         let marks = |sets: &[&str]| {
             let s = load(BASE, sets).unwrap();
-            let (mut k, mut q) = (Kit::new(0), s.queues.build(EntityKind::Host));
+            let (mut k, mut q) = (Kit::new(0), s.queues.build(EntityKind::Host, 0, 0));
             (0..40)
                 .filter(|&i| {
                     let mut p = data(i, 1000);

@@ -89,9 +89,15 @@ impl PortQueues {
             EntityKind::Core => &self.tiers[2],
         }
     }
-    /// A new queue for a port of an entity of `kind`.
-    pub fn build(&self, kind: EntityKind) -> Queue {
-        self.config(kind).build(&self.env)
+    /// A new queue for a port of entity `entity`, of `kind`, under the
+    /// scenario's `seed`.
+    pub fn build(&self, kind: EntityKind, entity: u32, seed: u64) -> Queue {
+        let env = QueueEnv {
+            switch: (kind != EntityKind::Host).then_some(entity),
+            seed,
+            ..self.env
+        };
+        self.config(kind).build(&env)
     }
 }
 
@@ -130,6 +136,8 @@ pub(crate) fn port_queues(
             mtu,
             // Hosts attach to ToRs: a NIC marks at their K by default.
             switch_k: tiers[0].ecn_threshold_packets(),
+            switch: None,
+            seed: 0,
         },
         tiers,
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),

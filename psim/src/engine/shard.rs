@@ -166,7 +166,7 @@ impl Shard {
         for &e in members {
             let kind = topo.kind(e);
             let ports = (0..topo.port_count(e))
-                .map(|p| Port::new(scn.queues.build(kind), topo.port(e, p)))
+                .map(|p| Port::new(scn.queues.build(kind, e, shared.seed), topo.port(e, p)))
                 .collect::<Vec<_>>();
             inbound_len += ports.len();
             let pfc = match (&scn.queues.pfc, kind) {

@@ -324,6 +324,8 @@ mod tests {
     const ENV: QueueEnv = QueueEnv {
         mtu: 9000,
         switch_k: None,
+        switch: None,
+        seed: 0,
     };
 
     /// `n` 1000-packet drop-tail classes.

@@ -242,6 +242,8 @@ mod tests {
         c.build(&QueueEnv {
             mtu: 1000,
             switch_k: None,
+            switch: None,
+            seed: 0,
         })
     }
 

@@ -70,6 +70,8 @@ mod tests {
         let mut q = FifoPlusConfig::default().build(&QueueEnv {
             mtu: 1500,
             switch_k: None,
+            switch: None,
+            seed: 0,
         });
         let mut k = Kit::new(0);
         k.fill(&mut q, [pkt(0, 0)]);

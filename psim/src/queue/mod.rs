@@ -29,6 +29,7 @@ pub mod lifo;
 pub mod lstf;
 pub mod ndp;
 pub mod pfabric;
+pub mod prio_drop;
 pub mod priority;
 pub mod random;
 pub mod rank;
@@ -221,6 +222,11 @@ pub struct QueueEnv {
     /// port when they mark by threshold (a host NIC follows it, as htsim's
     /// host queues do); None otherwise.
     pub switch_k: Option<u32>,
+    /// The switch this port belongs to; None for host NICs and unit tests
+    /// (RC3's partial deployment picks switches by it, `prio_drop.rs`).
+    pub switch: Option<u32>,
+    /// The scenario's seed, for choices a discipline derives per switch.
+    pub seed: u64,
 }
 
 /// A discipline's scenario table: serde (unknown keys rejected, defaults
@@ -363,6 +369,8 @@ disciplines! {
     FqCodel(Box<fq_codel::FqCodelQueue>, fq_codel::FqCodelConfig) = "fq_codel",
     /// DCQCN's ECN ramp (Kmin/Kmax/Pmax) on the instantaneous queue.
     EcnRamp(ecn_ramp::EcnRampQueue, ecn_ramp::EcnRampConfig) = "ecn_ramp",
+    /// Strict priority by `prio` with push-out of the lowest priority (RC3).
+    PrioDrop(Box<prio_drop::PrioDropQueue>, prio_drop::PrioDropConfig) = "prio_drop",
 }
 
 impl Default for QueueConfig {

@@ -234,6 +234,8 @@ mod tests {
         let mut q = PfabricConfig::default().build(&QueueEnv {
             mtu: 1500,
             switch_k: None,
+            switch: None,
+            seed: 0,
         });
         k.fill(&mut q, (0..23).map(|s| data(s, 1500)));
         assert_eq!(k.offer(&mut q, data(23, 1500)), [(Dropped, 23)]);

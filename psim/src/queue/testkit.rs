@@ -21,6 +21,8 @@ pub const RATE_BPS: u64 = 10_000_000_000;
 pub const ENV: QueueEnv = QueueEnv {
     mtu: 1436,
     switch_k: None,
+    switch: None,
+    seed: 0,
 };
 
 /// A data packet of flow `flow` (see [`data`]).
