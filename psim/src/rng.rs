@@ -17,6 +17,8 @@ pub mod stream {
     pub const ENTITY: u64 = 1 << 60;
     /// Flows, by flow id (flow ids use the low 60 bits).
     pub const FLOW: u64 = 2 << 60;
+    /// Links, by (entity << 16 | port) of the port that feeds them.
+    pub const LINK: u64 = 3 << 60;
 }
 
 /// One SplitMix64 step: a bijective mixer, used to derive seeds.

@@ -130,6 +130,7 @@ pub fn execute_with(
             "created": summary.packets.created,
             "delivered": summary.packets.delivered,
             "dropped": summary.packets.dropped,
+            "lost_on_link": summary.packets.lost_on_link,
             "queued": summary.queued,
             "in_flight": summary.in_flight,
             "conserved": summary.conserved(),

@@ -44,6 +44,12 @@ pub struct ScenarioFile {
     /// Host NICs.
     #[serde(default)]
     pub host: HostFile,
+    /// `[link]`: random loss on every link (`net/link.rs`).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::net::link::LinkFile::is_default"
+    )]
+    pub link: crate::net::link::LinkFile,
     /// Transport parameters: `[protocol.<name>]`, one sub-table per transport
     /// configuration, each defined and checked in its transport's file.
     #[serde(default)]
@@ -187,6 +193,7 @@ impl Scenario {
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let topology = topology::build_topology(&file.topology, &base)?;
         file.protocol.validate()?;
+        file.link.validate("link")?;
         let protocols = file.protocol.clone();
         let largest_packet = Protocol::ALL
             .iter()

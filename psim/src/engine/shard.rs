@@ -7,6 +7,7 @@
 
 use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
 use crate::config::Scenario;
+use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
 use crate::net::{switch, Called, InFlight, Inbound, Message, Node, Port, PortCx, TimerDue};
 use crate::packet::{Packet, PacketKind, Protocol};
@@ -31,6 +32,8 @@ pub struct PacketCounters {
     pub frames_sent: u64,
     /// Link-level frames received.
     pub frames_received: u64,
+    /// Packets lost on links (`[link] loss_rate`); also counted in `dropped`.
+    pub lost_on_link: u64,
 }
 
 /// Read-only data shared by every shard.
@@ -165,8 +168,16 @@ impl Shard {
         let mut inbound_len = 0usize;
         for &e in members {
             let kind = topo.kind(e);
+            let loss = scn.file.link.loss_rate;
             let ports = (0..topo.port_count(e))
-                .map(|p| Port::new(scn.queues.build(kind, e, shared.seed), topo.port(e, p)))
+                .map(|p| {
+                    let mut port =
+                        Port::new(scn.queues.build(kind, e, shared.seed), topo.port(e, p));
+                    if loss > 0.0 {
+                        port.loss = Some(Box::new(LinkLoss::new(loss, shared.seed, e, p)));
+                    }
+                    port
+                })
                 .collect::<Vec<_>>();
             inbound_len += ports.len();
             let pfc = match (&scn.queues.pfc, kind) {
@@ -627,6 +638,7 @@ impl Shard {
             return;
         };
         let link = p.link;
+        let lost = pkt.kind != PacketKind::Pause && p.loss.as_deref_mut().is_some_and(|l| l.lose());
         let mut signal = Signal::None;
         if pkt.kind == PacketKind::Pause {
             self.counters.frames_sent += 1;
@@ -634,6 +646,14 @@ impl Shard {
             signal = mmu.release(&pkt, port);
         }
         schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
+        if lost {
+            self.counters.lost_on_link += 1;
+            self.counters.dropped += 1;
+            if signal != Signal::None {
+                self.signal(local, signal, now);
+            }
+            return;
+        }
         let seq = node.next_seq();
         let inflight = InFlight {
             arrive: done + link.link.delay_ps,

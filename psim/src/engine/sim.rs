@@ -499,6 +499,7 @@ impl Simulation {
             packets.dropped += s.counters.dropped;
             packets.frames_sent += s.counters.frames_sent;
             packets.frames_received += s.counters.frames_received;
+            packets.lost_on_link += s.counters.lost_on_link;
             ports += s.port_totals();
         }
         let pulls = self.pull_stats().into_iter().fold(
@@ -542,6 +543,7 @@ impl Simulation {
             ports.pause_sent,
             ports.pause_received,
             ports.paused_ps,
+            packets.lost_on_link,
         ];
         let g = self.comm.all_sum(&local);
         let mins = self.comm.all_min(&[
@@ -587,6 +589,7 @@ impl Simulation {
                 dropped: g[2],
                 frames_sent: g[18],
                 frames_received: g[19],
+                lost_on_link: g[23],
             },
             queued: g[3],
             in_flight: g[4],

@@ -2,9 +2,73 @@
 //! far end one propagation delay later, whole (store and forward). Packets on
 //! a wire wait in the receiving input port's FIFO; only the FIFO's head has an
 //! arrival event, so a busy link costs one pending event, not one per packet.
+//!
+//! **Random loss** (`[link] loss_rate`): every packet that leaves a port onto
+//! a link is lost with this probability, drawn from the port's own random
+//! stream (seeded from the scenario seed, the entity and the port), so the
+//! losses do not depend on the partition. A lost packet has used the link
+//! (its serialisation time passes) and never arrives; it counts in
+//! `packets.dropped` and `packets.lost_on_link`. PFC frames are never lost.
+//! At the default 0 no stream exists and no draw is made.
+//!
+//! | parameter (`[link]`) | default | source |
+//! |---|---|---|
+//! | `loss_rate`: probability per packet per link traversal, on every link | 0.0 | [TH] §2.4.1 (random loss of 0.02–0.1% per link, thesis T4) |
 
+use crate::config::{bad, ConfigError};
 use crate::packet::Packet;
+use crate::rng::Rng;
+use rand::RngExt;
 use std::collections::VecDeque;
+
+/// `[link]`: properties every link shares.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LinkFile {
+    /// Probability that a packet is lost on a link traversal.
+    pub loss_rate: f64,
+}
+
+impl LinkFile {
+    /// Whether every key has its default (for serialisation).
+    pub fn is_default(&self) -> bool {
+        self == &LinkFile::default()
+    }
+    /// Checks the values; `key` is `link`.
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        if !(0.0..1.0).contains(&self.loss_rate) {
+            return Err(bad(
+                &format!("{key}.loss_rate"),
+                self.loss_rate,
+                "must be at least 0 and below 1",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// A port's random loss: the probability and the port's own stream.
+#[derive(Clone, Debug)]
+pub struct LinkLoss {
+    p: f64,
+    rng: Rng,
+}
+
+impl LinkLoss {
+    /// Loss with probability `p` for port `port` of entity `entity`.
+    pub fn new(p: f64, seed: u64, entity: u32, port: u16) -> Self {
+        let id = crate::rng::stream::LINK | (entity as u64) << 16 | port as u64;
+        LinkLoss {
+            p,
+            rng: crate::rng::stream_rng(seed, id),
+        }
+    }
+    /// Whether the next packet is lost.
+    #[inline]
+    pub fn lose(&mut self) -> bool {
+        self.rng.random::<f64>() < self.p
+    }
+}
 
 /// A packet on a wire, waiting to arrive.
 #[derive(Clone, Debug)]
@@ -96,5 +160,66 @@ mod tests {
         let (f, next) = ib.pop(1);
         assert_eq!((f.seq, next.is_none()), (1, true));
         assert_eq!(ib.packets(), 1);
+    }
+}
+
+#[cfg(test)]
+mod loss_tests {
+    use super::*;
+
+    #[test]
+    fn loss_rate_is_checked_and_ports_draw_their_own_streams() {
+        let e = LinkFile { loss_rate: 1.0 }.validate("link").unwrap_err();
+        assert!(e.to_string().contains("link.loss_rate"), "{e}");
+        assert!(LinkFile { loss_rate: 0.001 }.validate("link").is_ok());
+        let draws = |entity, port| {
+            let mut l = LinkLoss::new(0.5, 7, entity, port);
+            (0..64).map(|_| l.lose()).collect::<Vec<_>>()
+        };
+        assert_eq!(draws(3, 1), draws(3, 1));
+        assert_ne!(draws(3, 1), draws(3, 2));
+        assert_ne!(draws(3, 1), draws(4, 1));
+        // Binomial(100000, 0.01): sd 31.5; 5 sd either side.
+        let mut l = LinkLoss::new(0.01, 1, 0, 0);
+        let n = (0..100_000).filter(|_| l.lose()).count();
+        assert!((843..=1157).contains(&n), "{n}");
+    }
+}
+
+#[cfg(test)]
+mod loss_run_tests {
+    use crate::config::Scenario;
+    use crate::engine::{SimOptions, Simulation};
+
+    /// Losses on a small FatTree: TCP still completes, every loss is counted
+    /// as a drop, and the same packets are lost whatever the partition.
+    #[test]
+    fn link_loss_is_counted_and_independent_of_the_partition() {
+        let run = |loss: f64, shards| {
+            let text = format!(
+                "seed = 5\n[topology]\nkind = \"fattree\"\nk = 4\n[link]\nloss_rate = {loss}\n\
+                 [protocol.tcp]\nmin_rto_us = 1000\n\
+                 [[traffic]]\nprotocol = \"tcp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 900000\n"
+            );
+            let scn = Scenario::from_str(&text, std::path::Path::new("t.toml"), &[]).unwrap();
+            let opts = SimOptions { shards, threads: 1 };
+            Simulation::new(&scn, opts)
+                .unwrap()
+                .run(&mut |_| {})
+                .unwrap()
+        };
+        let clean = run(0.0, 1);
+        assert_eq!(clean.packets.lost_on_link, 0);
+        let a = run(0.01, 1);
+        let b = run(0.01, 4);
+        assert!(a.packets.lost_on_link > 10, "{:?}", a.packets);
+        assert!(a.packets.dropped >= a.packets.lost_on_link);
+        assert!(a.conserved());
+        assert_eq!(a.packets, b.packets);
+        assert_eq!(a.sim_end_ps, b.sim_end_ps);
+        assert!(a.sim_end_ps > clean.sim_end_ps);
+        let bad = "[topology]\nkind = \"fattree\"\nk = 4\n[link]\nloss_rate = -1\n";
+        let e = Scenario::from_str(bad, std::path::Path::new("t.toml"), &[]).unwrap_err();
+        assert!(e.to_string().contains("link.loss_rate"), "{e}");
     }
 }

@@ -87,6 +87,8 @@ pub struct Port {
     pub counters: PortCounters,
     /// Pause state; None until the port is first paused.
     pub pause: Option<Box<PauseState>>,
+    /// Random loss on the link it feeds; None without loss (`net/link.rs`).
+    pub loss: Option<Box<super::link::LinkLoss>>,
 }
 
 impl Port {
@@ -98,6 +100,7 @@ impl Port {
             link,
             counters: PortCounters::default(),
             pause: None,
+            loss: None,
         }
     }
 
