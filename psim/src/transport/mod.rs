@@ -25,6 +25,7 @@ pub mod config;
 pub mod ndp;
 pub mod pfabric;
 pub mod pull;
+pub mod rc3;
 pub mod roce;
 pub mod rtt;
 pub mod services;
@@ -334,6 +335,8 @@ registry! {
         IrnSink(Box<IrnSink>),
         /// pFabric sender (its receiver is TCP's).
         PfabricSource(Box<PfabricSource>),
+        /// RC3 sender (its receiver is TCP's, ACKing at the data's priority).
+        Rc3Source(Box<rc3::Rc3Source>),
     }
     protocols {
         /// Paced constant bit rate source (no reliability): exercises the engine.
@@ -362,6 +365,8 @@ registry! {
         IrnDcqcn = 11, "irn_dcqcn" => roce::IrnDcqcnDef,
         /// IRN + TIMELY ([TH] Ch. 4).
         IrnTimely = 12, "irn_timely" => roce::IrnTimelyDef,
+        /// RC3: TCP at priority 0 plus the recursive low-priority loop ([TH] Ch. 2).
+        Rc3 = 13, "rc3" => rc3::Rc3,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -384,6 +389,8 @@ registry! {
         pfabric: PfabricParams,
         /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely).
         irn: IrnParams,
+        /// `[protocol.rc3]`: RC3's MSS, IW and priority buckets.
+        rc3: rc3::Rc3Params,
     }
 }
 

@@ -188,6 +188,7 @@ impl PfabricSource {
                 next: 0,
                 total: flow.size,
                 mss: p.mss_bytes as u64,
+                seen: None,
             },
             tp,
             sends: Vec::new(),

@@ -50,7 +50,7 @@ mod tests;
 pub use mptcp::MptcpParams;
 pub use sink::TcpSink;
 pub use subflow::Subflow;
-pub(crate) use subflow::{AckInfo, Send, Supply};
+pub(crate) use subflow::{AckInfo, Seen, Send, Supply};
 
 use super::cc::{CongestionControl, Controller, Dctcp as DctcpCc, Lia, LiaCoupling, Reno};
 use super::config::{bad, in_range, Micros};
@@ -226,11 +226,11 @@ enum Setup {
 /// Sender of a TCP, DCTCP or MPTCP flow.
 #[derive(Clone, Debug)]
 pub struct TcpSource {
-    info: FlowInfo,
-    proto: Protocol,
-    p: TcpParams,
-    subs: Vec<Subflow>,
-    supply: Supply,
+    pub(crate) info: FlowInfo,
+    pub(crate) proto: Protocol,
+    pub(crate) p: TcpParams,
+    pub(crate) subs: Vec<Subflow>,
+    pub(crate) supply: Supply,
     setup: Setup,
     ect: bool,
     /// Scratch: segments to send, and the subflow order (reused, not reallocated per ACK).
@@ -243,7 +243,7 @@ pub struct TcpSource {
 impl TcpSource {
     /// A sender for `flow` with `n` subflows, each with the congestion
     /// control `cc` builds; `ect` marks data ECN-capable.
-    fn new(
+    pub(crate) fn new(
         flow: &FlowInfo,
         proto: Protocol,
         p: &TcpParams,
@@ -264,6 +264,7 @@ impl TcpSource {
                 next: 0,
                 total: flow.size,
                 mss: p.mss_bytes as u64,
+                seen: None,
             },
             setup: Setup::Established,
             ect,
@@ -302,7 +303,7 @@ impl TcpSource {
         }
     }
 
-    fn start(&mut self, cx: &mut Ctx<'_>) {
+    pub(crate) fn start(&mut self, cx: &mut Ctx<'_>) {
         if self.subs.len() > 1 {
             // Subflow i on path i of a shuffled list: distinct paths while there are enough.
             let n = self.info.num_paths.max(1);
@@ -381,7 +382,7 @@ impl TcpSource {
         self.sends = sends;
     }
 
-    fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
+    pub(crate) fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         if pkt.kind != PacketKind::Ack {
             return;
         }
@@ -424,7 +425,7 @@ impl TcpSource {
         self.pump(cx);
     }
 
-    fn timer(&mut self, cx: &mut Ctx<'_>) {
+    pub(crate) fn timer(&mut self, cx: &mut Ctx<'_>) {
         if let Setup::SynSent {
             deadline, tries, ..
         } = self.setup
@@ -462,7 +463,7 @@ impl TcpSource {
         self.pump(cx);
     }
 
-    fn deadline(&self) -> Option<u64> {
+    pub(crate) fn deadline(&self) -> Option<u64> {
         match self.setup {
             Setup::SynSent { deadline, .. } => Some(deadline),
             Setup::Established => self

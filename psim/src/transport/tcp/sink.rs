@@ -37,6 +37,8 @@ pub struct TcpSink {
     delayed: bool,
     delay_ps: u64,
     ack_at: Option<u64>,
+    /// ACK at the priority of the data that triggers it (RC3, [TH] §2.3.1).
+    follow_prio: bool,
     /// Counters.
     pub stats: SinkStats,
 }
@@ -55,8 +57,16 @@ impl TcpSink {
             delayed: p.delayed_ack,
             delay_ps: p.delayed_ack_timeout.ps,
             ack_at: None,
+            follow_prio: false,
             stats: SinkStats::default(),
         }
+    }
+
+    /// This receiver, ACKing each segment at the priority it arrived on
+    /// (RC3's receiver, [TH] §2.3.1).
+    pub fn following_prio(mut self) -> Self {
+        self.follow_prio = true;
+        self
     }
 
     fn ack(&self, sub: u8, sack: u64, ece: bool) -> Packet {
@@ -97,6 +107,9 @@ impl TcpSink {
         }
         if pkt.kind != PacketKind::Data {
             return;
+        }
+        if self.follow_prio {
+            self.prio = pkt.prio;
         }
         let (sub, start) = split_seq(pkt.seq);
         if self.subs.len() <= sub as usize {

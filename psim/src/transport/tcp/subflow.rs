@@ -14,6 +14,10 @@ use std::collections::VecDeque;
 const SACKED: u8 = 1;
 const LOST: u8 = 2;
 const RETX: u8 = 4;
+/// SACKed before the subflow reached it (RC3: delivered by the low-priority
+/// loop, `transport/rc3.rs`): no segment of its own sent after a hole, so
+/// it does not count towards IsLost.
+const PRESACKED: u8 = 8;
 
 #[derive(Copy, Clone, Debug)]
 struct Seg {
@@ -40,6 +44,20 @@ pub(crate) struct Supply {
     pub(crate) next: u64,
     pub(crate) total: Option<u64>,
     pub(crate) mss: u64,
+    /// What another loop already did with the unsent bytes (RC3's
+    /// low-priority loop); None for plain TCP.
+    pub(crate) seen: Option<Box<crate::transport::rc3::LowSeen>>,
+}
+
+/// What is known of a segment before the subflow first sends it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Seen {
+    /// Nothing: new data.
+    New,
+    /// Sent by another loop and not known delivered: send it (a retransmission).
+    Hole,
+    /// Known delivered: record it as SACKed without sending it.
+    Delivered,
 }
 
 impl Supply {
@@ -115,6 +133,16 @@ impl Subflow {
         }
     }
 
+    /// The next byte this subflow sends for the first time.
+    pub(crate) fn snd_nxt(&self) -> u64 {
+        self.snd_nxt
+    }
+
+    /// The path it sends on.
+    pub(crate) fn path(&self) -> u32 {
+        self.path
+    }
+
     /// The first byte not cumulatively acknowledged.
     pub(crate) fn snd_una(&self) -> u64 {
         self.snd_una
@@ -172,7 +200,7 @@ impl Subflow {
         for i in (0..self.segs.len()).rev() {
             let f = self.segs[i].flags;
             if f & SACKED != 0 {
-                above += 1;
+                above += (f & PRESACKED == 0) as u32;
             } else if above >= thresh && f & LOST == 0 {
                 self.set_flags(i, f | LOST);
             }
@@ -380,6 +408,14 @@ impl Subflow {
                 break;
             }
             let Some(len) = supply.take() else { break };
+            let seen = match supply.seen.as_deref() {
+                None => Seen::New,
+                Some(s) => s.classify(self.snd_nxt, len),
+            };
+            if seen == Seen::Delivered {
+                self.push_presacked(len);
+                continue;
+            }
             let seg = Seg { len, flags: 0 };
             self.pipe += seg.pipe();
             self.segs.push_back(seg);
@@ -388,13 +424,34 @@ impl Subflow {
                 path: self.path,
                 seq: self.snd_nxt,
                 len,
-                retx: false,
+                retx: seen == Seen::Hole,
                 last: !supply.remaining() && supply.total.is_some(),
             });
             self.snd_nxt += len as u64;
         }
         if self.rto_at.is_none() && !self.segs.is_empty() {
             self.rto_at = Some(now + self.rto(p));
+        }
+    }
+
+    /// Appends a segment of `len` bytes, delivered already, without sending it.
+    fn push_presacked(&mut self, len: u32) {
+        self.segs.push_back(Seg {
+            len,
+            flags: SACKED | PRESACKED,
+        });
+        self.sacked += 1;
+        self.snd_nxt += len as u64;
+    }
+
+    /// RC3's ACK bump ([TH] §2.3.1): a cumulative ACK at `upto`, beyond
+    /// `snd_nxt`, says the bytes up to it were delivered by the other loop;
+    /// they are appended as delivered so that the ACK then acknowledges them
+    /// as usual (`on_ack`).
+    pub(crate) fn extend_delivered_to(&mut self, upto: u64) {
+        while self.snd_nxt < upto {
+            let len = (upto - self.snd_nxt).min(self.mss.max(1)) as u32;
+            self.push_presacked(len);
         }
     }
 
