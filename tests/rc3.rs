@@ -72,3 +72,34 @@ fn rc3_runs_are_identical_for_any_partition() {
         assert_eq!(r.outcome.summary.packets, one.outcome.summary.packets);
     }
 }
+
+/// The shipped Internet-2 scenarios (arrivals cut to 0.1 s) give the same
+/// flow table, events and counters for 1, 2 and 4 shards and 1 or 2 threads,
+/// with priorities ignored on half the switches and loss on every link.
+#[test]
+fn the_shipped_rc3_scenarios_are_identical_across_partitions() {
+    use psim::config::Scenario;
+    use psim_integration_tests::repo_root;
+    let sets: Vec<String> = [
+        "traffic.0.stop_us=100000",
+        "stop_us=1500000",
+        "switch.queue.ignore_priorities_fraction=0.5",
+        "link.loss_rate=0.001",
+    ]
+    .map(String::from)
+    .to_vec();
+    for name in ["i2_rc3", "i2_tcp"] {
+        let path = repo_root().join(format!("scenarios/rc3/{name}.toml"));
+        let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let one = run(&scn, 1, 1);
+        assert!(one.flows.len() > 100, "{name}");
+        let s = &one.outcome.summary;
+        assert!(s.conserved() && s.packets.lost_on_link > 0, "{name}: {s:?}");
+        for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
+            let r = run(&scn, shards, threads);
+            let o = &r.outcome.summary;
+            assert!(r.csv == one.csv, "{name}: {shards} x {threads} differs");
+            assert_eq!((o.events, o.packets), (s.events, s.packets), "{name}");
+        }
+    }
+}

@@ -45,6 +45,12 @@ pub struct Filter {
     /// Transport name.
     #[serde(default)]
     pub protocol: Option<String>,
+    /// Sized flows of at least this many bytes.
+    #[serde(default)]
+    pub min_size: Option<u64>,
+    /// Sized flows of at most this many bytes.
+    #[serde(default)]
+    pub max_size: Option<u64>,
 }
 
 impl Filter {
@@ -54,6 +60,12 @@ impl Filter {
             && self.size.is_none_or(|s| f.size_bytes == Some(s))
             && self.long_lived.is_none_or(|l| f.size_bytes.is_none() == l)
             && self.protocol.as_ref().is_none_or(|p| &f.protocol == p)
+            && self
+                .min_size
+                .is_none_or(|m| f.size_bytes.is_some_and(|s| s >= m))
+            && self
+                .max_size
+                .is_none_or(|m| f.size_bytes.is_some_and(|s| s <= m))
     }
 }
 
@@ -316,6 +328,40 @@ pub enum Metric {
         /// The factor.
         by: f64,
     },
+    /// Mean FCT of the finished matching flows, seconds: over flows, or
+    /// with `by_bytes` weighted by flow size ([TH] Table 2.1's "average over
+    /// bytes").
+    FctMean {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+        /// Weight each flow by its size.
+        #[serde(default)]
+        by_bytes: bool,
+    },
+    /// 1 − a / b: the reduction of `a` against the reference `b` ([TH] §2.2's gain).
+    Reduction {
+        /// The new value.
+        a: Box<Metric>,
+        /// The reference.
+        b: Box<Metric>,
+    },
+    /// The gain of RC3 over TCP that [TH] §2.2's loose model predicts for a
+    /// flow of `packets` packets of 1500 B (`transport::rc3::LooseModel`).
+    Rc3Model {
+        /// Flow size, packets.
+        packets: f64,
+        /// Round-trip time, ms.
+        rtt_ms: f64,
+        /// Bottleneck rate, Gb/s.
+        gbps: f64,
+        /// Utilisation by other traffic, 0 to 1.
+        load: f64,
+        /// TCP's initial window, packets.
+        iw: f64,
+    },
     /// |a / b − 1|: a relative change.
     RelChange {
         /// The changed value.
@@ -345,7 +391,10 @@ impl Metric {
     /// Every run this metric reads.
     pub fn runs(&self, into: &mut Vec<String>) {
         match self {
-            Metric::Ratio { a, b } | Metric::Diff { a, b } | Metric::RelChange { a, b } => {
+            Metric::Ratio { a, b }
+            | Metric::Diff { a, b }
+            | Metric::RelChange { a, b }
+            | Metric::Reduction { a, b } => {
                 a.runs(into);
                 b.runs(into);
             }
@@ -365,7 +414,9 @@ impl Metric {
             | Metric::Sum { run, .. }
             | Metric::PerFlowRatio { run, .. }
             | Metric::Port { run, .. }
-            | Metric::Pulls { run, .. } => into.push(run.clone()),
+            | Metric::Pulls { run, .. }
+            | Metric::FctMean { run, .. } => into.push(run.clone()),
+            Metric::Rc3Model { .. } => {}
         }
     }
 
@@ -555,6 +606,42 @@ impl Metric {
                     }
                 }
             }
+            Metric::FctMean {
+                run,
+                filter,
+                by_bytes,
+            } => {
+                let (mut num, mut den) = (0.0, 0.0);
+                for f in flows(run, filter)? {
+                    let Some(fct) = f.fct_ps else { continue };
+                    let w = if *by_bytes {
+                        f.size_bytes.unwrap_or(0) as f64
+                    } else {
+                        1.0
+                    };
+                    num += w * fct as f64 / 1e12;
+                    den += w;
+                }
+                if den == 0.0 {
+                    return Err(format!("no flow of run `{run}` finished"));
+                }
+                num / den
+            }
+            Metric::Reduction { a, b } => 1.0 - a.eval(runs)? / b.eval(runs)?,
+            Metric::Rc3Model {
+                packets,
+                rtt_ms,
+                gbps,
+                load,
+                iw,
+            } => crate::transport::rc3::LooseModel {
+                rtt_s: rtt_ms / 1e3,
+                bw_bps: gbps * 1e9,
+                load: *load,
+                iw_packets: *iw,
+                packet_bytes: 1500.0,
+            }
+            .gain(*packets),
             Metric::Ratio { a, b } => a.eval(runs)? / b.eval(runs)?,
             Metric::Diff { a, b } => a.eval(runs)? - b.eval(runs)?,
             Metric::Scale { of, by } => of.eval(runs)? * by,
