@@ -11,6 +11,7 @@ use workloads::{PatternSpec, Workload, WorkloadEnv};
 
 fn workload() -> Workload {
     let spec = PatternSpec::Poisson(PoissonSpec {
+        priority: 0,
         load: 0.5,
         load_of: LoadOf::HostLink,
         size_dist: SizeDistName::Websearch,

@@ -638,7 +638,15 @@ fn poisson_next(e: u16, p: &Poisson, s: &mut PoissonSlot) -> Option<FlowSpec> {
     }
     let dst = p.parts.random_other(s.host, &mut s.rng);
     let size = p.sizes.sample(&mut s.rng);
-    let f = flow(e, s.host, s.counter, dst, Some(size), s.t_ps as u64, 0);
+    let f = flow(
+        e,
+        s.host,
+        s.counter,
+        dst,
+        Some(size),
+        s.t_ps as u64,
+        p.priority,
+    );
     s.counter += 1;
     Some(f)
 }

@@ -111,6 +111,7 @@ pub(crate) struct Poisson {
     pub sizes: SizeDist,
     pub start_ps: u64,
     pub stop_ps: u64,
+    pub priority: u8,
 }
 
 pub(crate) struct Closed {
@@ -617,6 +618,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                 start_ps: ctx.us("start_us", s.start_us)?,
                 stop_ps: ctx.horizon(s.stop_us)?,
                 parts,
+                priority: s.priority,
             }))
         }
         PatternSpec::ClosedLoop(s) => {

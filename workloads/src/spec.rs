@@ -328,6 +328,9 @@ pub struct PoissonSpec {
     /// Hosts that take no part.
     #[serde(default)]
     pub exclude_hosts: Vec<u32>,
+    /// Priority of every flow of this entry (0 = normal; RC3's critical flows, [TH] §2.4.1).
+    #[serde(default)]
+    pub priority: u8,
 }
 
 /// Distribution of think times.

@@ -160,3 +160,17 @@ proptest! {
         check_derangement(&fl, &parts);
     }
 }
+
+/// A Poisson entry's `priority` reaches every flow of that entry, and no other.
+#[test]
+fn poisson_priority_marks_its_entry_only() {
+    let fl = flows(
+        "[[traffic]]\npattern = \"poisson\"\nload = 0.1\nsize_dist = \"websearch\"\npriority = 1\n\
+         [[traffic]]\npattern = \"poisson\"\nload = 0.1\nsize_dist = \"websearch\"\n",
+        env(16, 3, Some(100_000_000_000)),
+    );
+    let by = |class: u16| fl.iter().filter(move |f| f.class == class);
+    assert!(by(0).count() > 10 && by(1).count() > 10);
+    assert!(by(0).all(|f| f.priority == 1));
+    assert!(by(1).all(|f| f.priority == 0));
+}

@@ -51,6 +51,12 @@ pub struct Filter {
     /// Sized flows of at most this many bytes.
     #[serde(default)]
     pub max_size: Option<u64>,
+    /// Flows of this `[[traffic]]` entry (0-based; from the flow id).
+    #[serde(default)]
+    pub entry: Option<u16>,
+    /// Flows of this priority.
+    #[serde(default)]
+    pub priority: Option<u8>,
 }
 
 impl Filter {
@@ -66,6 +72,10 @@ impl Filter {
             && self
                 .max_size
                 .is_none_or(|m| f.size_bytes.is_some_and(|s| s <= m))
+            && self
+                .entry
+                .is_none_or(|e| workloads::split_flow_id(f.flow_id).0 == e)
+            && self.priority.is_none_or(|p| f.priority == p)
     }
 }
 
@@ -695,6 +705,59 @@ mod tests {
             pulls: PullStats::default(),
         };
         BTreeMap::from([("r".to_string(), data)])
+    }
+
+    /// Mean FCT over flows and over bytes, the size, entry and priority
+    /// filters, the reduction, and the loose model's gain.
+    #[test]
+    fn fct_means_filters_and_reductions() {
+        // Sizes 1000 B at 10 us and 3000 B at 30 us (entry 1, priority 2).
+        let mut big = flow(workloads::flow_id(1, 0, 0), 3000, 30, 3000);
+        big.priority = 2;
+        let runs = one(vec![flow(1, 1000, 10, 1000), big], 0);
+        let mean = |by_bytes, filter| Metric::FctMean {
+            run: "r".into(),
+            filter,
+            by_bytes,
+        };
+        let v = |m: &Metric| m.eval(&runs).unwrap();
+        assert!((v(&mean(false, Filter::default())) - 20e-6).abs() < 1e-15);
+        // (1000 x 10 + 3000 x 30) / 4000 = 25 us.
+        assert!((v(&mean(true, Filter::default())) - 25e-6).abs() < 1e-15);
+        let only = |f: Filter| v(&mean(false, f));
+        let small = Filter {
+            max_size: Some(1000),
+            ..Filter::default()
+        };
+        assert!((only(small) - 10e-6).abs() < 1e-15);
+        let large = Filter {
+            min_size: Some(1001),
+            ..Filter::default()
+        };
+        assert!((only(large) - 30e-6).abs() < 1e-15);
+        let entry1 = Filter {
+            entry: Some(1),
+            ..Filter::default()
+        };
+        assert!((only(entry1) - 30e-6).abs() < 1e-15);
+        let prio2 = Filter {
+            priority: Some(2),
+            ..Filter::default()
+        };
+        assert!((only(prio2) - 30e-6).abs() < 1e-15);
+        let red = Metric::Reduction {
+            a: Box::new(mean(false, Filter::default())),
+            b: Box::new(mean(true, Filter::default())),
+        };
+        assert!((v(&red) - 0.2).abs() < 1e-12);
+        let model = Metric::Rc3Model {
+            packets: 2.0,
+            rtt_ms: 40.0,
+            gbps: 1.0,
+            load: 0.3,
+            iw: 4.0,
+        };
+        assert_eq!(v(&model), 0.0);
     }
 
     #[test]
