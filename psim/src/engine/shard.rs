@@ -6,11 +6,13 @@
 //! cannot be due before then.
 
 use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
+use super::event::{CHIP_NOTICE, CHIP_RECIRCULATED, CHIP_SERVED};
 use crate::config::Scenario;
 use crate::net::pfc::{Mmu, Signal};
+use crate::net::tofino::{Chip, Decision};
 use crate::net::{switch, Called, InFlight, Inbound, Message, Node, Port, PortCx, TimerDue};
 use crate::packet::{Packet, PacketKind, Protocol};
-use crate::queue::{Discipline, Outcome, Report};
+use crate::queue::{Discipline, Outcome, Queue, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
@@ -175,6 +177,13 @@ impl Shard {
                 }
                 _ => None,
             };
+            let tofino = match (&scn.queues.tofino, kind) {
+                (Some(p), k) if k == p.tier.kind() => {
+                    let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
+                    Some(Box::new(Chip::new(p, e, &rates, scn.trace.tofino)))
+                }
+                _ => None,
+            };
             nodes.push(Node {
                 id: e,
                 seq: 0,
@@ -183,6 +192,7 @@ impl Shard {
                 host: (kind == EntityKind::Host)
                     .then(|| Box::new(crate::net::HostState::new(scn.queues.slack))),
                 pfc,
+                tofino,
             });
         }
         let owned: Vec<bool> = {
@@ -315,6 +325,7 @@ impl Shard {
                         self.transmit(local, port, now);
                     }
                 }
+                EventKind::Chip { line, step } => self.on_chip(local, line, step, now),
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
             self.last_event_ps = now;
@@ -457,7 +468,77 @@ impl Shard {
             self.host_receive(local, f.pkt, now);
         } else {
             let ing = switch::ingress(&self.shared.topo, id, port, &f.pkt);
-            self.offer(local, ing.out_port, f.pkt, now, Some(ing.in_port));
+            if self.nodes[local].tofino.is_some() {
+                self.chip_ingress(local, ing, f.pkt, now);
+            } else {
+                self.offer(local, ing.out_port, f.pkt, now, Some(ing.in_port));
+            }
+        }
+    }
+
+    /// A Tofino switch's ingress step: the chip forwards, trims or sends
+    /// the packet to a recirculation line (`net/tofino.rs`).
+    fn chip_ingress(&mut self, local: usize, ing: switch::Ingress, mut pkt: Packet, now: u64) {
+        let node = &mut self.nodes[local];
+        let fits = match &node.ports[ing.out_port as usize].queue {
+            Queue::Ndp(q) => q.data_fits(pkt.size),
+            _ => true, // the config admits the chip only over NDP ports
+        };
+        let chip = node.tofino.as_deref_mut().expect("a chip");
+        match chip.ingress(&pkt, ing.in_port, ing.out_port, fits, now) {
+            Decision::Forward => {}
+            Decision::Trim => crate::queue::ndp::trim(&mut pkt),
+            Decision::Recirculate { line, start } => {
+                if start {
+                    self.chip_serve(local, line, now);
+                }
+                return;
+            }
+            Decision::Lost => {
+                self.counters.dropped += 1;
+                return;
+            }
+        }
+        self.offer(local, ing.out_port, pkt, now, Some(ing.in_port));
+    }
+
+    /// Starts a chip's idle recirculation line, scheduling its service end
+    /// and the notice its dequeue sends.
+    fn chip_serve(&mut self, local: usize, line: u16, now: u64) {
+        let node = &mut self.nodes[local];
+        let chip = node.tofino.as_deref_mut().expect("a chip");
+        let Some(s) = chip.serve(line, now) else {
+            return;
+        };
+        let step = CHIP_SERVED;
+        schedule_own(
+            &mut self.events,
+            node,
+            s.done,
+            EventKind::Chip { line, step },
+        );
+        if let Some(due) = s.notice_due {
+            let step = CHIP_NOTICE;
+            schedule_own(&mut self.events, node, due, EventKind::Chip { line, step });
+        }
+    }
+
+    /// A chip's self-scheduled step.
+    fn on_chip(&mut self, local: usize, line: u16, step: u8, now: u64) {
+        let node = &mut self.nodes[local];
+        let chip = node.tofino.as_deref_mut().expect("chip events go to chips");
+        match step {
+            CHIP_SERVED => {
+                let due = chip.served(line, now);
+                let step = CHIP_RECIRCULATED;
+                schedule_own(&mut self.events, node, due, EventKind::Chip { line, step });
+                self.chip_serve(local, line, now);
+            }
+            CHIP_RECIRCULATED => {
+                let (pkt, in_port, out_port) = chip.recirculated(line);
+                self.offer(local, out_port, pkt, now, Some(in_port));
+            }
+            _ => chip.notice(now),
         }
     }
 
@@ -681,13 +762,49 @@ impl Shard {
         v
     }
 
-    /// Packets waiting in queues.
+    /// Packets waiting in queues (and on Tofino recirculation lines).
     pub fn queued_packets(&self) -> u64 {
+        let chips: u64 = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.tofino.as_deref())
+            .map(Chip::held_packets)
+            .sum();
         self.nodes
             .iter()
             .flat_map(|n| &n.ports)
             .map(|p| p.queue.len_packets() as u64)
-            .sum()
+            .sum::<u64>()
+            + chips
+    }
+
+    /// The Tofino chips' counters summed over the shard (None: no chip).
+    pub fn chip_totals(&self) -> Option<crate::net::tofino::ChipCounters> {
+        let mut chips = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.tofino.as_deref())
+            .peekable();
+        chips.peek()?;
+        let mut t = crate::net::tofino::ChipCounters::default();
+        for c in chips {
+            t += c.counters;
+        }
+        Some(t)
+    }
+
+    /// The Tofino chips' trace rows, ended at `end` (empty: none traced).
+    pub fn chip_trace(&mut self, end: u64) -> Vec<crate::net::tofino::ChipRow> {
+        let mut rows = Vec::new();
+        for c in self
+            .nodes
+            .iter_mut()
+            .filter_map(|n| n.tofino.as_deref_mut())
+        {
+            rows.extend(c.finish_trace(end));
+        }
+        rows.sort_by_key(|r| (r.time_ps, r.switch, r.series, r.pipeline, r.port));
+        rows
     }
 
     /// Packets on wires (including those in the outboxes).
