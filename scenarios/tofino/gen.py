@@ -2,7 +2,7 @@
 """Writes the Tofino single-switch scenarios ([TRIM] §6; docs/tofino.md).
 
 One Tofino switch with 64 ports of 100 Gb/s, host i on port i; each port
-carries both directions ([TRIM] §6.1). Sender i (1..n) sends to the host on
+carries both directions ([TRIM] §6.1). Sender i (0..n-1) sends to the host on
 port i % 16 (see dest(): a host cannot send to itself). NDP with an initial
 window of 1000 packets of 1500 B, long-lived flows, 500 µs.
 Run from this directory: python3 gen.py
@@ -26,12 +26,10 @@ def graph():
 def dest(i, k=16):
     """The receiver of sender i among ports 0..k-1: i % k ([TRIM] §6.2). A host
     cannot send to itself, so a sender on one of those ports sends to the
-    next one instead (ports 1..15 rotate among themselves for k = 16, which
-    keeps every port's mix of pipelines as in [TRIM]: one sender per pipeline)."""
+    next one instead (i -> (i + 1) % k, which keeps every port's mix of
+    pipelines as in [TRIM]: one sender per pipeline)."""
     if i >= k:
         return i % k
-    if k == 16:
-        return i % 15 + 1  # 1 -> 2, ..., 14 -> 15, 15 -> 1 (0 is not a sender in the sweeps)
     return (i + 1) % k
 
 
@@ -87,8 +85,8 @@ def scenario(name, comment, flows, variant="full", extra="", protocol="ndp", siz
 
 
 def perm(n):
-    """Senders 1..n, sender i to host i % 16 ([TRIM] §6.2)."""
-    return [(i, dest(i)) for i in range(1, n + 1)]
+    """n senders on ports 0..n-1, sender i to host i % 16 ([TRIM] §6.2)."""
+    return [(i, dest(i)) for i in range(n)]
 
 
 def incast(k):
