@@ -109,6 +109,24 @@ pub fn execute_with(
         .map(|s| format!("{}/part-{s:05}.parquet", trace::FLOWS_DIR))
         .collect();
     parts.extend(trace_parts(scn, opts.shards));
+    let mut packets = serde_json::json!({
+        "created": summary.packets.created,
+        "delivered": summary.packets.delivered,
+        "dropped": summary.packets.dropped,
+        "lost_on_link": summary.packets.lost_on_link,
+        "queued": summary.queued,
+        "in_flight": summary.in_flight,
+        "conserved": summary.conserved(),
+        "ports": summary.ports,
+        "pulls": summary.pulls,
+        "events_per_shard": summary.events_per_shard,
+        "windows": summary.windows,
+        "ranks": summary.ranks,
+    });
+    if let Some(chip) = summary.tofino {
+        // Only runs with a Tofino chip (`[switch.tofino]`) carry its counters.
+        packets["tofino"] = serde_json::json!(chip);
+    }
     let manifest = Manifest {
         psim_version: env!("CARGO_PKG_VERSION").to_string(),
         git_commit: trace::git_commit(),
@@ -126,20 +144,7 @@ pub fn execute_with(
         peak_rss_bytes: summary.ranks.iter().filter_map(|r| r.peak_rss_bytes).max(),
         flows_started: totals.0,
         flows_finished: totals.1,
-        packets: serde_json::json!({
-            "created": summary.packets.created,
-            "delivered": summary.packets.delivered,
-            "dropped": summary.packets.dropped,
-            "lost_on_link": summary.packets.lost_on_link,
-            "queued": summary.queued,
-            "in_flight": summary.in_flight,
-            "conserved": summary.conserved(),
-            "ports": summary.ports,
-            "pulls": summary.pulls,
-            "events_per_shard": summary.events_per_shard,
-            "windows": summary.windows,
-            "ranks": summary.ranks,
-        }),
+        packets,
         parts,
         groups: groups
             .into_iter()
@@ -213,6 +218,11 @@ fn write_traces(
     if format == Some(QueueFormat::Hdf5) {
         write_h5(scn, out, sim_end_ps, &dense)?;
     }
+    if scn.trace.tofino {
+        for (shard, rows) in sim.chip_traces(sim_end_ps) {
+            trace::write_tofino_part(out, shard, &rows)?;
+        }
+    }
     Ok(())
 }
 
@@ -251,6 +261,9 @@ fn trace_parts(scn: &Scenario, shards: u32) -> Vec<String> {
         Some(QueueFormat::Parquet) => v.extend((0..shards).map(|s| trace::QUEUES.part_name(s))),
         Some(QueueFormat::Hdf5) => v.push("queues.h5".into()),
         None => {}
+    }
+    if scn.trace.tofino {
+        v.extend((0..shards).map(|s| trace::TOFINO.part_name(s)));
     }
     v
 }

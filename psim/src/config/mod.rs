@@ -18,7 +18,7 @@ use crate::packet::Protocol;
 use crate::topo::Topology;
 use crate::transport::ProtocolParams;
 use crate::units::us_to_ps;
-pub(crate) use error::bad;
+pub(crate) use error::{bad, latency, rate};
 use overrides::{apply_set, line_col};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};

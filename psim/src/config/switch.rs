@@ -29,6 +29,10 @@ pub struct SwitchFile {
     /// PFC on every switch (`net/pfc.rs`).
     #[serde(default)]
     pub pfc: crate::net::pfc::PfcConfig,
+    /// The Tofino trimming chip on every ToR (`net/tofino.rs`); absent:
+    /// plain output-queued switches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tofino: Option<crate::net::tofino::TofinoConfig>,
 }
 
 /// `[switch.<tier>]`.
@@ -77,6 +81,8 @@ pub struct PortQueues {
     pub pfc: Option<crate::net::pfc::PfcConfig>,
     /// The hosts' rank or slack policy.
     pub slack: SlackConfig,
+    /// The Tofino chip of the ToRs, when `[switch.tofino]` is set.
+    pub tofino: Option<crate::net::tofino::TofinoParams>,
 }
 
 impl PortQueues {
@@ -127,6 +133,23 @@ pub(crate) fn port_queues(
         tier(&sw.agg, "agg")?,
         tier(&sw.core, "core")?,
     ];
+    let tofino = match &sw.tofino {
+        None => None,
+        Some(t) => {
+            let q = match t.tier {
+                crate::net::tofino::ChipTier::Tor => &tiers[0],
+                crate::net::tofino::ChipTier::Core => &tiers[2],
+            };
+            let QueueConfig::Ndp(ndp) = q else {
+                return Err(bad(
+                    "switch.tofino",
+                    q.name(),
+                    "needs its switches' ports to run kind = \"ndp\" ([switch.queue] or the tier's table)",
+                ));
+            };
+            Some(t.params("switch.tofino", ndp.data_capacity_bytes(mtu))?)
+        }
+    };
     host.queue.validate("host.queue")?;
     host.slack
         .validate("host.slack", std::iter::once(&host.queue).chain(&tiers))?;
@@ -142,6 +165,7 @@ pub(crate) fn port_queues(
         tiers,
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
         slack: host.slack,
+        tofino,
     })
 }
 

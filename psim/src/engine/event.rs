@@ -17,6 +17,13 @@ pub const WORKLOAD_SOURCE: u32 = u32::MAX;
 /// entity, and sort after every entity event at the same time.
 pub const NOTICE_TARGET: u32 = u32::MAX;
 
+/// [`EventKind::Chip`] steps.
+pub const CHIP_SERVED: u8 = 0;
+/// See [`EventKind::Chip`].
+pub const CHIP_RECIRCULATED: u8 = 1;
+/// See [`EventKind::Chip`].
+pub const CHIP_NOTICE: u8 = 2;
+
 /// The total order key of an event.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct EventKey {
@@ -61,6 +68,16 @@ pub enum EventKind {
     FlowStart {
         /// Index into the shard's table of pending flows.
         pending: u32,
+    },
+    /// A step of a switch's Tofino chip (`net/tofino.rs`): a recirculation
+    /// line finished serving its head ([`CHIP_SERVED`]), its recirculation
+    /// head comes out ([`CHIP_RECIRCULATED`]), or a notice is due
+    /// ([`CHIP_NOTICE`]).
+    Chip {
+        /// The line (DoD of pipeline p: 2p; MoD: 2p + 1).
+        line: u16,
+        /// Which step.
+        step: u8,
     },
     /// The workload learns that a flow finished (closed loops, triggers, collectives).
     Notice {

@@ -9,6 +9,7 @@ use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOUR
 use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
+use crate::net::tofino::Chip;
 use crate::net::{switch, Called, InFlight, Inbound, Message, Node, Port, PortCx, TimerDue};
 use crate::packet::{Packet, PacketKind, Protocol};
 use crate::queue::{Discipline, Outcome, Report};
@@ -18,6 +19,8 @@ use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
 use crate::transport::{SinkStats, SourceStats, Transport};
 
 use std::sync::Arc;
+
+mod chip;
 
 /// Shard-level packet counters, for the conservation check.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -186,6 +189,13 @@ impl Shard {
                 }
                 _ => None,
             };
+            let tofino = match (&scn.queues.tofino, kind) {
+                (Some(p), k) if k == p.tier.kind() => {
+                    let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
+                    Some(Box::new(Chip::new(p, e, &rates, scn.trace.tofino)))
+                }
+                _ => None,
+            };
             nodes.push(Node {
                 id: e,
                 seq: 0,
@@ -194,6 +204,7 @@ impl Shard {
                 host: (kind == EntityKind::Host)
                     .then(|| Box::new(crate::net::HostState::new(scn.queues.slack))),
                 pfc,
+                tofino,
             });
         }
         let owned: Vec<bool> = {
@@ -326,6 +337,7 @@ impl Shard {
                         self.transmit(local, port, now);
                     }
                 }
+                EventKind::Chip { line, step } => self.on_chip(local, line, step, now),
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
             self.last_event_ps = now;
@@ -468,7 +480,11 @@ impl Shard {
             self.host_receive(local, f.pkt, now);
         } else {
             let ing = switch::ingress(&self.shared.topo, id, port, &f.pkt);
-            self.offer(local, ing.out_port, f.pkt, now, Some(ing.in_port));
+            if self.nodes[local].tofino.is_some() {
+                self.chip_ingress(local, ing, f.pkt, now);
+            } else {
+                self.offer(local, ing.out_port, f.pkt, now, Some(ing.in_port));
+            }
         }
     }
 
@@ -701,27 +717,20 @@ impl Shard {
         v
     }
 
-    /// Packets waiting in queues.
+    /// Packets waiting in queues (and on Tofino recirculation lines).
     pub fn queued_packets(&self) -> u64 {
+        let chips: u64 = self
+            .nodes
+            .iter()
+            .filter_map(|n| n.tofino.as_deref())
+            .map(Chip::held_packets)
+            .sum();
         self.nodes
             .iter()
             .flat_map(|n| &n.ports)
             .map(|p| p.queue.len_packets() as u64)
-            .sum()
-    }
-
-    /// Packets on wires (including those in the outboxes).
-    pub fn in_flight_packets(&self) -> u64 {
-        self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
-    }
-
-    /// Port counters summed over the shard.
-    pub fn port_totals(&self) -> crate::net::PortCounters {
-        let mut t = crate::net::PortCounters::default();
-        for p in self.nodes.iter().flat_map(|n| &n.ports) {
-            t += p.totals();
-        }
-        t
+            .sum::<u64>()
+            + chips
     }
 
     /// Source rows (flows that started here) and sink stats (flows received here).

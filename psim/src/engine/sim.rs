@@ -111,6 +111,8 @@ pub struct RunSummary {
     pub pulls: crate::transport::PullStats,
     /// Per-rank figures, in rank order.
     pub ranks: Vec<RankFigures>,
+    /// The Tofino chips' counters summed over every chip (None: no chip).
+    pub tofino: Option<crate::net::tofino::ChipCounters>,
 }
 
 /// What one rank did.
@@ -546,6 +548,7 @@ impl Simulation {
             packets.lost_on_link,
         ];
         let g = self.comm.all_sum(&local);
+        let chip = self.chip_totals();
         let mins = self.comm.all_min(&[
             pulls.min_gap_ps.unwrap_or(u64::MAX),
             u64::MAX - pulls.interval_ps,
@@ -616,7 +619,36 @@ impl Simulation {
                 interval_ps: u64::MAX - mins[1],
             },
             ranks,
+            tofino: chip,
         }
+    }
+
+    /// The chips' counters over every rank (None: no chip anywhere); sums,
+    /// except the largest DoD queue, which is a maximum.
+    fn chip_totals(&mut self) -> Option<crate::net::tofino::ChipCounters> {
+        use crate::net::tofino::ChipCounters;
+        let mut any = 0u64;
+        let mut t = ChipCounters::default();
+        for c in self.shards.iter().filter_map(Shard::chip_totals) {
+            any = 1;
+            t += c;
+        }
+        let a = t.to_array();
+        let mut local = a[..8].to_vec();
+        local.push(any);
+        let g = self.comm.all_sum(&local);
+        let max = self.comm.all_min(&[u64::MAX - a[8]]);
+        let mut all = g[..8].to_vec();
+        all.push(u64::MAX - max[0]);
+        (g[8] > 0).then(|| ChipCounters::from_array(&all))
+    }
+
+    /// The chips' trace rows of this rank's shards: (shard, rows).
+    pub fn chip_traces(&mut self, sim_end_ps: u64) -> Vec<(u32, Vec<crate::net::tofino::ChipRow>)> {
+        self.shards
+            .iter_mut()
+            .map(|s| (s.id, s.chip_trace(sim_end_ps)))
+            .collect()
     }
 
     /// Flow records of the flows whose source this rank owns: (global shard

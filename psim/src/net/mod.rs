@@ -6,6 +6,7 @@
 //! - [`link`]: store-and-forward wires and the inbound FIFOs.
 //! - [`switch`]: the ingress step (forwarding).
 //! - [`pfc`]: PFC's ingress accounting and pause frames.
+//! - [`tofino`]: the Tofino trimming chip (meters, DoD/MoD lines, modes).
 //! - [`host`]: transport endpoints, their timers and shared services.
 //! - [`edge`]: the rank and slack a host stamps on the data it sends.
 //!
@@ -20,6 +21,7 @@ pub mod link;
 pub mod pfc;
 pub mod port;
 pub mod switch;
+pub mod tofino;
 
 pub use counters::PortCounters;
 pub use host::{Called, HostState, Slot, TimerDue};
@@ -43,6 +45,8 @@ pub struct Node {
     pub host: Option<Box<HostState>>,
     /// A switch's PFC ingress accounting, when PFC is on.
     pub pfc: Option<Box<pfc::Mmu>>,
+    /// A switch's Tofino trimming chip, when `[switch.tofino]` is set.
+    pub tofino: Option<Box<tofino::Chip>>,
 }
 
 impl Node {

@@ -129,6 +129,18 @@ impl NdpConfig {
     }
 }
 
+impl NdpConfig {
+    /// The data queue's capacity in bytes, packets counted at the MTU
+    /// payload `mtu` plus the header (the Tofino meters' default depth).
+    pub fn data_capacity_bytes(&self, mtu: u32) -> u64 {
+        match self.data_cap("") {
+            Ok(Capacity::Bytes(b)) => b,
+            Ok(Capacity::Packets(n)) => n as u64 * (mtu + HEADER_BYTES) as u64,
+            Err(_) => DEFAULT_DATA_PACKETS as u64 * (mtu + HEADER_BYTES) as u64,
+        }
+    }
+}
+
 impl DisciplineConfig for NdpConfig {
     type Queue = NdpQueue;
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
@@ -316,6 +328,12 @@ impl NdpQueue {
         }
     }
 
+    /// Whether the data queue has room for `size` bytes (the Tofino chip
+    /// decides trimming itself, `net/tofino.rs`).
+    #[inline]
+    pub fn data_fits(&self, size: u32) -> bool {
+        self.data.fits(size)
+    }
     /// Packets in the data (low-priority) queue.
     pub fn data_len_packets(&self) -> u32 {
         self.data.q.len() as u32

@@ -23,6 +23,7 @@
 //! manifest is written after all data files: a directory without
 //! `manifest.json` is an incomplete run.
 
+pub mod chip;
 pub mod flows;
 #[cfg(feature = "hdf5")]
 pub mod hdf5;
@@ -36,6 +37,7 @@ pub mod table;
 
 use std::path::PathBuf;
 
+pub use chip::{read_tofino, write_tofino_part, ChipRow, TOFINO};
 pub use flows::{
     flows_schema, flows_to_csv, read_flows, write_flows_part, FlowRecord, FLOWS_DIR,
     FLOWS_SCHEMA_VERSION, SCHEMA_VERSION_KEY,

@@ -25,6 +25,25 @@ pub struct TraceFile {
     /// `[trace.queues]`.
     #[serde(default)]
     pub queues: QueueTraceFile,
+    /// `[trace.tofino]` (left out of the resolved scenario when off).
+    #[serde(default, skip_serializing_if = "ChipTraceFile::is_off")]
+    pub tofino: ChipTraceFile,
+}
+
+/// `[trace.tofino]` as written: the Tofino chips' mode and DoD/MoD queue
+/// changes (`trace/chip.rs`); see `docs/outputs.md`.
+#[derive(Clone, Debug, Default, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct ChipTraceFile {
+    /// Record them (default false).
+    #[serde(default)]
+    pub enabled: bool,
+}
+
+impl ChipTraceFile {
+    fn is_off(&self) -> bool {
+        !self.enabled
+    }
 }
 
 /// `[trace.packets]` as written; see `docs/outputs.md`.
@@ -228,6 +247,8 @@ pub struct TraceSpec {
     pub packets: Option<PacketFilter>,
     /// Queue occupancy and link utilisation.
     pub queues: Option<QueueTraceSpec>,
+    /// The Tofino chips' mode and DoD/MoD queue changes.
+    pub tofino: bool,
 }
 
 impl TraceSpec {
@@ -376,7 +397,11 @@ pub fn validate(f: &TraceFile, seed: u64, entities: u32) -> Result<TraceSpec, Co
     } else {
         None
     };
-    Ok(TraceSpec { packets, queues })
+    Ok(TraceSpec {
+        packets,
+        queues,
+        tofino: f.tofino.enabled,
+    })
 }
 
 #[cfg(test)]

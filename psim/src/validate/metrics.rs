@@ -24,6 +24,8 @@ pub struct RunData {
     pub ports: PortCounters,
     /// Pull pacers summed over the hosts.
     pub pulls: PullStats,
+    /// The Tofino chips' counters (None: no chip).
+    pub chip: Option<crate::net::tofino::ChipCounters>,
 }
 
 /// Which flows a metric looks at. Every field that is set must match.
@@ -133,6 +135,26 @@ pub enum PortField {
     Dequeued,
     /// Packets ECN-marked.
     Marked,
+}
+
+/// A Tofino chip counter summed over the chips (`net/tofino.rs`).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChipField {
+    /// Data packets trimmed in ingress.
+    TrimmedIngress,
+    /// Data packets trimmed after the DoD line.
+    TrimmedDod,
+    /// Data packets trimmed at a full queue (ideal).
+    TrimmedOverflow,
+    /// Every trim: ingress + DoD + overflow + mirrored ([TRIM] §6: trims).
+    Trims,
+    /// Packets deflected to a DoD line.
+    Deflected,
+    /// Headers mirrored through a MoD line.
+    Mirrored,
+    /// The largest DoD queue, packets.
+    DodMaxPackets,
 }
 
 /// A figure of the hosts' pull pacers (NDP, pHost).
@@ -310,6 +332,13 @@ pub enum Metric {
         /// Which counter.
         field: PortField,
     },
+    /// A Tofino chip counter.
+    Chip {
+        /// Run name.
+        run: String,
+        /// Which counter.
+        field: ChipField,
+    },
     /// A pull-pacer figure summed over the hosts.
     Pulls {
         /// Run name.
@@ -424,6 +453,7 @@ impl Metric {
             | Metric::Sum { run, .. }
             | Metric::PerFlowRatio { run, .. }
             | Metric::Port { run, .. }
+            | Metric::Chip { run, .. }
             | Metric::Pulls { run, .. }
             | Metric::FctMean { run, .. } => into.push(run.clone()),
             Metric::Rc3Model { .. } => {}
@@ -601,6 +631,22 @@ impl Metric {
                     PortField::Marked => p.marked,
                 }) as f64
             }
+            Metric::Chip { run, field } => {
+                let c = get(run)?
+                    .chip
+                    .ok_or_else(|| format!("run `{run}` has no Tofino chip"))?;
+                (match field {
+                    ChipField::TrimmedIngress => c.trimmed_ingress,
+                    ChipField::TrimmedDod => c.trimmed_dod,
+                    ChipField::TrimmedOverflow => c.trimmed_overflow,
+                    ChipField::Trims => {
+                        c.trimmed_ingress + c.trimmed_dod + c.trimmed_overflow + c.mirrored
+                    }
+                    ChipField::Deflected => c.deflected,
+                    ChipField::Mirrored => c.mirrored,
+                    ChipField::DodMaxPackets => c.dod_max_packets,
+                }) as f64
+            }
             Metric::Pulls { run, field } => {
                 let p = &get(run)?.pulls;
                 match field {
@@ -703,6 +749,7 @@ mod tests {
             sim_end_ps: end_ps,
             ports: PortCounters::default(),
             pulls: PullStats::default(),
+            chip: None,
         };
         BTreeMap::from([("r".to_string(), data)])
     }

@@ -229,6 +229,7 @@ pub fn run_target(
                 sim_end_ps: outcome.summary.sim_end_ps,
                 ports: outcome.summary.ports,
                 pulls: outcome.summary.pulls,
+                chip: outcome.summary.tofino,
             },
         );
     }
