@@ -24,6 +24,7 @@ pub mod cc;
 pub mod config;
 pub mod ndp;
 pub mod pfabric;
+pub mod phost;
 pub mod pull;
 pub mod roce;
 pub mod rtt;
@@ -39,6 +40,7 @@ pub use cbr::{CbrParams, CbrSink, CbrSource};
 pub use cc::{DcqcnParams, DctcpParams, TimelyParams};
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
 pub use pfabric::{PfabricParams, PfabricSource};
+pub use phost::{PhostParams, PhostSink, PhostSource};
 pub use pull::{PullQueue, PullStats};
 pub use roce::{IrnParams, IrnSink, IrnSource, RoceParams, RoceSink, RoceSource};
 pub use services::{HostScheduler, HostServices};
@@ -316,9 +318,9 @@ registry! {
         CbrSource(CbrSource),
         /// CBR receiver.
         CbrSink(CbrSink),
-        /// NDP or pHost sender.
+        /// NDP sender (also the pHost stand-in's).
         NdpSource(Box<NdpSource>),
-        /// NDP or pHost receiver.
+        /// NDP receiver (also the pHost stand-in's).
         NdpSink(Box<NdpSink>),
         /// TCP, DCTCP or MPTCP sender.
         TcpSource(Box<TcpSource>),
@@ -334,14 +336,18 @@ registry! {
         IrnSink(Box<IrnSink>),
         /// pFabric sender (its receiver is TCP's).
         PfabricSource(Box<PfabricSource>),
+        /// pHost sender.
+        PhostSource(Box<PhostSource>),
+        /// pHost receiver.
+        PhostSink(Box<PhostSink>),
     }
     protocols {
         /// Paced constant bit rate source (no reliability): exercises the engine.
         Cbr = 0, "cbr" => cbr::Cbr,
         /// NDP ([P] §3.2).
         Ndp = 1, "ndp" => ndp::Ndp,
-        /// pHost-style receiver-driven transport: NDP's endpoints over drop-tail switches ([P] §6.2).
-        Phost = 2, "phost" => ndp::Phost,
+        /// The former pHost stand-in: NDP's endpoints, meant for drop-tail switches ([P] §6.2).
+        PhostStandin = 2, "phost_standin" => ndp::PhostStandin,
         /// TCP NewReno with SACK (RFC 5681, 6582, 6675, 6298).
         Tcp = 3, "tcp" => tcp::Tcp,
         /// DCTCP (RFC 8257): TCP with ECN-proportional window cuts.
@@ -362,11 +368,13 @@ registry! {
         IrnDcqcn = 11, "irn_dcqcn" => roce::IrnDcqcnDef,
         /// IRN + TIMELY ([TH] Ch. 4).
         IrnTimely = 12, "irn_timely" => roce::IrnTimelyDef,
+        /// pHost: RTS, SRPT tokens, free tokens, downgrade, receiver-driven recovery ([PH]; [Y]).
+        Phost = 14, "phost" => phost::Phost,
     }
     sections {
         /// `[protocol.cbr]`.
         cbr: CbrParams,
-        /// `[protocol.ndp]` (also used by pHost).
+        /// `[protocol.ndp]` (also used by the pHost stand-in).
         ndp: NdpParams,
         /// `[protocol.tcp]` (also used by DCTCP and MPTCP subflows).
         tcp: TcpParams,
@@ -384,6 +392,8 @@ registry! {
         pfabric: PfabricParams,
         /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely).
         irn: IrnParams,
+        /// `[protocol.phost]`: pHost's tokens and timers.
+        phost: PhostParams,
     }
 }
 
