@@ -81,3 +81,33 @@ impl HostServices {
         Some(self.phost.on_timer(now))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pull pacer and pHost's token clock share one timer: an earlier
+    /// pHost deadline moves it (the old event goes stale), and the pull's
+    /// own deadline comes back once pHost has nothing due.
+    #[test]
+    fn pull_and_phost_deadlines_share_one_timer() {
+        let mut s = HostServices::default();
+        let mut rng = crate::rng::stream_rng(1, 0);
+        s.pulls.configure(1_000, 0.0);
+        s.pulls.note_pull(0);
+        s.pulls.request(7, false);
+        let (t, g1) = s.rearm(0, &mut rng).expect("the pull's deadline");
+        assert_eq!(t, 1_000);
+        s.phost.rx.update(3, (5, 0, 3), 400);
+        let (t, g2) = s.rearm(10, &mut rng).expect("moved earlier");
+        assert_eq!(t, 400);
+        assert_eq!(s.on_timer(1_000, g1), None, "the old event is stale");
+        assert_eq!(s.on_timer(400, g2), Some(Some(3)), "pHost's grant");
+        s.phost.rx.sent(400, 10_000);
+        s.phost.rx.remove(3);
+        let (t, g3) = s.rearm(400, &mut rng).expect("the pull again");
+        assert_eq!(t, 1_000);
+        assert_eq!(s.on_timer(1_000, g3), Some(Some(7)), "the pull's grant");
+        assert_eq!(s.rearm(1_000, &mut rng), None, "nothing left");
+    }
+}
