@@ -459,7 +459,7 @@ fn v16_phost_over_drop_tail_recovers_by_timeouts_where_ndp_does_not() {
         4,
         traffic,
         &[
-            "traffic.0.protocol=\"phost\"",
+            "traffic.0.protocol=\"phost_standin\"",
             "switch.queue.kind=\"droptail\"",
             "switch.queue.queue_packets=8",
         ],

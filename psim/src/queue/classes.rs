@@ -2,7 +2,7 @@
 //! across the classes.
 //!
 //! The NDP paper's answer to deployment next to TCP ([P] §3, [O]) is the
-//! default: two classes by protocol family (NDP and pHost in class 0, every
+//! default: two classes by protocol family (NDP and the pHost stand-in in class 0, every
 //! other protocol in class 1), NDP's trimming port for class 0, a 200-packet
 //! ECN queue with K = 30 for class 1, and deficit round robin between them,
 //! so that NDP keeps its tiny queue and TCP gets a large one it can fill

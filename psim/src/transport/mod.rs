@@ -24,6 +24,7 @@ pub mod cc;
 pub mod config;
 pub mod ndp;
 pub mod pfabric;
+pub mod phost;
 pub mod pull;
 pub mod rc3;
 pub mod roce;
@@ -40,6 +41,7 @@ pub use cbr::{CbrParams, CbrSink, CbrSource};
 pub use cc::{DcqcnParams, DctcpParams, TimelyParams};
 pub use ndp::{NdpParams, NdpSink, NdpSource, Spray};
 pub use pfabric::{PfabricParams, PfabricSource};
+pub use phost::{PhostParams, PhostSink, PhostSource};
 pub use pull::{PullQueue, PullStats};
 pub use roce::{IrnParams, IrnSink, IrnSource, RoceParams, RoceSink, RoceSource};
 pub use services::{HostScheduler, HostServices};
@@ -317,9 +319,9 @@ registry! {
         CbrSource(CbrSource),
         /// CBR receiver.
         CbrSink(CbrSink),
-        /// NDP or pHost sender.
+        /// NDP sender (also the pHost stand-in's).
         NdpSource(Box<NdpSource>),
-        /// NDP or pHost receiver.
+        /// NDP receiver (also the pHost stand-in's).
         NdpSink(Box<NdpSink>),
         /// TCP, DCTCP or MPTCP sender.
         TcpSource(Box<TcpSource>),
@@ -337,14 +339,18 @@ registry! {
         PfabricSource(Box<PfabricSource>),
         /// RC3 sender (its receiver is TCP's, ACKing at the data's priority).
         Rc3Source(Box<rc3::Rc3Source>),
+        /// pHost sender.
+        PhostSource(Box<PhostSource>),
+        /// pHost receiver.
+        PhostSink(Box<PhostSink>),
     }
     protocols {
         /// Paced constant bit rate source (no reliability): exercises the engine.
         Cbr = 0, "cbr" => cbr::Cbr,
         /// NDP ([P] §3.2).
         Ndp = 1, "ndp" => ndp::Ndp,
-        /// pHost-style receiver-driven transport: NDP's endpoints over drop-tail switches ([P] §6.2).
-        Phost = 2, "phost" => ndp::Phost,
+        /// The former pHost stand-in: NDP's endpoints, meant for drop-tail switches ([P] §6.2).
+        PhostStandin = 2, "phost_standin" => ndp::PhostStandin,
         /// TCP NewReno with SACK (RFC 5681, 6582, 6675, 6298).
         Tcp = 3, "tcp" => tcp::Tcp,
         /// DCTCP (RFC 8257): TCP with ECN-proportional window cuts.
@@ -367,11 +373,13 @@ registry! {
         IrnTimely = 12, "irn_timely" => roce::IrnTimelyDef,
         /// RC3: TCP at priority 0 plus the recursive low-priority loop ([TH] Ch. 2).
         Rc3 = 13, "rc3" => rc3::Rc3,
+        /// pHost: RTS, SRPT tokens, free tokens, downgrade, receiver-driven recovery ([PH]; [Y]).
+        Phost = 14, "phost" => phost::Phost,
     }
     sections {
         /// `[protocol.cbr]`.
         cbr: CbrParams,
-        /// `[protocol.ndp]` (also used by pHost).
+        /// `[protocol.ndp]` (also used by the pHost stand-in).
         ndp: NdpParams,
         /// `[protocol.tcp]` (also used by DCTCP and MPTCP subflows).
         tcp: TcpParams,
@@ -391,6 +399,8 @@ registry! {
         irn: IrnParams,
         /// `[protocol.rc3]`: RC3's MSS, IW and priority buckets.
         rc3: rc3::Rc3Params,
+        /// `[protocol.phost]`: pHost's tokens and timers.
+        phost: PhostParams,
     }
 }
 

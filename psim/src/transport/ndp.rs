@@ -8,8 +8,8 @@
 //! shared, paced pull queue ([`super::pull`]). A PULL carries a per-connection
 //! counter; the sender sends as many packets as the counter advanced,
 //! retransmissions first. The same state machine over drop-tail switches (no
-//! trimming, so losses are found only by timeout) is the pHost-style baseline
-//! of [P] §6.2.
+//! trimming, so losses are found only by timeout) is the `phost_standin`
+//! protocol, the pHost-style baseline psim had before its real pHost.
 //!
 //! | parameter (`[protocol.ndp]`) | default | source |
 //! |---|---|---|
@@ -106,11 +106,12 @@ impl ProtocolDef for Ndp {
     }
 }
 
-/// The protocol table's row for pHost: NDP's endpoints and parameters,
-/// over drop-tail switches ([P] §6.2).
-pub struct Phost;
+/// The protocol table's row for `phost_standin`, psim's pHost stand-in
+/// before the real pHost (`transport/phost/`): NDP's endpoints and
+/// parameters, meant for drop-tail switches ([P] §6.2).
+pub struct PhostStandin;
 
-impl ProtocolDef for Phost {
+impl ProtocolDef for PhostStandin {
     const CLASS: SwitchClass = SwitchClass::NdpFamily;
     const IDEAL_FCT: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {

@@ -6,8 +6,16 @@
 //! ([`super::Transport::on_grant`]). A QP arbiter or a per-host rate limiter
 //! (RoCE, DCQCN) would be the next: one more field here, implementing
 //! [`HostScheduler`], and one more line in [`HostServices::rearm`] and
-//! [`HostServices::on_timer`].
+//! [`HostServices::on_timer`]. pHost's token clock and send arbiter
+//! ([`super::phost::PhostSched`]) are the second.
+//!
+//! The services share one engine timer: its deadline is the earliest one any
+//! service wants. The pull pacer is polled only when it has no deadline (its
+//! poll draws from the host's random stream); pHost's schedulers are polled
+//! after every input, and a changed pHost deadline moves the timer (a newer
+//! generation makes the old event stale).
 
+use super::phost::PhostSched;
 use super::pull::PullQueue;
 use crate::rng::Rng;
 
@@ -25,6 +33,10 @@ pub trait HostScheduler {
 pub struct HostServices {
     /// The receiver's pull pacer, shared by every receiver-driven flow (NDP, pHost).
     pub pulls: PullQueue,
+    /// pHost's receiver token clock and sender arbiter.
+    pub phost: PhostSched,
+    /// The pull pacer's deadline, if it has one.
+    pull_at: Option<u64>,
     /// Deadline currently scheduled in the engine.
     timer_at: Option<u64>,
     /// Timer generation; a timer event with an older one is stale.
@@ -36,15 +48,21 @@ impl HostServices {
     pub const TIMER_SLOT: u32 = u32::MAX;
 
     /// After an endpoint ran: the (time, generation) of a new deadline to
-    /// schedule, if none is pending and a service wants one.
+    /// schedule, if the earliest deadline any service wants changed.
     pub fn rearm(&mut self, now: u64, rng: &mut Rng) -> Option<(u64, u32)> {
-        if self.timer_at.is_some() {
+        if self.pull_at.is_none() {
+            self.pull_at = self.pulls.poll_at(now, rng);
+        }
+        let want = match (self.pull_at, self.phost.poll_at(now, rng)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        if want == self.timer_at {
             return None;
         }
-        let t = self.pulls.poll_at(now, rng)?;
         self.gen = self.gen.wrapping_add(1);
-        self.timer_at = Some(t);
-        Some((t, self.gen))
+        self.timer_at = want;
+        want.map(|t| (t, self.gen))
     }
 
     /// The services' timer of generation `gen` fired at `now`: `None` if it
@@ -54,6 +72,42 @@ impl HostServices {
             return None;
         }
         self.timer_at = None;
-        Some(self.pulls.on_timer(now))
+        if self.pull_at == Some(now) {
+            self.pull_at = None;
+            if let Some(slot) = self.pulls.on_timer(now) {
+                return Some(Some(slot));
+            }
+        }
+        Some(self.phost.on_timer(now))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The pull pacer and pHost's token clock share one timer: an earlier
+    /// pHost deadline moves it (the old event goes stale), and the pull's
+    /// own deadline comes back once pHost has nothing due.
+    #[test]
+    fn pull_and_phost_deadlines_share_one_timer() {
+        let mut s = HostServices::default();
+        let mut rng = crate::rng::stream_rng(1, 0);
+        s.pulls.configure(1_000, 0.0);
+        s.pulls.note_pull(0);
+        s.pulls.request(7, false);
+        let (t, g1) = s.rearm(0, &mut rng).expect("the pull's deadline");
+        assert_eq!(t, 1_000);
+        s.phost.rx.update(3, (5, 0, 3), 400);
+        let (t, g2) = s.rearm(10, &mut rng).expect("moved earlier");
+        assert_eq!(t, 400);
+        assert_eq!(s.on_timer(1_000, g1), None, "the old event is stale");
+        assert_eq!(s.on_timer(400, g2), Some(Some(3)), "pHost's grant");
+        s.phost.rx.sent(400, 10_000);
+        s.phost.rx.remove(3);
+        let (t, g3) = s.rearm(400, &mut rng).expect("the pull again");
+        assert_eq!(t, 1_000);
+        assert_eq!(s.on_timer(1_000, g3), Some(Some(7)), "the pull's grant");
+        assert_eq!(s.rearm(1_000, &mut rng), None, "nothing left");
     }
 }
