@@ -19,7 +19,7 @@ use crate::topo::Topology;
 use crate::transport::ProtocolParams;
 use crate::units::us_to_ps;
 pub(crate) use error::{bad, latency, rate};
-use overrides::{apply_set, line_col};
+use overrides::{apply_set, key_at, line_col};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -158,16 +158,23 @@ impl Scenario {
             apply_set(&mut table, s)?;
         }
         switch::reject_old_keys(&table)?;
-        let file: ScenarioFile =
-            toml::Value::Table(table)
-                .try_into()
-                .map_err(|e: toml::de::Error| {
-                    // The error comes from the overridden document: no position in the user's file applies.
-                    ConfigError::ParseOverridden {
-                        path: path.into(),
-                        message: e.message().trim().replace('\n', " "),
-                    }
-                })?;
+        // Parse the overridden document as text, so that a schema error has a
+        // position there, and name the key at it: no line of the user's file applies.
+        let merged = toml::to_string(&table).map_err(|e| ConfigError::ParseOverridden {
+            path: path.into(),
+            message: e.to_string(),
+        })?;
+        let file: ScenarioFile = toml::from_str(&merged).map_err(|e: toml::de::Error| {
+            let message = e.message().trim().replace('\n', " ");
+            let key = e.span().and_then(|s| key_at(&merged, s.start));
+            ConfigError::ParseOverridden {
+                path: path.into(),
+                message: match key {
+                    Some(k) => format!("`{k}`: {message}"),
+                    None => message,
+                },
+            }
+        })?;
         Self::validate(file, path)
     }
 
@@ -572,5 +579,11 @@ mod tests {
         let e = load(BASE, &["topology.colour=1"]).unwrap_err();
         assert!(matches!(e, ConfigError::ParseOverridden { .. }), "{e}");
         assert!(e.to_string().contains("colour"), "{e}");
+        // A bad value names its dotted key, though the overridden document has no
+        // line in the file (inside a tagged table such as [topology], its table).
+        let e = load(BASE, &["protocol.rc3.bucket_rule=bogus"]).unwrap_err();
+        assert!(e.to_string().contains("`protocol.rc3.bucket_rule`"), "{e}");
+        let e = load(BASE, &["topology.k=-4"]).unwrap_err();
+        assert!(e.to_string().contains("`topology`"), "{e}");
     }
 }

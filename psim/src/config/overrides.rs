@@ -10,6 +10,33 @@ pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
+/// The dotted key of the TOML line at `offset` in `text`: the nearest table
+/// header above it (`[a.b]` or `[[a]]`) joined with the line's own key, so that
+/// a schema error in a re-serialised document still names the user's key.
+pub(crate) fn key_at(text: &str, offset: usize) -> Option<String> {
+    let start = text[..offset.min(text.len())]
+        .rfind('\n')
+        .map_or(0, |i| i + 1);
+    let line = text[start..].lines().next().unwrap_or("").trim();
+    let header = |l: &str| {
+        let l = l.trim();
+        (l.starts_with('[') && l.ends_with(']'))
+            .then(|| l.trim_matches(|c| c == '[' || c == ']').trim().to_string())
+    };
+    if let Some(h) = header(line) {
+        return Some(h);
+    }
+    let key = line
+        .split_once('=')
+        .map(|(k, _)| k.trim().trim_matches('"').to_string());
+    let table = text[..start].lines().rev().find_map(header);
+    match (table, key) {
+        (Some(t), Some(k)) => Some(format!("{t}.{k}")),
+        (None, Some(k)) => Some(k),
+        (t, None) => t,
+    }
+}
+
 /// Applies `a.b.0.c=value`: the value is parsed as TOML (number, boolean,
 /// string, array), falling back to a bare string.
 pub(crate) fn apply_set(table: &mut toml::Table, arg: &str) -> Result<(), ConfigError> {
@@ -78,4 +105,19 @@ fn set_path(root: &mut toml::Value, arg: &str) -> Result<(), ConfigError> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::key_at;
+
+    #[test]
+    fn key_at_joins_the_header_above_with_the_line_key() {
+        let text = "seed = 1\n\n[protocol.rc3]\nlevels = 3\nbucket_rule = \"bogus\"\n\n[[traffic]]\npattern = \"x\"\n";
+        let at = |needle: &str| key_at(text, text.find(needle).unwrap());
+        assert_eq!(at("1\n").as_deref(), Some("seed"));
+        assert_eq!(at("\"bogus\"").as_deref(), Some("protocol.rc3.bucket_rule"));
+        assert_eq!(at("[protocol").as_deref(), Some("protocol.rc3"));
+        assert_eq!(at("\"x\"").as_deref(), Some("traffic.pattern"));
+    }
 }
