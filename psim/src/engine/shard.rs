@@ -733,6 +733,20 @@ impl Shard {
             + chips
     }
 
+    /// Packets on wires (including those in the outboxes).
+    pub fn in_flight_packets(&self) -> u64 {
+        self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
+    }
+
+    /// Port counters summed over the shard.
+    pub fn port_totals(&self) -> crate::net::PortCounters {
+        let mut t = crate::net::PortCounters::default();
+        for p in self.nodes.iter().flat_map(|n| &n.ports) {
+            t += p.totals();
+        }
+        t
+    }
+
     /// Source rows (flows that started here) and sink stats (flows received here).
     pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, u32, SinkStats)>) {
         let mut sources = Vec::new();

@@ -109,18 +109,4 @@ impl Shard {
         rows.sort_by_key(|r| (r.time_ps, r.switch, r.series, r.pipeline, r.port));
         rows
     }
-
-    /// Packets on wires (including those in the outboxes).
-    pub fn in_flight_packets(&self) -> u64 {
-        self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
-    }
-
-    /// Port counters summed over the shard.
-    pub fn port_totals(&self) -> crate::net::PortCounters {
-        let mut t = crate::net::PortCounters::default();
-        for p in self.nodes.iter().flat_map(|n| &n.ports) {
-            t += p.totals();
-        }
-        t
-    }
 }
