@@ -13,6 +13,13 @@
 //! | `"ecn"` (threshold) | queue occupancy on arrival greater than K | `ecn_threshold` K = 30 ([`DEFAULT_ECN_THRESHOLD_PACKETS`]), `queue_packets` = 200 ([`DEFAULT_ECN_QUEUE_PACKETS`]): [P] §6.1 for DCTCP; RFC 8257 §3.1 / Alizadeh et al. §3.1 ("mark ... if the queue occupancy is greater than K upon its arrival"); `red_ecn` = true |
 //! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true, `queue_packets` = 200 |
 //!
+//! `mark_at` (`"ecn"` only) chooses when the threshold is tested:
+//! `"arrival"` (default; the DCTCP paper and RFC 8257 §3.1) or `"departure"`,
+//! as htsim's ECN queue does ([C] `sim/ecnqueue.cpp`: a packet leaving while
+//! the queue, itself included, holds more than K). psim tests at the start
+//! of the packet's transmission; htsim at its end, so htsim also counts the
+//! arrivals during that one serialisation.
+//!
 //! Thresholds are in the unit of the capacity (packets or bytes). RED's
 //! average is updated on arrivals only; the idle-time decay of the original
 //! algorithm is not modelled, so after an idle period the average starts
@@ -57,6 +64,19 @@ pub struct EcnConfig {
     pub ecn_threshold: u64,
     /// Mark ECN-capable packets (true) or drop every signalled packet.
     pub red_ecn: bool,
+    /// When the threshold is tested.
+    pub mark_at: MarkAt,
+}
+
+/// `mark_at`: when DCTCP's threshold is tested (module docs).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkAt {
+    /// On arrival, against the packets ahead of it.
+    #[default]
+    Arrival,
+    /// On departure, against the queue with the packet itself.
+    Departure,
 }
 
 impl Default for EcnConfig {
@@ -66,6 +86,7 @@ impl Default for EcnConfig {
             queue_bytes: None,
             ecn_threshold: DEFAULT_ECN_THRESHOLD_PACKETS as u64,
             red_ecn: true,
+            mark_at: MarkAt::Arrival,
         }
     }
 }
@@ -78,7 +99,9 @@ impl DisciplineConfig for EcnConfig {
     fn build(&self, _env: &QueueEnv) -> RedQueue {
         let cap = default_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
         let k = self.ecn_threshold;
-        RedQueue::new(cap, Marking::Threshold { k }, self.red_ecn)
+        let mut q = RedQueue::new(cap, Marking::Threshold { k }, self.red_ecn);
+        q.mark_at = self.mark_at;
+        q
     }
     fn ecn_threshold_packets(&self) -> Option<u32> {
         self.queue_bytes
@@ -192,6 +215,8 @@ pub struct RedQueue {
     marking: Marking,
     /// Mark ECT packets (true) or drop every signalled packet (false).
     ecn: bool,
+    /// When a threshold marking is tested (RED always tests on arrival).
+    mark_at: MarkAt,
     fifo: DropTail,
     avg: f64,
     count: i64,
@@ -207,6 +232,7 @@ impl RedQueue {
         RedQueue {
             marking,
             ecn,
+            mark_at: MarkAt::Arrival,
             fifo: DropTail::new(cap),
             avg: 0.0,
             count: -1,
@@ -257,7 +283,7 @@ impl Discipline for RedQueue {
             return;
         }
         let mut mark = false;
-        if self.signal(cx) {
+        if self.mark_at == MarkAt::Arrival && self.signal(cx) {
             if self.ecn && pkt.has(flags::ECT) {
                 mark = true;
             } else if self.ecn && matches!(self.marking, Marking::Threshold { .. }) {
@@ -280,7 +306,18 @@ impl Discipline for RedQueue {
 
     #[inline]
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        self.fifo.dequeue(cx)
+        if self.mark_at == MarkAt::Arrival {
+            return self.fifo.dequeue(cx);
+        }
+        // Tested with the leaving packet still counted.
+        let over = self.signal(cx);
+        let mut pkt = self.fifo.dequeue(cx)?;
+        if over && self.ecn && pkt.has(flags::ECT) {
+            pkt.flags |= flags::ECN_CE;
+            self.marked += 1;
+            cx.marked(&pkt);
+        }
+        Some(pkt)
     }
     fn len_packets(&self) -> u32 {
         self.fifo.len_packets()
@@ -301,6 +338,33 @@ mod tests {
         let mut p = data(seq, 1000);
         p.flags |= flags::ECT;
         p
+    }
+
+    /// `mark_at = "departure"`: with K = 3 and six packets queued, the first
+    /// three leave with 6, 5, 4 packets counted (themselves included) and are
+    /// marked; the rest leave with 3, 2, 1 and are not. Nothing is marked on arrival.
+    #[test]
+    fn departure_marking_tests_the_queue_with_the_leaving_packet() {
+        let mut k = Kit::new(0);
+        let cfg = EcnConfig {
+            queue_packets: Some(10),
+            ecn_threshold: 3,
+            mark_at: MarkAt::Departure,
+            ..EcnConfig::default()
+        };
+        let env = QueueEnv {
+            mtu: 1000,
+            switch_k: None,
+            switch: None,
+            seed: 0,
+        };
+        let mut q = cfg.build(&env);
+        k.fill(&mut q, (0..6).map(ect));
+        assert_eq!(q.marked, 0);
+        let out = k.drain(&mut q);
+        let marked: Vec<bool> = out.iter().map(|p| p.has(flags::ECN_CE)).collect();
+        assert_eq!(marked, [true, true, true, false, false, false]);
+        assert_eq!(q.marked, 3);
     }
 
     #[test]

@@ -20,7 +20,9 @@
 //! | `spray` | `"permute"`: shuffle the path list, one packet per path, reshuffle when used up | [P] §3.1.1; `"random"` = per-packet random path (V4 comparison) |
 //! | `path_penalty` | true: skip paths that are outliers on NACKs | [P] §3.2.3; thresholds A11 |
 //! | `pull_jitter` | 0 (perfect pacing) | [P] §6; uniform ± fraction of the interval when set |
-//! | `pull_interval` | MTU payload at the receiver's link rate | A9 |
+//! | pull interval | MTU payload at the receiver's link rate: 7.2 µs for 9000 B at 10 Gb/s | A9 |
+//! | `pull_rate` | 1.0: the interval is divided by this fraction of the link rate | A9; htsim paces at 0.99 ([C] `ndp.cpp`, issue 19: 328.4 ns for 4000 B at 100 Gb/s) |
+//! | `pull_counts_header` | false: the interval covers the payload only | A9; htsim counts payload + 64 B header ([C]) |
 //! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; A7 |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
 //! | loss penalty | a retransmission timeout counts as a NACK on its path | [P] §3.2.3 ("a per-path loss counter") |
@@ -57,6 +59,28 @@ pub struct NdpParams {
     pub path_penalty: bool,
     /// Pull pacing jitter, as a fraction of the interval.
     pub pull_jitter: f64,
+    /// The pull pacer's rate, as a fraction of the receiver's link rate.
+    pub pull_rate: f64,
+    /// Whether a pull interval covers the header as well as the payload.
+    pub pull_counts_header: bool,
+}
+
+impl NdpParams {
+    /// The pull pacer's interval at a receiver link of `nic_bps`: one
+    /// packet's bytes (payload, plus header if counted) at `pull_rate` of it.
+    pub fn pull_interval_ps(&self, nic_bps: u64) -> u64 {
+        let header = if self.pull_counts_header {
+            HEADER_BYTES
+        } else {
+            0
+        };
+        let at_line_rate = tx_time_ps(self.mtu_bytes as u64 + header as u64, nic_bps);
+        if self.pull_rate == 1.0 {
+            at_line_rate
+        } else {
+            (at_line_rate as f64 / self.pull_rate).round() as u64
+        }
+    }
 }
 
 impl Default for NdpParams {
@@ -68,6 +92,8 @@ impl Default for NdpParams {
             spray: Spray::Permute,
             path_penalty: true,
             pull_jitter: 0.0,
+            pull_rate: 1.0,
+            pull_counts_header: false,
         }
     }
 }
@@ -83,6 +109,13 @@ impl NdpParams {
                 &format!("{key}.pull_jitter"),
                 self.pull_jitter,
                 "must be in [0, 1)",
+            ));
+        }
+        if !(self.pull_rate > 0.0 && self.pull_rate <= 1.0) {
+            return Err(bad(
+                &format!("{key}.pull_rate"),
+                self.pull_rate,
+                "must be in (0, 1]",
             ));
         }
         Ok(())
@@ -476,8 +509,8 @@ pub struct NdpSink {
     got: u64,
     total: Option<u64>,
     pull_counter: u64,
-    mtu_bytes: u32,
-    pull_jitter: f64,
+    /// The pull pacer's settings, offered to the host's pacer once.
+    pull: NdpParams,
     /// Whether this sink has offered the host's pacer its settings.
     pacer_set: bool,
     /// Counters.
@@ -497,8 +530,7 @@ impl NdpSink {
             got: 0,
             total: None,
             pull_counter: 0,
-            mtu_bytes: p.mtu_bytes,
-            pull_jitter: p.pull_jitter,
+            pull: p.clone(),
             pacer_set: false,
             stats: SinkStats::default(),
         }
@@ -541,8 +573,8 @@ impl Transport for NdpSink {
             // (the host's first NDP sink sets the pacer up; later ones change nothing).
             self.pacer_set = true;
             cx.services.pulls.configure(
-                tx_time_ps(self.mtu_bytes as u64, cx.nic_bps),
-                self.pull_jitter,
+                self.pull.pull_interval_ps(cx.nic_bps),
+                self.pull.pull_jitter,
             );
         }
         self.stats.packets_received += 1;
@@ -657,6 +689,30 @@ mod tests {
         let paths: BTreeSet<u32> = out[..16].iter().map(|p| p.path).collect();
         assert_eq!(paths.len(), 16, "one packet per path before reshuffling");
         assert!(out.iter().all(|p| p.has(flags::SYN) && p.size == 9064));
+    }
+
+    #[test]
+    fn pull_interval_settings_match_the_closed_form() {
+        // A9: 9000 B at 10 Gb/s = 7.2 µs.
+        assert_eq!(
+            NdpParams::default().pull_interval_ps(10_000_000_000),
+            7_200_000
+        );
+        // htsim's pacing (issue 19): (4000 + 64) B at 100 Gb/s = 325.12 ns, at 0.99 of the rate 328.4 ns.
+        let htsim = NdpParams {
+            mtu_bytes: 4000,
+            pull_rate: 0.99,
+            pull_counts_header: true,
+            ..NdpParams::default()
+        };
+        let got = htsim.pull_interval_ps(100_000_000_000);
+        assert_eq!(got, (325_120.0f64 / 0.99).round() as u64);
+        assert!((328_400..328_500).contains(&got));
+        let bad = NdpParams {
+            pull_rate: 0.0,
+            ..NdpParams::default()
+        };
+        assert!(bad.validate("protocol.ndp").is_err());
     }
 
     #[test]

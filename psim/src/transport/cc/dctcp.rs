@@ -13,6 +13,12 @@
 //! | `initial_alpha` | 1.0 | RFC 8257 §3.3 ("DCTCP.Alpha ... initialized to 1"); Linux `dctcp_alpha_on_init` |
 //! | marking threshold K | 30 packets, on switch ports (`[switch] queue = "ecn"`) | [P] §6.1 |
 //! | window cut | `cwnd × (1 − alpha/2)`, at most once per window of data | RFC 8257 §3.3 |
+//! | `cut_rule` | `"marked_window"`: cut in a window with an ECN echo | RFC 8257 §3.3; `"every_window"`: at the end of every window of data while alpha > 0, and an echo ends slow start (ssthresh = cwnd), as htsim's DCTCP does ([C] `sim/dctcp.cpp`; htsim also starts with alpha = 0: set `initial_alpha = 0`) |
+//!
+//! With `"every_window"` the window is psim's (the cumulative ACK passing
+//! the `snd_nxt` of the previous window's end, in bytes); htsim counts
+//! ACKed packets against the window it had at the previous update. Neither
+//! rule cuts during loss recovery in psim, where NewReno's deflation rules.
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss, Window};
 use crate::config::ConfigError;
@@ -26,6 +32,19 @@ pub struct DctcpParams {
     pub g: f64,
     /// Alpha before the first window completes.
     pub initial_alpha: f64,
+    /// When the window is cut for congestion.
+    pub cut_rule: CutRule,
+}
+
+/// `cut_rule`: when DCTCP cuts its window (table above).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CutRule {
+    /// On an ECN echo, at most once per window (RFC 8257).
+    #[default]
+    MarkedWindow,
+    /// At every window end while alpha > 0 (htsim).
+    EveryWindow,
 }
 
 impl Default for DctcpParams {
@@ -33,6 +52,7 @@ impl Default for DctcpParams {
         DctcpParams {
             g: 1.0 / 16.0,
             initial_alpha: 1.0,
+            cut_rule: CutRule::MarkedWindow,
         }
     }
 }
@@ -111,6 +131,7 @@ impl DctcpAlpha {
 pub struct Dctcp {
     w: Window,
     est: DctcpAlpha,
+    rule: CutRule,
 }
 
 impl Dctcp {
@@ -119,6 +140,7 @@ impl Dctcp {
         Dctcp {
             w: Window::new(iw_packets, mss),
             est: DctcpAlpha::new(p),
+            rule: p.cut_rule,
         }
     }
 }
@@ -128,9 +150,19 @@ impl CongestionControl for Dctcp {
         self.w.cwnd
     }
     fn on_ecn(&mut self, ack: &AckEvent, may_cut: bool) -> bool {
-        self.est
+        let window_ended = self
+            .est
             .on_ack(ack.bytes_acked, ack.ece, ack.snd_una, ack.snd_nxt);
-        if ack.ece && may_cut {
+        let cut = match self.rule {
+            CutRule::MarkedWindow => ack.ece,
+            CutRule::EveryWindow => {
+                if ack.ece && self.w.cwnd < self.w.ssthresh {
+                    self.w.ssthresh = self.w.cwnd; // an echo ends slow start
+                }
+                window_ended && self.est.alpha > 0.0
+            }
+        };
+        if cut && may_cut {
             self.w.cwnd = self.est.cut(self.w.cwnd).max(self.w.mss as f64);
             self.w.ssthresh = self.w.cwnd;
             return true;
@@ -151,6 +183,9 @@ impl CongestionControl for Dctcp {
     }
     fn limit(&mut self, max: f64) {
         self.w.limit(max);
+    }
+    fn set_ssthresh(&mut self, bytes: f64) {
+        self.w.ssthresh = bytes;
     }
     fn metrics(&self) -> CcMetrics {
         CcMetrics {
@@ -234,5 +269,45 @@ mod tests {
             5_000.0 + 1000.0 * 1000.0 / 5_000.0,
             "additive increase"
         );
+    }
+
+    /// htsim's rule: no echo needed, a cut of alpha/2 at each window end
+    /// while alpha > 0, none mid-window, and an echo only ends slow start.
+    #[test]
+    fn every_window_rule_cuts_at_window_ends_while_alpha_is_positive() {
+        let p = DctcpParams {
+            cut_rule: CutRule::EveryWindow,
+            initial_alpha: 0.5,
+            ..DctcpParams::default()
+        };
+        let mut c = Dctcp::new(10, 1000, &p);
+        let ack = |ece, snd_una, snd_nxt| AckEvent {
+            bytes_acked: 1000,
+            ece,
+            snd_una,
+            snd_nxt,
+            coupling: None,
+        };
+        // The first ACK ends the (empty) window 0: alpha = 15/16 x 0.5 + 1/16 x 0 (no echo).
+        assert!(c.on_ecn(&ack(false, 1000, 10_000), true));
+        let alpha = 0.5 * 15.0 / 16.0;
+        assert_eq!(c.metrics().alpha, Some(alpha));
+        assert_eq!(c.window(), 10_000.0 * (1.0 - alpha / 2.0));
+        assert_eq!(c.metrics().ssthresh, c.window());
+        // Mid-window, an echo does not cut.
+        let w = c.window();
+        assert!(!c.on_ecn(&ack(true, 2000, 11_000), true));
+        assert_eq!(c.window(), w);
+        // alpha = 0 never cuts, and an echo in slow start sets ssthresh = cwnd.
+        let zero = DctcpParams {
+            initial_alpha: 0.0,
+            ..p
+        };
+        let mut c = Dctcp::new(10, 1000, &zero);
+        assert!(!c.on_ecn(&ack(false, 1000, 10_000), true));
+        assert_eq!(c.window(), 10_000.0);
+        assert_eq!(c.metrics().ssthresh, f64::INFINITY);
+        assert!(!c.on_ecn(&ack(true, 2000, 11_000), true));
+        assert_eq!(c.metrics().ssthresh, 10_000.0);
     }
 }

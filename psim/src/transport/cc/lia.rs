@@ -109,6 +109,9 @@ impl CongestionControl for Lia {
     fn limit(&mut self, max: f64) {
         self.reno.limit(max);
     }
+    fn set_ssthresh(&mut self, bytes: f64) {
+        self.reno.set_ssthresh(bytes);
+    }
     fn metrics(&self) -> CcMetrics {
         self.reno.metrics()
     }

@@ -120,6 +120,9 @@ pub trait CongestionControl {
     fn on_recovery_end(&mut self);
     /// Caps the window at `max` bytes (the receiver's window).
     fn limit(&mut self, max: f64);
+    /// Sets the slow-start threshold of a new connection, bytes (window-based
+    /// controllers; rate-based ones have none and ignore it).
+    fn set_ssthresh(&mut self, _bytes: f64) {}
     /// The controller's state.
     fn metrics(&self) -> CcMetrics;
 }
@@ -242,6 +245,9 @@ macro_rules! controllers {
             #[inline]
             fn limit(&mut self, max: f64) {
                 match self { $( Controller::$V(c) => c.limit(max), )* }
+            }
+            fn set_ssthresh(&mut self, bytes: f64) {
+                match self { $( Controller::$V(c) => c.set_ssthresh(bytes), )* }
             }
             fn metrics(&self) -> CcMetrics {
                 match self { $( Controller::$V(c) => c.metrics(), )* }

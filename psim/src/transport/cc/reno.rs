@@ -60,6 +60,9 @@ impl CongestionControl for Reno {
     fn limit(&mut self, max: f64) {
         self.w.limit(max);
     }
+    fn set_ssthresh(&mut self, bytes: f64) {
+        self.w.ssthresh = bytes;
+    }
     fn metrics(&self) -> CcMetrics {
         self.w.metrics()
     }

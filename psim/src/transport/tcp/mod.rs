@@ -29,6 +29,8 @@
 //! | `handshake` | false | [P] §5.1 (Linux TCP uses one); when true, SYN / SYN-ACK before data |
 //! | `ecn` | false | RFC 3168 for plain TCP; DCTCP always uses ECN |
 //! | `rwnd_packets` | 0 = unlimited | receiver window cap on the congestion window |
+//! | `initial_ssthresh_packets` | 0 = unlimited (slow start until the first loss) | RFC 5681 §3.1 ("arbitrarily high"); htsim's TCP starts at 100 segments (issue 19, [C]); pFabric's control loop at 12 ([PFAB] §4.2, spec note 15) |
+//! | `fixed_rto_us` | 0 = off | when set, every retransmission timeout is this long: no RTT estimate, no minimum, no back-off (pFabric's 45 µs = 3 fabric RTTs, [PFAB] §4.2); the other RTO keys are then unused |
 //!
 //! Packet encoding: byte sequence numbers; a data packet's `ack` field
 //! carries the connection's total length (so the receiver knows when the
@@ -93,6 +95,11 @@ pub struct TcpParams {
     pub ecn: bool,
     /// Receiver window, segments (0 = unlimited).
     pub rwnd_packets: u32,
+    /// Slow-start threshold of a new connection, segments (0 = unlimited).
+    pub initial_ssthresh_packets: u32,
+    /// A constant retransmission timeout (`fixed_rto_us`; 0 = off).
+    #[serde(rename = "fixed_rto_us")]
+    pub fixed_rto: Micros,
 }
 
 impl Default for TcpParams {
@@ -110,6 +117,8 @@ impl Default for TcpParams {
             handshake: false,
             ecn: false,
             rwnd_packets: 0,
+            initial_ssthresh_packets: 0,
+            fixed_rto: Micros::from_ps(0),
         }
     }
 }
@@ -132,6 +141,9 @@ impl TcpParams {
         }
         self.initial_rto.positive(&k("initial_rto_us"))?;
         self.delayed_ack_timeout.positive(&k("delayed_ack_us"))?;
+        if self.fixed_rto != Micros::from_ps(0) {
+            self.fixed_rto.positive(&k("fixed_rto_us"))?;
+        }
         Ok(())
     }
 }

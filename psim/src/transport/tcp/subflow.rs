@@ -109,8 +109,11 @@ pub struct Subflow {
 }
 
 impl Subflow {
-    pub(crate) fn new(id: u8, path: u32, p: &TcpParams, cc: Controller) -> Self {
+    pub(crate) fn new(id: u8, path: u32, p: &TcpParams, mut cc: Controller) -> Self {
         let mss = p.mss_bytes as u64;
+        if p.initial_ssthresh_packets > 0 {
+            cc.set_ssthresh((p.initial_ssthresh_packets as u64 * mss) as f64);
+        }
         Subflow {
             id,
             path,
@@ -173,6 +176,9 @@ impl Subflow {
 
     /// Retransmission timeout (RFC 6298 §2), before back-off.
     pub(super) fn rto(&self, p: &TcpParams) -> u64 {
+        if p.fixed_rto.ps > 0 {
+            return p.fixed_rto.ps; // `fixed_rto_us`: no estimate, no back-off
+        }
         // G = 1 ps: the clock's granularity.
         let base = self.rtt.rto(1).unwrap_or(p.initial_rto.ps);
         let rto = base.max(p.min_rto.ps);

@@ -138,6 +138,53 @@ fn a_tail_loss_recovers_by_rto() {
     assert_eq!(n.finish(), Some(retx[0].0 + DELAY));
 }
 
+/// `initial_ssthresh_packets = 15`: slow start stops at 15 segments, so the
+/// second round trip sends 15 segments instead of 20 (after the fifth ACK
+/// the window grows by MSS/cwnd per ACK and frees one segment per ACK).
+#[test]
+fn initial_ssthresh_ends_slow_start_at_its_window() {
+    let p = TcpParams {
+        initial_ssthresh_packets: 15,
+        ..params()
+    };
+    let mut n = net(Protocol::Tcp, p, Some(1000 * MSS));
+    n.run(DELAY * 4 - 1, &mut never, &mut never);
+    assert_eq!(sent(&n).len(), 10 + 15);
+    let m = tcp(&n).subs[0].cc.metrics();
+    assert_eq!(m.ssthresh, 15.0 * MSS as f64);
+    assert!(m.cwnd > 15.0 * MSS as f64 && m.cwnd < 16.0 * MSS as f64);
+}
+
+/// `fixed_rto_us = 45`: a lost tail segment is resent 45 µs after the ACK
+/// that armed the timer, below the 1 ms minimum RTO of the other keys, and a
+/// second loss of it waits exactly 45 µs again: no back-off (pFabric, [PFAB] §4.2).
+#[test]
+fn a_fixed_rto_ignores_the_estimate_and_does_not_back_off() {
+    let fixed = 45_000_000; // 45 µs
+    let p = TcpParams {
+        fixed_rto: Micros::from_ps(fixed),
+        ..params()
+    };
+    let size = 30 * MSS;
+    let mut n = net(Protocol::Tcp, p, Some(size));
+    let last = 29 * MSS;
+    let mut drops = 0;
+    let mut drop = |pk: &Packet| {
+        let hit = drops < 2 && split_seq(pk.seq).1 == last;
+        drops += hit as u32;
+        hit
+    };
+    n.run(u64::MAX, &mut drop, &mut never);
+    assert_eq!(tcp(&n).stats.timeouts, 2);
+    let retx: Vec<_> = sent(&n).into_iter().filter(|s| s.2).collect();
+    assert_eq!(retx.len(), 2);
+    let first = sent(&n).iter().find(|s| s.1 == last).expect("sent").0;
+    let gap = retx[0].0 - first;
+    assert!(gap >= fixed && gap <= fixed + 2 * DELAY, "{gap}");
+    assert_eq!(retx[1].0 - retx[0].0, fixed, "no back-off");
+    assert_eq!(received(&n), size);
+}
+
 /// DCTCP through the state machines: with every other data packet
 /// marked, alpha settles near 1/2 and each window is cut by about alpha/2.
 #[test]
