@@ -24,6 +24,8 @@
 //! | `pull_rate` | 1.0: the interval is divided by this fraction of the link rate | A9; htsim paces at 0.99 ([C] `ndp.cpp`, issue 19: 328.4 ns for 4000 B at 100 Gb/s) |
 //! | `pull_counts_header` | false: the interval covers the payload only | A9; htsim counts payload + 64 B header ([C]) |
 //! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; A7 |
+//! | `retx_other_path` | true: a packet resent after a NACK or a bounce avoids the path it was lost on, as a timeout's resend always does | [P] §3.2 ("a lost packet is always retransmitted on a different path"); htsim resends on the next path of its permutation, whichever it is ([C]): false |
+//! | `timeout_resends` | true: a packet with no ACK, NACK or bounce by its deadline is resent | [P] §3.2 (a 1 ms RTO is safe); htsim disables timer resends and relies on return-to-sender (A12, [C] `RESEND_ON_TIMEOUT` unset): false. Then a packet lost outright (a bounced header dropped again) is never resent, and the flow stalls until the run's watchdog stops it |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
 //! | loss penalty | a retransmission timeout counts as a NACK on its path | [P] §3.2.3 ("a per-path loss counter") |
 //! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; A8 |
@@ -63,6 +65,10 @@ pub struct NdpParams {
     pub pull_rate: f64,
     /// Whether a pull interval covers the header as well as the payload.
     pub pull_counts_header: bool,
+    /// Whether a NACKed or bounced packet is resent on another path.
+    pub retx_other_path: bool,
+    /// Whether a packet with no feedback is resent at its timeout.
+    pub timeout_resends: bool,
 }
 
 impl NdpParams {
@@ -94,6 +100,8 @@ impl Default for NdpParams {
             pull_jitter: 0.0,
             pull_rate: 1.0,
             pull_counts_header: false,
+            retx_other_path: true,
+            timeout_resends: true,
         }
     }
 }
@@ -200,7 +208,8 @@ pub struct NdpSource {
     total: u64,
     next_new: u64,
     acked: u64,
-    rtx: VecDeque<u64>,
+    /// Packets to resend on the next pulls: (seq, the path it was lost on).
+    rtx: VecDeque<(u64, u32)>,
     outstanding: BTreeMap<u64, Sent>,
     deadlines: BTreeSet<(u64, u64)>,
     last_pull: u64,
@@ -331,9 +340,13 @@ impl NdpSource {
         });
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += payload as u64;
-        let rto = self.rto() as f64;
-        let deadline =
-            cx.now + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64;
+        // Without timeout resends no deadline is kept (no timer runs).
+        let deadline = if self.p.timeout_resends {
+            let rto = self.rto() as f64;
+            cx.now + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64
+        } else {
+            u64::MAX
+        };
         if let Some(old) = self.outstanding.insert(
             seq,
             Sent {
@@ -346,7 +359,9 @@ impl NdpSource {
         ) {
             self.deadlines.remove(&(old.deadline, seq));
         }
-        self.deadlines.insert((deadline, seq));
+        if self.p.timeout_resends {
+            self.deadlines.insert((deadline, seq));
+        }
     }
 
     /// Removes `seq` from the outstanding set, returning what was recorded.
@@ -396,8 +411,9 @@ impl NdpSource {
         let n = counter - self.last_pull;
         self.last_pull = counter;
         for _ in 0..n {
-            if let Some(seq) = self.rtx.pop_front() {
-                self.send(seq, true, None, cx);
+            if let Some((seq, lost_on)) = self.rtx.pop_front() {
+                let avoid = self.p.retx_other_path.then_some(lost_on);
+                self.send(seq, true, avoid, cx);
             } else if self.next_new < self.total {
                 let s = self.next_new;
                 self.next_new += 1;
@@ -441,7 +457,7 @@ impl Transport for NdpSource {
             PacketKind::Nack => {
                 self.stats.trims += 1;
                 if let Some(s) = self.settle(pkt.seq) {
-                    self.rtx.push_back(pkt.seq);
+                    self.rtx.push_back((pkt.seq, s.path));
                     self.score(s.path, 0, 1);
                 }
                 self.record_feedback(false);
@@ -465,7 +481,7 @@ impl Transport for NdpSource {
                 if resend_now {
                     self.send(pkt.seq, true, Some(s.path), cx);
                 } else {
-                    self.rtx.push_back(pkt.seq);
+                    self.rtx.push_back((pkt.seq, s.path));
                 }
             }
             _ => {}
@@ -484,7 +500,7 @@ impl Transport for NdpSource {
             self.stats.timeouts += 1;
             // [P] §3.2.3: the scoreboard also counts losses against the path.
             self.score(s.path, 0, 1);
-            self.rtx.retain(|&q| q != seq);
+            self.rtx.retain(|&(q, _)| q != seq);
             self.send(seq, true, Some(s.path), cx);
         }
     }
@@ -853,6 +869,56 @@ mod tests {
             .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
             .collect();
         assert_eq!(paths.len(), 4);
+    }
+
+    /// [P] §3.2: a NACKed packet is resent, on the next PULL, on a path other
+    /// than the one it was trimmed on; with two paths that is the other one
+    /// every time. Without `retx_other_path`, the permutation alone decides,
+    /// and over 20 resends the same path comes up again.
+    #[test]
+    fn a_nacked_packet_is_resent_on_another_path() {
+        let resend_paths = |other: bool| {
+            let p = NdpParams {
+                iw_packets: 1,
+                retx_other_path: other,
+                ..NdpParams::default()
+            };
+            let mut h = source(&info(9000 * 40, 2), &p);
+            let mut path = h.start(0)[0].path;
+            let mut same = 0;
+            for i in 1..=20u64 {
+                assert!(h
+                    .deliver(i * 1000, ctl(PacketKind::Nack, 0, 0, 0))
+                    .is_empty());
+                let out = h.deliver(i * 1000 + 1, ctl(PacketKind::Pull, 0, i, 0));
+                assert_eq!(out.len(), 1);
+                assert_eq!((out[0].seq, out[0].has(flags::RETX)), (0, true));
+                same += (out[0].path == path) as u32;
+                path = out[0].path;
+            }
+            same
+        };
+        assert_eq!(resend_paths(true), 0);
+        assert!(resend_paths(false) > 0);
+    }
+
+    /// `timeout_resends = false` (htsim): no timer is ever armed, so a packet
+    /// without feedback is not resent; feedback still settles it.
+    #[test]
+    fn without_timeout_resends_no_timer_runs() {
+        let p = NdpParams {
+            timeout_resends: false,
+            ..NdpParams::default()
+        };
+        let mut h = source(&info(9000 * 2, 4), &p);
+        assert_eq!(h.start(0).len(), 2);
+        assert_eq!(h.ep.poll_at(), None);
+        let later = 1_000_000_000_000; // 1 s, a thousand minimum RTOs
+        assert!(h.advance(later).is_empty());
+        h.deliver(later + 10, ctl(PacketKind::Ack, 0, 0, 0));
+        h.deliver(later + 20, ctl(PacketKind::Ack, 1, 0, 0));
+        assert!(h.ep.done());
+        assert_eq!(h.ep.stats.timeouts, 0);
     }
 
     #[test]
