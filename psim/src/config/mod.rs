@@ -7,6 +7,7 @@
 
 mod error;
 mod overrides;
+pub mod profile;
 mod switch;
 mod topology;
 
@@ -146,17 +147,18 @@ impl Scenario {
                 message: e.message().trim().replace('\n', " "),
             }
         };
-        if sets.is_empty() {
-            let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e, text))?;
+        let mut table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e, text))?;
+        if sets.is_empty() && !profile::named(&table) {
             switch::reject_old_keys(&table)?;
             // Parse the text as written, so that schema errors point at the user's line.
             let file: ScenarioFile = toml::from_str(text).map_err(|e| parse_err(e, text))?;
             return Self::validate(file, path);
         }
-        let mut table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e, text))?;
         for s in sets {
             apply_set(&mut table, s)?;
         }
+        // After the overrides: a profile fills only the keys still missing.
+        profile::apply(&mut table)?;
         switch::reject_old_keys(&table)?;
         // Parse the overridden document as text, so that a schema error has a
         // position there, and name the key at it: no line of the user's file applies.
