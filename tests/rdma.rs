@@ -76,3 +76,37 @@ fn timely_incast_completes_and_is_deterministic_across_shards() {
     assert_eq!(a.csv, b.csv);
     assert!(a.flows.iter().all(|f| f.finish_ps.is_some()));
 }
+
+/// Settings that cannot work are refused with the key at fault: DCQCN over
+/// switches that never mark, and TIMELY without ACKs.
+#[test]
+fn dcqcn_without_marks_and_timely_without_acks_are_refused() {
+    let text = |proto: &str, kind: &str, extra: &str| {
+        format!(
+            "[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"{kind}\"\n{extra}\
+             [[traffic]]\nprotocol = \"{proto}\"\npattern = \"incast\"\nreceiver = 0\nsenders = 2\nsize_bytes = 10000\n"
+        )
+    };
+    let load = |t: &str| {
+        psim::config::Scenario::from_str(t, std::path::Path::new("s.toml"), &[])
+            .map(drop)
+            .map_err(|e| e.to_string())
+    };
+    for proto in ["dcqcn", "irn_dcqcn"] {
+        let e = load(&text(proto, "droptail", "")).unwrap_err();
+        assert!(
+            e.contains("switch.queue.kind") && e.contains("never marks ECN"),
+            "{e}"
+        );
+        load(&text(proto, "ecn_ramp", "")).unwrap();
+    }
+    let no_acks = "[protocol.roce]\nack_every = 0\npfc = true\n";
+    let e = load(&text("timely", "droptail", no_acks)).unwrap_err();
+    assert!(
+        e.contains("protocol.roce.ack_every") && e.contains("TIMELY"),
+        "{e}"
+    );
+    // IRN ACKs every packet whatever ack_every says; plain RoCE may go without.
+    load(&text("irn_timely", "droptail", no_acks)).unwrap();
+    load(&text("roce", "droptail", no_acks)).unwrap();
+}

@@ -16,6 +16,7 @@ pub use switch::{HostFile, PortQueues, SwitchFile, TierQueue};
 pub use topology::{DegradedLinkFile, TierFile, TopologyFile};
 
 use crate::packet::Protocol;
+use crate::queue::QueueConfig;
 use crate::topo::Topology;
 use crate::transport::ProtocolParams;
 use crate::units::us_to_ps;
@@ -253,6 +254,12 @@ impl Scenario {
             stop_ps,
             base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         };
+        let switch_marks = queues.tiers.iter().any(QueueConfig::marks_ecn);
+        protocols.roce.check_with_scenario(
+            &traffic_protocols,
+            queues.tiers[0].name(),
+            switch_marks,
+        )?;
         let workload = workloads::Workload::new(patterns, env)?;
         let trace = crate::trace::spec::validate(&file.trace, file.seed, topology.entities())?;
         Ok(Scenario {

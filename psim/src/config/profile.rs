@@ -13,7 +13,7 @@
 //! | NDP switch (`kind = "ndp"`) | `wrr_headers` | 10 ([P] §3.1, A4) | 100000: practically strict priority | `compositequeue.cpp`, the constructor's high:low ratio |
 //! | DCTCP | `protocol.dctcp.cut_rule` | `"marked_window"` (RFC 8257) | `"every_window"` | `dctcp.cpp`, `receivePacket` |
 //! | DCTCP | `protocol.dctcp.initial_alpha` | 1.0 (RFC 8257 §3.3) | 0.0 | `dctcp.cpp`, the constructor |
-//! | DCTCP switch (`kind = "ecn"`) | `mark_at` | `"arrival"` (RFC 8257 §3.1) | `"departure"` | `ecnqueue.cpp`, `completeService` |
+//! | DCTCP switch (`kind = "ecn"`) | `mark_at` | `"enqueue"` (RFC 8257 §3.1) | `"dequeue"` | `ecnqueue.cpp`, `completeService` |
 //! | TCP | `protocol.tcp.initial_ssthresh_packets` | 0 = unlimited (RFC 5681) | 100 | issue 19 (item 8) |
 //!
 //! Queue keys are filled in every queue table under `[switch]` that names its
@@ -45,7 +45,7 @@ const HTSIM_PROTOCOL: &[(&str, &str, Value)] = &[
 /// htsim's queue keys by discipline kind: (kind, key, value).
 const HTSIM_QUEUE: &[(&str, &str, Value)] = &[
     ("ndp", "wrr_headers", Value::Int(100_000)),
-    ("ecn", "mark_at", Value::Str("departure")),
+    ("ecn", "mark_at", Value::Str("dequeue")),
 ];
 
 /// A TOML value in a constant table.
@@ -184,7 +184,7 @@ mod tests {
         );
         assert_eq!(
             t["switch"]["core"]["queue"]["mark_at"].as_str(),
-            Some("departure")
+            Some("dequeue")
         );
         assert!(t["switch"]["core"]["queue"].get("wrr_headers").is_none());
         let class = &t["switch"]["tor"]["queue"]["class"][0];

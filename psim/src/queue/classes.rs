@@ -105,6 +105,9 @@ impl Default for ClassesConfig {
 
 impl DisciplineConfig for ClassesConfig {
     type Queue = Box<ClassQueue>;
+    fn marks_ecn(&self) -> bool {
+        self.class.iter().any(QueueConfig::marks_ecn)
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         let n = self.class.len();
         if self.classify == Classify::Protocol && n != 2 {

@@ -286,6 +286,9 @@ impl CodelConfig {
 
 impl DisciplineConfig for CodelConfig {
     type Queue = CodelQueue;
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.cap(key)?;
         validate_params(key, self.target_us, self.interval_us, self.mtu_bytes)

@@ -31,7 +31,9 @@
 //! | `mark_at` | `"enqueue"` | `"dequeue"` as in `HPCC`, `R3`, `CW` |
 //! | `queue_bytes`, or `queue_packets` | 32 000 000 bytes | `HPCC` `BUFFER_SIZE` 32 MB (a switch's shared buffer, here per port; the shared-buffer MMU is PFC's) |
 
-use super::{capacity, Capacity, Discipline, DisciplineConfig, DropTail, QueueCtx, QueueEnv};
+use super::{
+    capacity, Capacity, Discipline, DisciplineConfig, DropTail, MarkAt, QueueCtx, QueueEnv,
+};
 use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet};
 use rand::RngExt;
@@ -39,17 +41,6 @@ use serde::{Deserialize, Serialize};
 
 /// Default capacity, bytes (`HPCC` `BUFFER_SIZE`).
 pub const DEFAULT_QUEUE_BYTES: u64 = 32_000_000;
-
-/// Where the marking decision is taken.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MarkAt {
-    /// On arrival, on the queue it finds.
-    #[default]
-    Enqueue,
-    /// On departure, on the queue it leaves.
-    Dequeue,
-}
 
 /// `kind = "ecn_ramp"`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
@@ -99,6 +90,9 @@ impl EcnRampConfig {
 
 impl DisciplineConfig for EcnRampConfig {
     type Queue = EcnRampQueue;
+    fn marks_ecn(&self) -> bool {
+        true
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         let k = |n: &str| format!("{key}.{n}");
         let cap = self.cap(key)?;

@@ -108,6 +108,9 @@ impl FqCodelConfig {
 
 impl DisciplineConfig for FqCodelConfig {
     type Queue = FqCodelQueue;
+    fn marks_ecn(&self) -> bool {
+        self.ecn
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.cap(key)?;
         validate_flows(key, self.quantum_bytes, self.buckets)?;

@@ -212,6 +212,18 @@ pub trait Discipline {
     }
 }
 
+/// Where an ECN marking queue takes its decision (`mark_at` of `ecn`
+/// and `ecn_ramp`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MarkAt {
+    /// On arrival, on the queue it finds.
+    #[default]
+    Enqueue,
+    /// On departure, on the queue it leaves.
+    Dequeue,
+}
+
 /// What a discipline's build step may need from the rest of the scenario.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct QueueEnv {
@@ -243,6 +255,10 @@ pub trait DisciplineConfig {
     /// threshold counted in packets (for the host NICs' default).
     fn ecn_threshold_packets(&self) -> Option<u32> {
         None
+    }
+    /// Whether it can ever mark a packet CE (a DCQCN scenario needs one).
+    fn marks_ecn(&self) -> bool {
+        false
     }
     /// Whether it keeps the data packets of each priority in arrival order
     /// and discards only at enqueue, as PFC's ingress accounting needs
@@ -312,6 +328,10 @@ macro_rules! disciplines {
             /// K in packets when it marks ECN at a packet threshold.
             pub fn ecn_threshold_packets(&self) -> Option<u32> {
                 match self { $( QueueConfig::$variant(c) => c.ecn_threshold_packets(), )* }
+            }
+            /// Whether it can ever mark a packet CE.
+            pub fn marks_ecn(&self) -> bool {
+                match self { $( QueueConfig::$variant(c) => c.marks_ecn(), )* }
             }
             /// Whether it keeps each priority's data in order (PFC needs it).
             pub fn keeps_priority_order(&self) -> bool {

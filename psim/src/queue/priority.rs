@@ -43,6 +43,9 @@ impl PriorityConfig {
 
 impl DisciplineConfig for PriorityConfig {
     type Queue = PriorityQueue;
+    fn marks_ecn(&self) -> bool {
+        self.ecn_threshold.is_some_and(|k| k > 0)
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.cap(key).map(drop)
     }

@@ -14,7 +14,7 @@
 //! | `"red"` | RED's average queue (Floyd & Jacobson 1993): below `red_min` none; above `red_max` always; in between with probability `p_b / (1 − count·p_b)`, `p_b = max_p (avg − min)/(max − min)` | `red_min` = 5, `red_max` = 15 (packets, or bytes with `queue_bytes`), `red_max_p` = 0.1, `red_weight` = 0.002 (Floyd & Jacobson §4 / RFC 2309 era defaults), `red_ecn` = true, `queue_packets` = 200 |
 //!
 //! `mark_at` (`"ecn"` only) chooses when the threshold is tested:
-//! `"arrival"` (default; the DCTCP paper and RFC 8257 §3.1) or `"departure"`,
+//! `"enqueue"` (default; the DCTCP paper and RFC 8257 §3.1) or `"dequeue"`,
 //! as htsim's ECN queue does ([C] `sim/ecnqueue.cpp`: a packet leaving while
 //! the queue, itself included, holds more than K). psim tests at the start
 //! of the packet's transmission; htsim at its end, so htsim also counts the
@@ -26,7 +26,9 @@
 //! where it was left (it is then high for a few arrivals at most, at the
 //! default weight).
 
-use super::{capacity, Capacity, Discipline, DisciplineConfig, DropTail, QueueCtx, QueueEnv};
+use super::{
+    capacity, Capacity, Discipline, DisciplineConfig, DropTail, MarkAt, QueueCtx, QueueEnv,
+};
 use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet};
 use rand::RngExt;
@@ -68,17 +70,6 @@ pub struct EcnConfig {
     pub mark_at: MarkAt,
 }
 
-/// `mark_at`: when DCTCP's threshold is tested (module docs).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum MarkAt {
-    /// On arrival, against the packets ahead of it.
-    #[default]
-    Arrival,
-    /// On departure, against the queue with the packet itself.
-    Departure,
-}
-
 impl Default for EcnConfig {
     fn default() -> Self {
         EcnConfig {
@@ -86,13 +77,16 @@ impl Default for EcnConfig {
             queue_bytes: None,
             ecn_threshold: DEFAULT_ECN_THRESHOLD_PACKETS as u64,
             red_ecn: true,
-            mark_at: MarkAt::Arrival,
+            mark_at: MarkAt::Enqueue,
         }
     }
 }
 
 impl DisciplineConfig for EcnConfig {
     type Queue = RedQueue;
+    fn marks_ecn(&self) -> bool {
+        self.red_ecn
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         default_capacity(key, self.queue_packets, self.queue_bytes).map(drop)
     }
@@ -152,6 +146,9 @@ impl Default for RedConfig {
 
 impl DisciplineConfig for RedConfig {
     type Queue = RedQueue;
+    fn marks_ecn(&self) -> bool {
+        self.red_ecn
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         default_capacity(key, self.queue_packets, self.queue_bytes)?;
         let (min, max) = (self.red_min, self.red_max);
@@ -232,7 +229,7 @@ impl RedQueue {
         RedQueue {
             marking,
             ecn,
-            mark_at: MarkAt::Arrival,
+            mark_at: MarkAt::Enqueue,
             fifo: DropTail::new(cap),
             avg: 0.0,
             count: -1,
@@ -283,7 +280,7 @@ impl Discipline for RedQueue {
             return;
         }
         let mut mark = false;
-        if self.mark_at == MarkAt::Arrival && self.signal(cx) {
+        if self.mark_at == MarkAt::Enqueue && self.signal(cx) {
             if self.ecn && pkt.has(flags::ECT) {
                 mark = true;
             } else if self.ecn && matches!(self.marking, Marking::Threshold { .. }) {
@@ -306,7 +303,7 @@ impl Discipline for RedQueue {
 
     #[inline]
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        if self.mark_at == MarkAt::Arrival {
+        if self.mark_at == MarkAt::Enqueue {
             return self.fifo.dequeue(cx);
         }
         // Tested with the leaving packet still counted.
@@ -340,16 +337,16 @@ mod tests {
         p
     }
 
-    /// `mark_at = "departure"`: with K = 3 and six packets queued, the first
+    /// `mark_at = "dequeue"`: with K = 3 and six packets queued, the first
     /// three leave with 6, 5, 4 packets counted (themselves included) and are
     /// marked; the rest leave with 3, 2, 1 and are not. Nothing is marked on arrival.
     #[test]
-    fn departure_marking_tests_the_queue_with_the_leaving_packet() {
+    fn dequeue_marking_tests_the_queue_with_the_leaving_packet() {
         let mut k = Kit::new(0);
         let cfg = EcnConfig {
             queue_packets: Some(10),
             ecn_threshold: 3,
-            mark_at: MarkAt::Departure,
+            mark_at: MarkAt::Dequeue,
             ..EcnConfig::default()
         };
         let env = QueueEnv {

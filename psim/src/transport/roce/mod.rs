@@ -124,6 +124,35 @@ impl RoceParams {
         Ok(())
     }
 
+    /// Checks what depends on the rest of the scenario: DCQCN needs a switch
+    /// that marks ECN (else it never slows down), and TIMELY needs ACKs for
+    /// its RTT samples (IRN ACKs every packet whatever `ack_every` says).
+    /// `switch_kind` names the switches' discipline; `switch_marks` is
+    /// whether any tier can mark.
+    pub fn check_with_scenario(
+        &self,
+        used: &[Protocol],
+        switch_kind: &str,
+        switch_marks: bool,
+    ) -> Result<(), ConfigError> {
+        let uses = |p: Protocol| used.contains(&p);
+        if (uses(Protocol::Dcqcn) || uses(Protocol::IrnDcqcn)) && !switch_marks {
+            return Err(bad(
+                "switch.queue.kind",
+                format!("\"{switch_kind}\""),
+                "never marks ECN, so DCQCN never slows down: use \"ecn_ramp\", \"ecn\" or \"red\" on some tier",
+            ));
+        }
+        if uses(Protocol::Timely) && self.ack_every == 0 {
+            return Err(bad(
+                "protocol.roce.ack_every",
+                0,
+                "TIMELY needs ACKs for its RTT samples: set it to 1 or more",
+            ));
+        }
+        Ok(())
+    }
+
     /// The notification point's CNP interval, ps, for a DCQCN of `style`.
     fn cnp_interval_ps(&self, style: Style) -> u64 {
         let us = match style {
