@@ -62,7 +62,11 @@ impl Topology {
         let mut at = src;
         let mut hops = Vec::new();
         while at != dst {
-            let port = if at == src { 0 } else { self.route(at, dst, path) };
+            let port = if at == src {
+                0
+            } else {
+                self.route(at, dst, path)
+            };
             let info = self.port(at, port);
             hops.push(Hop {
                 entity: at,
@@ -83,18 +87,22 @@ impl Topology {
             .collect();
         let (h, m) = (HEADER_BYTES as u64, mtu.max(1) as u64);
         let n = size.div_ceil(m).max(1);
-        let wire = size + n * h;
+        let wire = size.saturating_add(n.saturating_mul(h));
         let tail = size.saturating_sub((n - 1) * m) + h;
         let full = m + h;
         let cost = |b: u64, hops: &[Hop]| -> u64 {
-            hops.iter()
-                .map(|x| tx_time_ps(b, x.link.rate_bps) + x.link.delay_ps)
-                .sum()
+            hops.iter().fold(0u64, |t, x| {
+                t.saturating_add(tx_time_ps(b, x.link.rate_bps))
+                    .saturating_add(x.link.delay_ps)
+            })
         };
         let mut best = 0;
         // The links every path crosses: the first (the source's one NIC),
         // the last, and with one path all of them.
-        for shared in paths[0].iter().filter(|x| paths.iter().all(|p| p.contains(x))) {
+        for shared in paths[0]
+            .iter()
+            .filter(|x| paths.iter().all(|p| p.contains(x)))
+        {
             let (r, d) = (shared.link.rate_bps, shared.link.delay_ps);
             // Least time to reach `shared`, and from its far end onwards,
             // of a `b`-byte packet over every path.
@@ -105,11 +113,12 @@ impl Topology {
                     before = before.min(cost(b, &p[..at]));
                     after = after.min(cost(b, &p[at + 1..]));
                 }
-                before + d + after
+                before.saturating_add(d).saturating_add(after)
             };
-            best = best.max(around(tail) + tx_time_ps(wire, r));
+            best = best.max(around(tail).saturating_add(tx_time_ps(wire, r)));
             if n >= 2 {
-                best = best.max(around(full) + tx_time_ps((n - 1) * full, r));
+                let bytes = (n - 1).saturating_mul(full);
+                best = best.max(around(full).saturating_add(tx_time_ps(bytes, r)));
             }
         }
         best
