@@ -48,12 +48,30 @@ pub fn run(scn: &Scenario, shards: u32, threads: u32) -> Ran {
     )
     .unwrap_or_else(|e| panic!("{} with {shards} shards: {e}", scn.path.display()));
     let flows = read_flows(&out).expect("flows readable");
+    assert_no_flow_beats_ideal(&flows, &scn.path.display().to_string());
     let mut csv = Vec::new();
     flows_to_csv(&flows, &mut csv).expect("csv");
     Ran {
         outcome,
         flows,
         csv: String::from_utf8(csv).expect("utf8"),
+    }
+}
+
+/// Panics if a finished flow of `flows` (from `what`) completed faster
+/// than its `ideal_fct_ps`, which is a lower bound (`topo/path.rs`, A16).
+/// [`run`] checks every run with it.
+pub fn assert_no_flow_beats_ideal(flows: &[FlowRecord], what: &str) {
+    for f in flows {
+        if let (Some(fct), Some(ideal)) = (f.fct_ps, f.ideal_fct_ps) {
+            assert!(
+                fct >= ideal,
+                "{what}: flow {} ({} B, {}) finished in {fct} ps, below its ideal {ideal} ps",
+                f.flow_id,
+                f.size_bytes.unwrap_or(0),
+                f.protocol,
+            );
+        }
     }
 }
 

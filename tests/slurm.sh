@@ -4,7 +4,9 @@
 # answers. Submits a 2 x 2 sweep as a job array with `sbatch --wait`, checks
 # every task's manifest and flows, checks that psim-analyze tabulates all four
 # tasks in one table, then resubmits and checks that nothing is submitted.
-# Also runs slurm/single_node.sbatch and slurm/multi_node_mpi.sbatch (one rank).
+# The cluster's MaxArraySize is 3, so the four tasks go as two job arrays.
+# Also runs slurm/single_node.sbatch, and slurm/multi_node_mpi.sbatch with
+# two ranks (an MPI build of psim, when mpicc is there; else one rank).
 #
 # Without `sbatch` this prints "skipped", unless PSIM_REQUIRE_SLURM=1 (CI sets
 # it). Needs root to start the daemons (CI runs as root).
@@ -47,6 +49,15 @@ trap cleanup EXIT
 cargo build -q -p psim -p analysis --bin psim --bin psim-analyze || fail "cargo build"
 psim=$repo/target/debug/psim
 analyze=$repo/target/debug/psim-analyze
+# The MPI template runs an MPI build; keep a copy of it, then put the plain
+# build back (only the psim crate recompiles).
+ranks=1
+if command -v mpicc >/dev/null 2>&1; then
+    cargo build -q -p psim --features mpi --bin psim || fail "cargo build --features mpi"
+    cp "$psim" "$work/psim-mpi"
+    cargo build -q -p psim --bin psim || fail "cargo build"
+    ranks=2
+fi
 
 # ---------------------------------------------------------------------------
 # A one-node cluster, unless a configured one already answers.
@@ -89,11 +100,12 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
 SchedulerType=sched/backfill
+MaxArraySize=3
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 ReturnToService=2
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(nproc) RealMemory=1000 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(( $(nproc) < 2 ? 2 : $(nproc) )) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
     slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start (log: $(tail -3 "$work/slurmctld.log" 2>/dev/null))"
@@ -110,6 +122,10 @@ CONF
     done
     [[ $state == idle ]] || fail "node $host is '${state}', not idle after 60 s (logs in $work: $(tail -2 "$work/slurmd.log" "$work/slurmctld.log" 2>/dev/null | tr '\n' ' '))"
     echo "slurm: one-node cluster $host up ($(nproc) CPUs)"
+fi
+# A cluster started elsewhere has its own MaxArraySize: psim is told 3.
+if [[ $(scontrol show config | awk '$1 == "MaxArraySize" {print $3}') != 3 ]]; then
+    export PSIM_MAX_ARRAY_SIZE=3
 fi
 
 # ---------------------------------------------------------------------------
@@ -131,9 +147,12 @@ dirs=(
     "protocol.ndp.iw_packets=23,traffic.0.senders=8"
 )
 
-# The dry run prints the sbatch line and submits nothing.
+# The dry run prints the sbatch lines and submits nothing: MaxArraySize = 3
+# splits the four tasks into arrays 0-2 (tasks 0-2) and 0 (task 3).
 "$psim" sweep "$work/sweep.toml" --backend slurm --dry-run > "$work/dry.txt" || fail "dry run: $(cat "$work/dry.txt")"
-grep -q -- "sbatch .*--array=0-3 " "$work/dry.txt" || fail "dry run printed no sbatch line for tasks 0-3: $(cat "$work/dry.txt")"
+grep -q -- "PSIM_TASK_OFFSET=0 sbatch .*--array=0-2 " "$work/dry.txt" || fail "dry run printed no sbatch line for tasks 0-2: $(cat "$work/dry.txt")"
+grep -q -- "PSIM_TASK_OFFSET=3 sbatch .*--array=0 " "$work/dry.txt" || fail "dry run printed no sbatch line for task 3: $(cat "$work/dry.txt")"
+[[ $(grep -c " sbatch " "$work/dry.txt") == 2 ]] || fail "expected 2 sbatch lines: $(cat "$work/dry.txt")"
 [[ -z $(squeue -h) ]] || fail "the dry run submitted a job: $(squeue -h)"
 
 # A bad grid is refused before anything is submitted.
@@ -146,7 +165,7 @@ grep -q "no_such_key" "$work/bad.txt" || fail "the error does not name the key: 
 
 timeout 300 "$psim" sweep "$work/sweep.toml" --backend slurm --wait > "$work/submit.txt" 2>&1 \
     || fail "sweep --backend slurm --wait: $(cat "$work/submit.txt"; cat "$work"/out/logs/* 2>/dev/null)"
-grep -q "Submitted batch job" "$work/submit.txt" || fail "no job was submitted: $(cat "$work/submit.txt")"
+[[ $(grep -c "Submitted batch job" "$work/submit.txt") == 2 ]] || fail "expected 2 job arrays: $(cat "$work/submit.txt")"
 grep -q "ran 4, skipped 0, failed 0" "$work/submit.txt" || fail "unexpected summary: $(cat "$work/submit.txt")"
 
 # Every task ran as an array element (its own log) and left a complete run
@@ -195,26 +214,39 @@ rm "$work/out/${dirs[2]}/manifest.json"
 grep -q -- "--array=2 " "$work/redo.txt" || fail "expected only task 2 in the array: $(cat "$work/redo.txt")"
 grep -q "ran 1, skipped 3, failed 0" "$work/redo.txt" || fail "partial resubmission summary: $(cat "$work/redo.txt")"
 
-# The two other templates, as documented in slurm/README.md (on one node:
-# the MPI template's srun then starts a single rank).
-check_run() { # check_run DIR SENDERS THREADS: a complete run of the incast with that many senders
-    python3 - "$1/manifest.json" "$2" "$3" <<'PY'
+# The two other templates, as documented in slurm/README.md; the MPI one
+# with two ranks on the one node.
+check_run() { # check_run DIR SENDERS THREADS RANKS: a complete run of the incast with that many senders
+    python3 - "$1/manifest.json" "$2" "$3" "$4" <<'PY'
 import json, sys
 m = json.load(open(sys.argv[1]))
-senders, threads = int(sys.argv[2]), int(sys.argv[3])
+senders, threads, ranks = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 assert m["complete"] is True, "not complete"
 assert m["flows_started"] == senders and m["flows_finished"] == senders, (m["flows_started"], m["flows_finished"])
-assert m["threads"] == threads and m["ranks"] == 1, (m["threads"], m["ranks"])
+assert m["threads"] == threads and m["ranks"] == ranks, (m["threads"], m["ranks"])
 PY
 }
 PSIM=$psim sbatch --wait --cpus-per-task=1 --time=00:05:00 --output="$work/single.out" \
     slurm/single_node.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/single" --set traffic.0.senders=3 \
     > /dev/null || fail "single_node.sbatch: $(cat "$work/single.out")"
-check_run "$work/single" 3 1 || fail "single_node.sbatch: $(cat "$work/single.out")"
-threads=$(( $(nproc) >= 2 ? 2 : 1 ))
-PSIM=$psim sbatch --wait --nodes=1 --cpus-per-task="$threads" --time=00:05:00 --output="$work/mpi.out" \
-    slurm/multi_node_mpi.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/mpi" --set traffic.0.senders=5 \
-    > /dev/null || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
-check_run "$work/mpi" 5 "$threads" || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+check_run "$work/single" 3 1 1 || fail "single_node.sbatch: $(cat "$work/single.out")"
+if [[ $ranks == 2 ]]; then
+    # Two ranks of one thread on the node's (at least) two CPUs; OpenMPI
+    # under srun needs the PMIx plugin.
+    PSIM=$work/psim-mpi SRUN_MPI=pmix sbatch --wait --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 --time=00:05:00 \
+        --output="$work/mpi.out" slurm/multi_node_mpi.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/mpi" \
+        --set traffic.0.senders=5 > /dev/null || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+    check_run "$work/mpi" 5 1 2 || fail "multi_node_mpi.sbatch, 2 ranks: $(cat "$work/mpi.out")"
+    # The same flows as one process.
+    "$psim" run "$repo/scenarios/small/ndp_incast_k4.toml" --out "$work/one" --set traffic.0.senders=5 -q \
+        || fail "one-process run"
+    cmp -s <("$psim" flows "$work/mpi") <("$psim" flows "$work/one") || fail "2 ranks under srun differ from one process"
+else
+    echo "slurm: no mpicc: multi_node_mpi.sbatch runs one rank"
+    PSIM=$psim sbatch --wait --nodes=1 --cpus-per-task=1 --time=00:05:00 --output="$work/mpi.out" \
+        slurm/multi_node_mpi.sbatch "$repo/scenarios/small/ndp_incast_k4.toml" "$work/mpi" --set traffic.0.senders=5 \
+        > /dev/null || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+    check_run "$work/mpi" 5 1 1 || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
+fi
 
 echo "slurm: 1 passed, 0 failed"

@@ -13,7 +13,7 @@ use psim::trace::{
     QueueSample,
 };
 use psim::units::tx_time_ps;
-use psim_integration_tests::repo_root;
+use psim_integration_tests::{assert_no_flow_beats_ideal, repo_root};
 
 struct Traced {
     _dir: tempfile::TempDir,
@@ -46,8 +46,10 @@ fn run(scn: &Scenario, shards: u32) -> Traced {
         .queues
         .as_ref()
         .map(|_| read_queues(&out).unwrap());
+    let flows = read_flows(&out).unwrap();
+    assert_no_flow_beats_ideal(&flows, &scn.path.display().to_string());
     Traced {
-        flows: read_flows(&out).unwrap(),
+        flows,
         packets: read_packets(&out).unwrap(),
         queues,
         _dir: dir,

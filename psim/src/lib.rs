@@ -12,6 +12,7 @@ pub mod config;
 pub mod engine;
 pub mod net;
 pub mod packet;
+pub mod progress;
 pub mod queue;
 pub mod rng;
 pub mod run;

@@ -3,11 +3,12 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand};
 use psim::config::Scenario;
-use psim::engine::{Progress, SimOptions};
+use psim::engine::SimOptions;
+use psim::progress::Mode;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 mod sweep_cmd;
 
@@ -157,7 +158,7 @@ struct RunArgs {
     /// Replace psim's outputs in a non-empty output directory.
     #[arg(long)]
     force: bool,
-    /// No progress display.
+    /// No progress display (a bar on a terminal, else a line every 30 s).
     #[arg(long, short)]
     quiet: bool,
 }
@@ -411,8 +412,9 @@ fn run(a: RunArgs) -> Result<()> {
             // By default every rank runs one shard per thread.
             opts.shards = opts.threads * ranks;
         }
-        let show = rank == 0 && !a.quiet && std::io::stderr().is_terminal();
-        let mut progress = progress_reporter(show);
+        let mode = Mode::choose(a.quiet, rank == 0, std::io::stderr().is_terminal())
+            .map_err(|e| anyhow::anyhow!(e))?;
+        let mut progress = mode.reporter();
         let outcome = psim::run::execute_with(&scn, opts, &a.out, a.force, &mut *progress, comm)?;
         let m = &outcome.manifest;
         if rank == 0 {
@@ -436,39 +438,6 @@ fn run(a: RunArgs) -> Result<()> {
         return result.map_err(|e| anyhow::anyhow!("rank {rank}/{ranks}: {}", one_line(&e)));
     }
     result
-}
-
-/// A progress display on stderr: simulated time, events/s and, when the stop
-/// time is known, an ETA. Redrawn at most 5 times a second.
-fn progress_reporter(show: bool) -> Box<dyn FnMut(Progress)> {
-    if !show {
-        return Box::new(|_| {});
-    }
-    let bar = indicatif::ProgressBar::new_spinner();
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} [{elapsed_precise}] {msg}")
-            .expect("valid template"),
-    );
-    let start = Instant::now();
-    let mut last = Instant::now();
-    Box::new(move |p: Progress| {
-        if last.elapsed() < Duration::from_millis(200) {
-            return;
-        }
-        last = Instant::now();
-        let wall = start.elapsed().as_secs_f64();
-        let eta = p.stop_ps.filter(|_| p.sim_ps > 0).map(|stop| {
-            let left = (stop.saturating_sub(p.sim_ps)) as f64 / p.sim_ps as f64 * wall;
-            format!(", ETA {left:.0} s")
-        });
-        bar.set_message(format!(
-            "simulated {} | {:.2} M events/s{}",
-            psim::units::fmt_ps(p.sim_ps),
-            p.events as f64 / wall.max(1e-9) / 1e6,
-            eta.unwrap_or_default()
-        ));
-        bar.tick();
-    })
 }
 
 fn check(a: ScenarioArgs) -> Result<()> {

@@ -145,6 +145,9 @@ pub struct Shard {
     /// Events processed so far (completion notices excluded: every shard
     /// processes each of them, so counting them would depend on the partition).
     pub events_processed: u64,
+    /// Flows whose source this shard started, and flows whose sink here
+    /// finished (summed over shards for progress reports only).
+    pub flows: (u64, u64),
     /// Time of the last entity event processed.
     pub last_event_ps: u64,
     /// End of the last window run (everything before it is processed).
@@ -243,6 +246,7 @@ impl Shard {
             bounced: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
+            flows: (0, 0),
             last_event_ps: 0,
             horizon: 0,
             counters: PacketCounters::default(),
@@ -441,6 +445,7 @@ impl Shard {
         };
         let host = node.host.as_mut().expect("flows start on hosts");
         let slot = host.add_source(info, proto, &sh.protocols);
+        self.flows.0 += 1;
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_start(cx));
     }
 
@@ -561,6 +566,7 @@ impl Shard {
         if let Some(at) = called.finished_at {
             let flow = node.host.as_ref().expect("host").slots[slot as usize].flow;
             self.finished_out.push((at + self.shared.notice_ps, flow));
+            self.flows.1 += 1;
         }
         self.counters.created += out.len() as u64;
         for pkt in out.drain(..) {

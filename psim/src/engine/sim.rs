@@ -86,6 +86,10 @@ pub struct Progress {
     pub stop_ps: Option<u64>,
     /// Events processed so far.
     pub events: u64,
+    /// Flows started so far, and how many of them finished.
+    pub flows: (u64, u64),
+    /// Whether the counts cover only this rank's shards (an MPI run).
+    pub partial: bool,
 }
 
 /// What a finished run reports.
@@ -413,6 +417,11 @@ impl Simulation {
                     sim_ps: end,
                     stop_ps: self.shared.stop_ps,
                     events: self.events(),
+                    flows: self
+                        .shards
+                        .iter()
+                        .fold((0, 0), |(a, b), s| (a + s.flows.0, b + s.flows.1)),
+                    partial: self.comm.size() > 1,
                 });
             }
         }

@@ -235,9 +235,10 @@ impl FatTree {
         }
     }
     pub(super) fn bisection_bps(&self) -> u64 {
-        let host_tier = self.hosts as u64 * self.host_link.rate_bps;
-        let tor_tier = (self.tors * self.half) as u64 * self.tor_link.rate_bps;
-        let core_tier = (self.tors * self.half) as u64 * self.core_link.rate_bps;
+        // Saturating: a link rate is not range-checked here (issue 18 fuzzing).
+        let host_tier = (self.hosts as u64).saturating_mul(self.host_link.rate_bps);
+        let tor_tier = ((self.tors * self.half) as u64).saturating_mul(self.tor_link.rate_bps);
+        let core_tier = ((self.tors * self.half) as u64).saturating_mul(self.core_link.rate_bps);
         host_tier.min(tor_tier).min(core_tier) / 2
     }
     pub(super) fn describe(&self) -> String {

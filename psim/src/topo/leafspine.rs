@@ -125,8 +125,9 @@ impl LeafSpine {
         }
     }
     pub(super) fn bisection_bps(&self) -> u64 {
-        let host_tier = self.hosts() as u64 * self.host_link.rate_bps;
-        let up_tier = (self.leaves * self.spines) as u64 * self.uplink.rate_bps;
+        // Saturating: a link rate is not range-checked here (issue 18 fuzzing).
+        let host_tier = (self.hosts() as u64).saturating_mul(self.host_link.rate_bps);
+        let up_tier = ((self.leaves * self.spines) as u64).saturating_mul(self.uplink.rate_bps);
         host_tier.min(up_tier) / 2
     }
     pub(super) fn describe(&self) -> String {
