@@ -130,6 +130,8 @@ pub fn execute_with(
         "delivered": summary.packets.delivered,
         "dropped": summary.packets.dropped,
         "lost_on_link": summary.packets.lost_on_link,
+        "frames_sent": summary.packets.frames_sent,
+        "frames_received": summary.packets.frames_received,
         "queued": summary.queued,
         "in_flight": summary.in_flight,
         "conserved": summary.conserved(),

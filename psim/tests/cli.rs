@@ -601,6 +601,10 @@ fn run_writes_a_complete_output_directory_and_flows_prints_csv() {
         assert_eq!(p["bytes"].as_u64(), Some(bytes.len() as u64), "{p}");
         assert!(p["crc32"].as_u64().is_some(), "{p}");
     }
+    // The PFC frame totals of the conservation balance are written (0: no PFC).
+    for k in ["frames_sent", "frames_received"] {
+        assert_eq!(m["packets"][k], serde_json::json!(0), "{k}: {m}");
+    }
     // A permutation on 16 hosts starts one flow per host.
     assert_eq!(m["flows_started"], serde_json::json!(16), "{m}");
 
