@@ -4,7 +4,7 @@
 # A percent-format notebook: run it as a script,
 #
 #     pip install polars
-#     python3 notebooks/analysis.py DIR
+#     python3 notebooks/analysis.py DIR [--allow-incomplete]
 #
 # or open it cell by cell in VS Code / Jupyter (via jupytext). `DIR` is one
 # run's output directory (`psim run SCENARIO --out DIR`).
@@ -19,17 +19,82 @@
 import json
 import pathlib
 import sys
+import zlib
 
 import polars as pl
 
-DIR = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else "out/run")
+ARGS = [a for a in sys.argv[1:] if not a.startswith("-")]
+ALLOW_INCOMPLETE = "--allow-incomplete" in sys.argv[1:]
+DIR = pathlib.Path(ARGS[0] if ARGS else "out/run")
 BUCKETS = [10_000, 100_000, 1_000_000, 10_000_000]  # upper edges, bytes, as psim-analyze --buckets
 QUANTILES = {"p50": 0.5, "p99": 0.99, "p999": 0.999}
 
-manifest = json.loads((DIR / "manifest.json").read_text())
-assert manifest["complete"], f"{DIR}: incomplete run"
+# %% [markdown]
+# ## The run, checked against its manifest
+# `manifest.json` lists every file the run wrote (`parts`) with its row
+# count, size and CRC-32 (`zlib.crc32`); it is written last. As `psim flows`
+# and `psim-analyze` do, a run that is incomplete or disagrees with its
+# manifest (a part missing, extra, truncated or changed) is refused with a
+# one-line error naming the part, unless `--allow-incomplete`, which reads
+# the flows parts that are there and prints each problem as a warning.
+
+
+# %%
+def crc32_of(path):
+    crc, size = 0, 0
+    with open(path, "rb") as f:
+        while block := f.read(1 << 20):
+            crc, size = zlib.crc32(block, crc), size + len(block)
+    return size, crc
+
+
+def check_run(run):
+    """The manifest and the list of problems (empty for a good run)."""
+    try:
+        m = json.loads((run / "manifest.json").read_text())
+    except FileNotFoundError:
+        return None, [f"no manifest at {run / 'manifest.json'} (the run is incomplete or this is not a psim output directory)"]
+    except (OSError, ValueError) as e:
+        return None, [f"unreadable manifest {run / 'manifest.json'}: {e}"]
+    problems = [] if m.get("complete") else [f"{run / 'manifest.json'}: the run is incomplete (\"complete\": false)"]
+    listed = set()
+    for p in m["parts"]:
+        path = run / p["path"]
+        listed.add(p["path"])
+        if not path.is_file():
+            problems.append(f"part {path} is listed in the manifest but missing")
+            continue
+        size, crc = crc32_of(path)
+        if size != p["bytes"]:
+            problems.append(f"part {path} does not match the manifest: {size} bytes, the manifest says {p['bytes']}")
+        elif crc != p["crc32"]:
+            problems.append(f"part {path} does not match the manifest: crc32 {crc:#010x}, the manifest says {p['crc32']:#010x}")
+        elif path.suffix == ".parquet" and (n := pl.scan_parquet(path).select(pl.len()).collect().item()) != p["rows"]:
+            problems.append(f"part {path} does not match the manifest: {n} rows, the manifest says {p['rows']}")
+    on_disk = [f"{d}/{f.name}" for d in ("flows", "packets", "queues", "tofino") if (run / d).is_dir() for f in sorted((run / d).glob("part-*"))]
+    on_disk += ["queues.h5"] if (run / "queues.h5").exists() else []
+    problems += [f"part {run / p} is not listed in the manifest" for p in on_disk if p not in listed]
+    return m, problems
+
+
+manifest, problems = check_run(DIR)
+if problems and not ALLOW_INCOMPLETE:
+    sys.exit(f"error: {problems[0]} (--allow-incomplete reads what is there)")
+for p in problems:
+    print(f"warning: {p}", file=sys.stderr)
+if manifest is None:
+    sys.exit("error: --allow-incomplete cannot read a run without a manifest (its config is needed)")
+
+
+def parts(table):
+    """The parts of `table` to read: the manifest's, or with --allow-incomplete what is on disk."""
+    if problems:
+        return [str(p) for p in sorted((DIR / table).glob("part-*.parquet"))]
+    return [str(DIR / p["path"]) for p in manifest["parts"] if p["path"].startswith(f"{table}/")]
+
+
 sim_end_ps = manifest["sim_end_ps"]
-flows = pl.scan_parquet(f"{DIR}/flows/*.parquet")  # lazy, all parts at once
+flows = pl.scan_parquet(parts("flows"))  # lazy, all parts at once
 print(f"run {DIR}: {manifest['config'].get('name')}, sim_end {sim_end_ps / 1e6:.3f} us")
 
 # %% [markdown]
@@ -121,8 +186,8 @@ print(f"utilisation = {total_gbps:.4f} Gb/s / ({hosts} x {rate} Gb/s) = {total_g
 # defined in docs/outputs.md.
 
 # %%
-if (DIR / "queues").is_dir():
-    queues = pl.scan_parquet(f"{DIR}/queues/*.parquet")
+if parts("queues"):
+    queues = pl.scan_parquet(parts("queues"))
     busiest = (
         queues.group_by("node", "port")
         .agg(
@@ -171,8 +236,8 @@ except ImportError:
 # same percentiles and goodput (relative difference below 1e-9).
 
 # %%
-if len(sys.argv) > 2:
-    report = pathlib.Path(sys.argv[2])
+if len(ARGS) > 1:
+    report = pathlib.Path(ARGS[1])
     theirs = pl.read_csv(report / "fct_by_size.csv", infer_schema_length=0)
     cols = [c for c in fct_table.columns if c not in ("bucket", "label")]
     for mine, row in zip(fct_table.iter_rows(named=True), theirs.iter_rows(named=True)):

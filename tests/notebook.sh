@@ -25,9 +25,27 @@ for plot in fct_cdf slowdown_vs_size goodput_sorted queue_occupancy; do
     done
 done
 ./target/debug/psim-analyze "$work/run" --format csv --out "$work/report" --no-plots || exit 1
-if python3 notebooks/analysis.py "$work/run" "$work/report"; then
-    echo "notebook: 1 passed, 0 failed"
-else
-    echo "notebook: 0 passed, 1 failed"
-    exit 1
+python3 notebooks/analysis.py "$work/run" "$work/report" || { echo "notebook: 0 passed, 1 failed"; exit 1; }
+# A damaged run is refused naming the part (one line, non-zero exit), and
+# read with warnings under --allow-incomplete.
+cp -r "$work/run" "$work/bad"
+part="$work/bad/flows/part-00000.parquet"
+python3 - "$part" <<'PY'
+import sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+b[len(b) // 3] ^= 1
+open(p, "wb").write(b)
+PY
+if python3 notebooks/analysis.py "$work/bad" > /dev/null 2> "$work/bad.err"; then
+    echo "the notebook read a bit-flipped part"; echo "notebook: 1 passed, 1 failed"; exit 1
 fi
+if [[ $(wc -l < "$work/bad.err") != 1 ]] || ! grep -q "part $part does not match the manifest: crc32" "$work/bad.err"; then
+    echo "unexpected message: $(cat "$work/bad.err")"; echo "notebook: 1 passed, 1 failed"; exit 1
+fi
+rm "$part"
+if ! python3 notebooks/analysis.py "$work/bad" --allow-incomplete > /dev/null 2> "$work/bad.err" \
+    || ! grep -q "warning: part $part is listed in the manifest but missing" "$work/bad.err"; then
+    echo "--allow-incomplete failed: $(cat "$work/bad.err")"; echo "notebook: 1 passed, 1 failed"; exit 1
+fi
+echo "notebook: 2 passed, 0 failed"

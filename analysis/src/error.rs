@@ -33,13 +33,6 @@ pub enum AnalysisError {
     #[error(transparent)]
     Output(#[from] psim::trace::OutputError),
 
-    /// The manifest says `"complete": false`.
-    #[error("{}: the run is incomplete (\"complete\": false); pass --allow-incomplete to analyse it anyway", .path.display())]
-    Incomplete {
-        /// The manifest.
-        path: PathBuf,
-    },
-
     /// A flows part listed in the manifest is not on disk.
     #[error("missing flows part {} (listed in the manifest)", .path.display())]
     MissingPart {

@@ -27,6 +27,7 @@ pub mod queues;
 pub mod report;
 pub mod runs;
 pub mod stats;
+pub mod sweep;
 
 pub use error::{AnalysisError, Result};
 pub use flows::{scan_flows, validate_part, REQUIRED_COLUMNS};
@@ -38,3 +39,4 @@ pub use stats::{
     HostGoodput, Options, Percentiles, Report, RunAnalysis, Utilisation, DEFAULT_BUCKETS,
     QUANTILES,
 };
+pub use sweep::{load_sweep, TaskStatus};

@@ -1,5 +1,7 @@
 //! Plots of a [`Report`], each written as PNG and SVG: the FCT CDF, slowdown
-//! against flow size, and sorted per-host goodput. One colour per run.
+//! against flow size, and sorted per-host goodput. One colour per run, named
+//! in a legend panel right of the plot; beyond [`HIGHLIGHTED`] runs only the
+//! runs with the largest p99 FCT are coloured and the rest drawn in grey.
 //!
 //! Text (title, axis names, tick labels, legend) needs a font. So that the
 //! crate builds and runs without fontconfig or system font libraries, a
@@ -18,6 +20,17 @@ use crate::stats::Report;
 
 /// Image size, pixels.
 pub const SIZE: (u32, u32) = (960, 640);
+
+/// Width of the legend panel right of the plot (when there are several runs).
+pub const LEGEND_W: u32 = 280;
+
+/// With more runs than this, only the this many with the largest p99 FCT are
+/// coloured and named in the legend; the others are drawn thin and grey, so
+/// a 50-run sweep stays readable.
+pub const HIGHLIGHTED: usize = 10;
+
+/// Legend labels longer than this are cut (with `…`).
+const LABEL_CHARS: usize = 36;
 
 /// The plots written, as file stems (each gives `STEM.png` and `STEM.svg`).
 pub const PLOTS: [&str; 3] = ["fct_cdf", "slowdown_vs_size", "goodput_sorted"];
@@ -93,6 +106,86 @@ fn labels(rep: &Report) -> Vec<String> {
         .collect()
 }
 
+/// Per run, its colour slot, or `None` for a grey run: every run when there
+/// are at most [`HIGHLIGHTED`], else the [`HIGHLIGHTED`] runs with the
+/// largest p99 FCT (ties by order), numbered in run order.
+pub fn highlighted(rep: &Report) -> Vec<Option<usize>> {
+    let n = rep.runs.len();
+    let mut keep = vec![n <= HIGHLIGHTED; n];
+    if n > HIGHLIGHTED {
+        let mut order: Vec<usize> = (0..n).collect();
+        let p99 = |i: usize| rep.runs[i].all.fct_us.p99.unwrap_or(f64::NEG_INFINITY);
+        order.sort_by(|&a, &b| p99(b).total_cmp(&p99(a)).then(a.cmp(&b)));
+        for &i in &order[..HIGHLIGHTED] {
+            keep[i] = true;
+        }
+    }
+    let mut slot = 0;
+    keep.into_iter()
+        .map(|k| {
+            k.then(|| {
+                slot += 1;
+                slot - 1
+            })
+        })
+        .collect()
+}
+
+fn color_of(slot: Option<usize>) -> RGBAColor {
+    match slot {
+        Some(k) => Palette99::pick(k).to_rgba(),
+        None => RGBColor(150, 150, 150).mix(0.5),
+    }
+}
+
+fn short(label: &str) -> String {
+    if label.chars().count() <= LABEL_CHARS {
+        return label.to_string();
+    }
+    let mut s: String = label.chars().take(LABEL_CHARS - 1).collect();
+    s.push('…');
+    s
+}
+
+/// The legend in its own panel right of the plot: one entry per coloured
+/// run, then a grey entry counting the others.
+fn draw_legend<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    names: &[String],
+    slots: &[Option<usize>],
+) -> DrawResult {
+    let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let font = ("sans-serif", 13).into_font().color(&BLACK);
+    let greys = slots.iter().filter(|s| s.is_none()).count();
+    let head = if greys > 0 {
+        format!("top {HIGHLIGHTED} runs by p99 FCT")
+    } else {
+        "runs".to_string()
+    };
+    area.draw(&Text::new(head, (8, 40), font.clone()))
+        .map_err(e)?;
+    let mut y = 64;
+    for (name, slot) in names.iter().zip(slots) {
+        if slot.is_none() {
+            continue;
+        }
+        let c = color_of(*slot);
+        area.draw(&PathElement::new([(8, y), (30, y)], c.stroke_width(3)))
+            .map_err(e)?;
+        area.draw(&Text::new(short(name), (36, y - 7), font.clone()))
+            .map_err(e)?;
+        y += 20;
+    }
+    if greys > 0 {
+        let c = color_of(None);
+        area.draw(&PathElement::new([(8, y), (30, y)], c.stroke_width(3)))
+            .map_err(e)?;
+        area.draw(&Text::new(format!("{greys} other runs"), (36, y - 7), font))
+            .map_err(e)?;
+    }
+    Ok(())
+}
+
 /// `(lo, hi)` for a log axis over the positive values: whole decades, so
 /// that the axis always has labelled ticks.
 fn log_range(vals: impl Iterator<Item = f64>) -> (f64, f64) {
@@ -135,9 +228,10 @@ fn lin_max(vals: impl Iterator<Item = f64>) -> f64 {
 
 type DrawResult = std::result::Result<(), String>;
 
-/// Mesh, axis names and legend, when text can be drawn.
+/// Mesh and axis names, when text can be drawn (the legend has its own
+/// panel, [`draw_legend`]).
 macro_rules! finish {
-    ($chart:expr, $text:expr, $xdesc:expr, $ydesc:expr, $legend:expr, $xfmt:expr) => {{
+    ($chart:expr, $text:expr, $xdesc:expr, $ydesc:expr, $xfmt:expr) => {{
         let r: DrawResult = (|| {
             if $text {
                 $chart
@@ -148,16 +242,6 @@ macro_rules! finish {
                     .label_style(("sans-serif", 14))
                     .draw()
                     .map_err(|e| e.to_string())?;
-                if $legend {
-                    $chart
-                        .configure_series_labels()
-                        .background_style(WHITE.mix(0.85))
-                        .border_style(BLACK)
-                        .label_font(("sans-serif", 14))
-                        .position(SeriesLabelPosition::LowerRight)
-                        .draw()
-                        .map_err(|e| e.to_string())?;
-                }
             }
             Ok(())
         })();
@@ -170,7 +254,16 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
     let e = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     root.fill(&WHITE).map_err(e)?;
     let names = labels(rep);
-    let legend = rep.runs.len() > 1;
+    let slots = highlighted(rep);
+    // Grey runs first, so the coloured ones are drawn on top.
+    let mut order: Vec<usize> = (0..rep.runs.len()).collect();
+    order.sort_by_key(|&i| slots[i].is_some());
+    let legend = rep.runs.len() > 1 && text;
+    let (plot, side) = root.split_horizontally(if legend { SIZE.0 - LEGEND_W } else { SIZE.0 });
+    if legend {
+        draw_legend(&side, &names, &slots)?;
+    }
+    let root = &plot;
     let title = match kind {
         Kind::FctCdf => "FCT CDF (finished flows)",
         Kind::SlowdownVsSize => "Slowdown against flow size",
@@ -199,24 +292,16 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
             if !text {
                 draw_frame(&mut chart).map_err(e)?;
             }
-            for (i, r) in rep.runs.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
+            for &i in &order {
+                let (r, color) = (&rep.runs[i], color_of(slots[i]));
+                let w = if slots[i].is_some() { 2 } else { 1 };
                 let pts: Vec<(f64, f64)> =
                     r.fct_cdf.iter().copied().filter(|p| p.0 > 0.0).collect();
                 chart
-                    .draw_series(LineSeries::new(pts, color.stroke_width(2)))
-                    .map_err(e)?
-                    .label(names[i].clone())
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+                    .draw_series(LineSeries::new(pts, color.stroke_width(w)))
+                    .map_err(e)?;
             }
-            finish!(
-                chart,
-                text,
-                "FCT (µs, log)",
-                "fraction of flows",
-                legend,
-                &decades
-            )
+            finish!(chart, text, "FCT (µs, log)", "fraction of flows", &decades)
         }
         Kind::SlowdownVsSize => {
             let pts = || rep.runs.iter().flat_map(|r| r.slowdown_points.iter());
@@ -228,25 +313,23 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
             if !text {
                 draw_frame(&mut chart).map_err(e)?;
             }
-            for (i, r) in rep.runs.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
+            for &i in &order {
+                let (r, color) = (&rep.runs[i], color_of(slots[i]));
+                let radius = if slots[i].is_some() { 3 } else { 2 };
                 chart
                     .draw_series(
                         r.slowdown_points
                             .iter()
                             .filter(|p| p.0 > 0)
-                            .map(move |&(x, y)| Circle::new((x as f64, y), 3, color.filled())),
+                            .map(move |&(x, y)| Circle::new((x as f64, y), radius, color.filled())),
                     )
-                    .map_err(e)?
-                    .label(names[i].clone())
-                    .legend(move |(x, y)| Circle::new((x + 10, y), 4, color.filled()));
+                    .map_err(e)?;
             }
             finish!(
                 chart,
                 text,
                 "flow size (bytes, log)",
                 "slowdown (FCT / ideal FCT)",
-                legend,
                 &decades
             )
         }
@@ -269,8 +352,9 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
             if !text {
                 draw_frame(&mut chart).map_err(e)?;
             }
-            for (i, r) in rep.runs.iter().enumerate() {
-                let color = Palette99::pick(i).to_rgba();
+            for &i in &order {
+                let (r, color) = (&rep.runs[i], color_of(slots[i]));
+                let (w, radius) = if slots[i].is_some() { (2, 3) } else { (1, 2) };
                 let pts: Vec<(f64, f64)> = r
                     .goodput
                     .iter()
@@ -278,14 +362,12 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
                     .map(|(k, h)| (k as f64, h.gbps))
                     .collect();
                 chart
-                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
-                    .map_err(e)?
-                    .label(names[i].clone())
-                    .legend(move |(x, y)| PathElement::new([(x, y), (x + 20, y)], color));
+                    .draw_series(LineSeries::new(pts.clone(), color.stroke_width(w)))
+                    .map_err(e)?;
                 chart
                     .draw_series(
                         pts.into_iter()
-                            .map(move |p| Circle::new(p, 3, color.filled())),
+                            .map(move |p| Circle::new(p, radius, color.filled())),
                     )
                     .map_err(e)?;
             }
@@ -294,7 +376,6 @@ fn draw<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, rep: &Report, kind: K
                 text,
                 "host rank (ascending goodput)",
                 "goodput (Gb/s)",
-                legend,
                 &|v: &f64| if (v - v.round()).abs() < 1e-9 {
                     format!("{v:.0}")
                 } else {

@@ -56,6 +56,7 @@ pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
     let mut header = vec!["run".to_string()];
     header.extend(rep.param_keys.iter().cloned());
     header.extend(strs(&[
+        "status",
         "flows",
         "finished",
         "fct_p50_us",
@@ -88,6 +89,7 @@ pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
         let mean = (!g.is_empty()).then(|| g.iter().sum::<f64>() / g.len() as f64);
         let mut row = vec![run_name(r)];
         row.extend(rep.param_values.get(i).cloned().unwrap_or_default());
+        row.push(r.status.to_string());
         row.push(c.flows.to_string());
         row.push(c.finished.to_string());
         row.extend(pct(&r.all.fct_us, style));
@@ -106,6 +108,14 @@ pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
         for t in [c.retransmissions, c.trims, c.bounces, c.timeouts] {
             row.push(f(Some(c.per_flow(t)), style, 4));
         }
+        rows.push(row);
+    }
+    // Sweep tasks that could not be analysed: their status, no numbers.
+    for (i, t) in rep.skipped.iter().enumerate() {
+        let mut row = vec![t.dir.display().to_string()];
+        row.extend(rep.skipped_values.get(i).cloned().unwrap_or_default());
+        row.push(t.status.to_string());
+        row.resize(header.len(), String::new());
         rows.push(row);
     }
     let summary = Table {

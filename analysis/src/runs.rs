@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use psim::trace::{read_manifest, Manifest, FLOWS_DIR, MANIFEST_FILE};
+use psim::trace::{check_run, Manifest, FLOWS_DIR, MANIFEST_FILE};
 use serde_json::Value;
 
 use crate::error::{AnalysisError, Result};
@@ -18,9 +18,11 @@ pub struct Run {
     pub dir: PathBuf,
     /// Its manifest.
     pub manifest: Manifest,
-    /// Its flows parts: the manifest's `parts` that are flows parts, or, when
-    /// the manifest lists none, every `flows/part-*.parquet` on disk.
+    /// Its flows parts: the manifest's `parts` that are flows parts (with
+    /// `--allow-incomplete`: every readable `flows/part-*.parquet` on disk).
     pub parts: Vec<PathBuf>,
+    /// What `--allow-incomplete` let through (empty for a run that checks).
+    pub warnings: Vec<String>,
 }
 
 /// Expands the paths given by the user into run directories.
@@ -70,53 +72,86 @@ fn collect_runs(dir: &Path, runs: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-/// Reads a run's manifest and lists its flows parts. Refuses an incomplete
-/// run (`"complete": false`) unless `allow_incomplete`.
+/// Checks a run against its manifest (psim's `check_run`: the manifest is
+/// there and says `complete`, every part it lists is on disk with its rows
+/// and CRC-32, and no other part is) and lists its flows parts.
+///
+/// Any problem refuses the run with an error naming the part, unless
+/// `allow_incomplete`: then each problem becomes a line of
+/// [`Run::warnings`], and the flows parts on disk that pass
+/// [`crate::flows::validate_part`] are read. A missing or unreadable
+/// manifest is an error either way (the analysis needs its `config`).
 pub fn load_run(dir: &Path, allow_incomplete: bool) -> Result<Run> {
-    let manifest = read_manifest(dir)?;
-    if !manifest.complete && !allow_incomplete {
-        return Err(AnalysisError::Incomplete {
-            path: dir.join(MANIFEST_FILE),
+    let check = check_run(dir);
+    let Some(manifest) = check.manifest else {
+        return Err(check
+            .problems
+            .into_iter()
+            .next()
+            .map(AnalysisError::Output)
+            .unwrap_or(AnalysisError::NotARun {
+                path: dir.to_path_buf(),
+            }));
+    };
+    if !allow_incomplete {
+        if let Some(p) = check.problems.into_iter().next() {
+            return Err(AnalysisError::Output(p));
+        }
+        let parts = manifest
+            .parts
+            .iter()
+            .filter(|p| p.path.starts_with(&format!("{FLOWS_DIR}/")))
+            .map(|p| dir.join(&p.path))
+            .collect::<Vec<_>>();
+        if parts.is_empty() {
+            return Err(AnalysisError::NoParts {
+                path: dir.join(FLOWS_DIR),
+            });
+        }
+        return Ok(Run {
+            dir: dir.to_path_buf(),
+            manifest,
+            parts,
+            warnings: Vec::new(),
         });
     }
-    let listed: Vec<PathBuf> = manifest
-        .parts
-        .iter()
-        .filter(|p| p.starts_with(&format!("{FLOWS_DIR}/")))
-        .map(|p| dir.join(p))
-        .collect();
-    let parts = if listed.is_empty() {
-        let flows = dir.join(FLOWS_DIR);
-        if !flows.is_dir() {
-            return Err(AnalysisError::NoParts { path: flows });
+    let mut warnings: Vec<String> = check.problems.iter().map(|p| p.to_string()).collect();
+    let flows = dir.join(FLOWS_DIR);
+    let mut on_disk: Vec<PathBuf> = std::fs::read_dir(&flows)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .map(|e| e.path())
+                .filter(|p| {
+                    p.file_name()
+                        .and_then(|n| n.to_str())
+                        .is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet"))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    on_disk.sort();
+    let mut parts = Vec::new();
+    for p in on_disk {
+        match crate::flows::validate_part(&p) {
+            Ok(_) => parts.push(p),
+            Err(e) => warnings.push(format!("skipped: {e}")),
         }
-        let mut v: Vec<PathBuf> = std::fs::read_dir(&flows)
-            .map_err(|e| AnalysisError::io(&flows, e))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| {
-                p.file_name()
-                    .and_then(|n| n.to_str())
-                    .is_some_and(|n| n.starts_with("part-") && n.ends_with(".parquet"))
-            })
-            .collect();
-        v.sort();
-        if v.is_empty() {
-            return Err(AnalysisError::NoParts { path: flows });
-        }
-        v
-    } else {
-        listed
-    };
-    for p in &parts {
-        if !p.is_file() {
-            return Err(AnalysisError::MissingPart { path: p.clone() });
-        }
+    }
+    if parts.is_empty() {
+        return Err(AnalysisError::NoParts { path: flows });
+    }
+    if !warnings.is_empty() {
+        warnings.push(format!(
+            "--allow-incomplete: {} read from {} flows part(s) as they are; its numbers may be partial or wrong",
+            dir.display(),
+            parts.len()
+        ));
     }
     Ok(Run {
         dir: dir.to_path_buf(),
         manifest,
         parts,
+        warnings,
     })
 }
 

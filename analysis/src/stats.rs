@@ -11,6 +11,7 @@ use psim::trace::GroupRecord;
 use crate::error::{AnalysisError, Result};
 use crate::flows::{collect, scan_flows};
 use crate::runs::{differing_params, discover_runs, hosts_and_rate, load_run, Run};
+use crate::sweep::{is_sweep, load_sweep, TaskStatus};
 
 /// The percentiles reported, as fractions.
 pub const QUANTILES: [f64; 3] = [0.5, 0.99, 0.999];
@@ -26,7 +27,8 @@ pub struct Options {
     /// 0 inclusive); one more, open-ended bucket holds sizes above the last
     /// edge. So 4 edges make 5 buckets.
     pub buckets: Vec<u64>,
-    /// Analyse runs whose manifest says `"complete": false`.
+    /// Read runs that are incomplete or disagree with their manifest, with
+    /// warnings (see [`crate::runs::load_run`]).
     pub allow_incomplete: bool,
     /// At most this many points per run in the FCT CDF and the slowdown
     /// scatter kept for plots (evenly spaced by rank / by flow id).
@@ -199,6 +201,9 @@ pub struct RunAnalysis {
     /// `(size_bytes, slowdown)` of finished sized flows with an ideal FCT, at
     /// most `plot_points`, evenly spaced in flow-id order.
     pub slowdown_points: Vec<(u64, f64)>,
+    /// `ok`, or `allowed` for a run with problems read under
+    /// `--allow-incomplete`.
+    pub status: &'static str,
 }
 
 /// Several runs side by side.
@@ -212,6 +217,14 @@ pub struct Report {
     pub param_values: Vec<Vec<String>>,
     /// The runs, in the order found.
     pub runs: Vec<RunAnalysis>,
+    /// Sweep tasks that could not be analysed, with their status; each is a
+    /// row of the summary table and a line of `warnings`.
+    pub skipped: Vec<TaskStatus>,
+    /// Per skipped task, its values for `param_keys` (from `sweep.json`).
+    pub skipped_values: Vec<Vec<String>>,
+    /// One line per problem (a skipped task, a run read under
+    /// `--allow-incomplete`), for stderr.
+    pub warnings: Vec<String>,
 }
 
 /// The `q`-quantile of **sorted** values by linear interpolation (the rule
@@ -542,6 +555,11 @@ pub fn analyze_run(run: &Run, opts: &Options) -> Result<RunAnalysis> {
         completion,
         fct_cdf: thin(&fcts, opts.plot_points),
         slowdown_points: thin(&points, opts.plot_points),
+        status: if run.warnings.is_empty() {
+            "ok"
+        } else {
+            "allowed"
+        },
     })
 }
 
@@ -549,12 +567,33 @@ pub fn analyze_run(run: &Run, opts: &Options) -> Result<RunAnalysis> {
 /// keys them by the config parameters that differ between them.
 pub fn analyze(paths: &[PathBuf], opts: &Options) -> Result<Report> {
     opts.check()?;
-    let dirs = discover_runs(paths)?;
-    let runs: Vec<Run> = dirs
+    let (mut runs, mut skipped) = (Vec::new(), Vec::new());
+    for p in paths {
+        if is_sweep(p) {
+            let (r, s) = load_sweep(p, opts.allow_incomplete)?;
+            runs.extend(r);
+            skipped.extend(s);
+        } else {
+            for d in discover_runs(std::slice::from_ref(p))? {
+                runs.push(load_run(&d, opts.allow_incomplete)?);
+            }
+        }
+    }
+    let mut rep = analyze_runs(&runs, opts)?;
+    let mut warnings: Vec<String> = skipped.iter().map(TaskStatus::warning).collect();
+    warnings.extend(runs.iter().flat_map(|r| r.warnings.iter().cloned()));
+    rep.skipped_values = skipped
         .iter()
-        .map(|d| load_run(d, opts.allow_incomplete))
-        .collect::<Result<_>>()?;
-    analyze_runs(&runs, opts)
+        .map(|t| {
+            rep.param_keys
+                .iter()
+                .map(|k| t.param(k).unwrap_or_default().to_string())
+                .collect()
+        })
+        .collect();
+    rep.skipped = skipped;
+    rep.warnings = warnings;
+    Ok(rep)
 }
 
 /// [`analyze`] for runs already loaded.
@@ -570,6 +609,12 @@ pub fn analyze_runs(runs: &[Run], opts: &Options) -> Result<Report> {
         param_keys,
         param_values,
         runs: analyses,
+        skipped: Vec::new(),
+        skipped_values: Vec::new(),
+        warnings: runs
+            .iter()
+            .flat_map(|r| r.warnings.iter().cloned())
+            .collect(),
     })
 }
 

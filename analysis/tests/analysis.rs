@@ -62,7 +62,8 @@ fn write_run(
     let mut names = Vec::new();
     for (i, p) in parts.iter().enumerate() {
         let path = write_flows_part(dir, i as u32, p).unwrap();
-        names.push(path.strip_prefix(dir).unwrap().display().to_string());
+        let rel = path.strip_prefix(dir).unwrap().display().to_string();
+        names.push(psim::trace::describe_part(dir, &rel, 0).unwrap());
     }
     let n: u64 = parts.iter().map(|p| p.len() as u64).sum();
     let m = Manifest {
@@ -87,6 +88,17 @@ fn write_run(
         groups,
         complete: true,
     };
+    write_manifest(dir, &m).unwrap();
+}
+
+/// Records the parts now on disk in the manifest again (rows and
+/// checksums), as if psim had written them: for the tests of what the
+/// reader finds inside a part whose manifest entry agrees with it.
+fn rerecord(dir: &Path) {
+    let mut m = psim::trace::read_manifest(dir).unwrap();
+    for p in &mut m.parts {
+        *p = psim::trace::describe_part(dir, &p.path, 0).unwrap();
+    }
     write_manifest(dir, &m).unwrap();
 }
 
@@ -302,7 +314,7 @@ fn a_sweep_folder_expands_to_its_runs_side_by_side() {
     assert_eq!(rep.param_keys, vec!["topology.k"]);
     assert_eq!(rep.param_values, vec![vec!["4"], vec!["8"]]);
     let md = render_markdown(&rep);
-    assert!(md.contains("| run | topology.k | flows |"), "{md}");
+    assert!(md.contains("| run | topology.k | status | flows |"), "{md}");
     assert!(md.contains("## Workload groups"));
     // Completion: span = last finish - first start = 2k µs; max ideal 1 µs;
     // receiver bound: 50 kB to host 1 at 10 Gb/s = 40 µs.
@@ -320,9 +332,9 @@ fn a_sweep_folder_expands_to_its_runs_side_by_side() {
     assert!(lines
         .next()
         .unwrap()
-        .starts_with("run,topology.k,flows,finished,fct_p50_us,"));
+        .starts_with("run,topology.k,status,flows,finished,fct_p50_us,"));
     let row = lines.next().unwrap();
-    assert!(row.contains(",4,2,2,6,"), "{row}"); // k=4: FCTs 4 and 8 µs, p50 6
+    assert!(row.contains(",4,ok,2,2,6,"), "{row}"); // k=4: FCTs 4 and 8 µs, p50 6
     let groups = std::fs::read_to_string(out.join("groups.csv")).unwrap();
     assert!(groups.contains(",0,incast,0,18\n"), "{groups}");
     let fct = std::fs::read_to_string(out.join("fct_by_size.csv")).unwrap();
@@ -510,6 +522,7 @@ fn a_schema_mismatch_is_an_error_naming_the_part_and_the_column() {
         (None, None, None, "psim.schema_version is missing"),
     ] {
         write_odd_part(&part, drop, retype, version);
+        rerecord(t.path());
         let e = err_of(t.path());
         assert!(
             e.starts_with(&format!("schema mismatch in {}", part.display())),
@@ -520,6 +533,7 @@ fn a_schema_mismatch_is_an_error_naming_the_part_and_the_column() {
     }
     // An unchanged layout with the right tag reads fine.
     write_odd_part(&part, None, None, Some("1"));
+    rerecord(t.path());
     analyze(&[t.path().to_path_buf()], &Options::default()).unwrap();
 }
 
@@ -530,11 +544,12 @@ fn corrupt_truncated_or_missing_parts_give_errors_naming_the_file() {
     let part = t.path().join("flows/part-00002.parquet");
     let good = std::fs::read(&part).unwrap();
 
+    // The manifest's checksum finds any change to the bytes.
     std::fs::write(&part, b"this is not parquet at all").unwrap();
     let e = err_of(t.path());
     assert!(
         e.starts_with(&format!(
-            "corrupt or unreadable parquet file {}",
+            "part {} does not match the manifest",
             part.display()
         )),
         "{e}"
@@ -543,25 +558,38 @@ fn corrupt_truncated_or_missing_parts_give_errors_naming_the_file() {
 
     std::fs::write(&part, &good[..good.len() / 2]).unwrap();
     let e = err_of(t.path());
-    assert!(e.contains(&part.display().to_string()), "{e}");
+    assert!(
+        e.contains(&part.display().to_string()) && e.contains("bytes"),
+        "{e}"
+    );
 
-    // Data pages damaged, footer intact: found when the data is read.
+    // Data pages damaged, footer intact, and the manifest made to agree:
+    // found when the data is read, still naming the part.
     let mut bad = good.clone();
     for b in &mut bad[8..good.len() / 2] {
         *b = 0xA5;
     }
     std::fs::write(&part, &bad).unwrap();
     let e = err_of(t.path());
-    assert!(e.contains(&part.display().to_string()), "{e}");
+    assert!(e.contains("crc32"), "{e}");
+    rerecord(t.path());
+    let e = err_of(t.path());
+    assert!(
+        e.starts_with(&format!(
+            "corrupt or unreadable parquet file {}",
+            part.display()
+        )),
+        "{e}"
+    );
 
     std::fs::remove_file(&part).unwrap();
     let e = err_of(t.path());
-    assert_eq!(
-        e,
-        format!(
-            "missing flows part {} (listed in the manifest)",
+    assert!(
+        e.starts_with(&format!(
+            "part {} is listed in the manifest but missing",
             part.display()
-        )
+        )),
+        "{e}"
     );
 }
 
@@ -749,6 +777,16 @@ fn a_psim_sweep_folder_is_one_table_keyed_by_the_swept_parameters() {
 
     let rep = analyze(std::slice::from_ref(&sw.out), &Options::default()).unwrap();
     assert_eq!(rep.runs.len(), 11);
+    // sweep.json lists the unfinished task: it is a row with its status.
+    assert_eq!(rep.skipped.len(), 1);
+    assert_eq!(rep.skipped[0].status, "failed");
+    assert_eq!(rep.skipped[0].dir, sw.task_dir(&unfinished[0]));
+    assert_eq!(rep.warnings.len(), 1);
+    assert!(
+        rep.warnings[0].contains("is failed: no manifest"),
+        "{:?}",
+        rep.warnings
+    );
     assert_eq!(
         rep.param_keys,
         ["protocol.ndp.iw_packets", "seed", "traffic.0.senders"]
@@ -816,4 +854,256 @@ fn queue_occupancy_is_plotted_from_the_queue_traces() {
     std::fs::write(&part, b"PAR1 truncated").unwrap();
     let e = write_plots(&rep, &plots).unwrap_err().to_string();
     assert!(e.contains(&part.display().to_string()), "{e}");
+}
+
+/// Every way a run can disagree with its manifest, each on a fresh run:
+/// refused by the library and by the binary (exit 1, one line naming the
+/// part).
+#[test]
+fn runs_that_disagree_with_their_manifest_are_refused_naming_the_part() {
+    type Damage = fn(&Path);
+    let cases: [(&str, Damage, &[&str]); 7] = [
+        (
+            "missing part",
+            |d| std::fs::remove_file(d.join("flows/part-00001.parquet")).unwrap(),
+            &["flows/part-00001.parquet", "missing"],
+        ),
+        (
+            "extra part",
+            |d| {
+                std::fs::copy(
+                    d.join("flows/part-00000.parquet"),
+                    d.join("flows/part-00007.parquet"),
+                )
+                .map(|_| ())
+                .unwrap()
+            },
+            &["flows/part-00007.parquet", "not listed"],
+        ),
+        (
+            "no manifest",
+            |d| std::fs::remove_file(d.join("manifest.json")).unwrap(),
+            &["no manifest", "manifest.json"],
+        ),
+        (
+            "complete false",
+            |d| {
+                let p = d.join("manifest.json");
+                let m = std::fs::read_to_string(&p).unwrap();
+                std::fs::write(&p, m.replace("\"complete\": true", "\"complete\": false")).unwrap()
+            },
+            &["incomplete", "manifest.json"],
+        ),
+        (
+            "truncated part",
+            |d| {
+                let p = d.join("flows/part-00002.parquet");
+                let b = std::fs::read(&p).unwrap();
+                std::fs::write(&p, &b[..b.len() - 100]).unwrap()
+            },
+            &["flows/part-00002.parquet", "truncated"],
+        ),
+        (
+            "bit flip",
+            |d| {
+                let p = d.join("flows/part-00002.parquet");
+                let mut b = std::fs::read(&p).unwrap();
+                let i = b.len() / 3;
+                b[i] ^= 1;
+                std::fs::write(&p, &b).unwrap()
+            },
+            &["flows/part-00002.parquet", "crc32"],
+        ),
+        (
+            "wrong rows",
+            |d| {
+                let mut m = psim::trace::read_manifest(d).unwrap();
+                m.parts[1].rows += 1;
+                write_manifest(d, &m).unwrap();
+            },
+            &["flows/part-00001.parquet", "rows"],
+        ),
+    ];
+    for (name, damage, needles) in cases {
+        let t = tempfile::tempdir().unwrap();
+        thousand(t.path());
+        damage(t.path());
+        let e = err_of(t.path());
+        for n in needles {
+            assert!(e.contains(n), "{name}: `{n}` not in {e}");
+        }
+        let o = bin().arg(t.path()).output().unwrap();
+        let err = String::from_utf8(o.stderr).unwrap();
+        assert_eq!(o.status.code(), Some(1), "{name}: {err}");
+        assert!(o.stdout.is_empty(), "{name}: printed a report");
+        assert_eq!(err.lines().count(), 1, "{name}: {err}");
+        assert!(err.starts_with("psim-analyze: error: "), "{name}: {err}");
+        for n in needles {
+            assert!(err.contains(n), "{name}: `{n}` not in {err}");
+        }
+    }
+}
+
+/// `--allow-incomplete` analyses what is there and says so on stderr.
+#[test]
+fn allow_incomplete_reads_what_is_there_with_warnings() {
+    let t = tempfile::tempdir().unwrap();
+    thousand(t.path());
+    std::fs::remove_file(t.path().join("flows/part-00000.parquet")).unwrap();
+    let opts = Options {
+        allow_incomplete: true,
+        ..Default::default()
+    };
+    let rep = analyze(&[t.path().to_path_buf()], &opts).unwrap();
+    assert_eq!(rep.runs[0].status, "allowed");
+    // Part 0 held a third of the 1000 flows and the 5 unfinished ones.
+    assert!(
+        rep.runs[0].counters.flows < 700,
+        "{:?}",
+        rep.runs[0].counters
+    );
+    assert!(rep.warnings.iter().any(|w| w.contains("part-00000")));
+    let o = bin()
+        .arg(t.path())
+        .arg("--allow-incomplete")
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert!(err.contains("psim-analyze: warning: part"), "{err}");
+    assert!(err.contains("--allow-incomplete"), "{err}");
+    assert!(String::from_utf8(o.stdout).unwrap().contains("| allowed |"));
+}
+
+/// A sweep folder whose `sweep.json` lists a task that never ran, one that
+/// failed (no manifest) and one with a damaged part: one row each with its
+/// status, and one warning line each.
+#[test]
+fn failed_and_missing_sweep_tasks_are_rows_with_their_status() {
+    let t = tempfile::tempdir().unwrap();
+    let names = ["k=4", "k=8", "k=16", "k=32", "k=64"];
+    for (i, n) in names.iter().enumerate().take(2) {
+        let dir = t.path().join(n);
+        let f = vec![rec(
+            1,
+            0,
+            Some(5000),
+            Some((i as u64 + 1) * US),
+            Some(US),
+            5000,
+        )];
+        write_run(&dir, &[f], fattree(4 << i), 100 * US, vec![]);
+    }
+    std::fs::create_dir_all(t.path().join("k=16/flows")).unwrap();
+    std::fs::write(t.path().join("k=16/psim.log"), "error: boom\n").unwrap();
+    let damaged = t.path().join("k=64");
+    write_run(
+        &damaged,
+        &[vec![rec(1, 0, Some(1), Some(US), Some(US), 1)]],
+        fattree(64),
+        US,
+        vec![],
+    );
+    std::fs::remove_file(damaged.join("flows/part-00000.parquet")).unwrap();
+    let tasks: Vec<Value> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({"id": i, "dir": n, "params": {"topology.k": n[2..].to_string()},
+                             "overrides": {"topology.k": n[2..].to_string()}})
+        })
+        .collect();
+    std::fs::write(
+        t.path().join("sweep.json"),
+        serde_json::to_string(&json!({"tasks": tasks})).unwrap(),
+    )
+    .unwrap();
+
+    let rep = analyze(&[t.path().to_path_buf()], &Options::default()).unwrap();
+    assert_eq!(rep.runs.len(), 2);
+    let st: Vec<(&str, u64)> = rep.skipped.iter().map(|s| (s.status, s.id)).collect();
+    assert_eq!(st, [("failed", 2), ("missing", 3), ("damaged", 4)]);
+    assert_eq!(rep.warnings.len(), 3);
+    let summary = &analysis::tables(&rep, analysis::Style::Exact)[0];
+    let rows: Vec<String> = summary.rows.iter().map(|r| r[..3].join(",")).collect();
+    let dir = |n: &str| t.path().join(n).display().to_string();
+    assert_eq!(
+        rows,
+        [
+            format!("{},4,ok", dir("k=4")),
+            format!("{},8,ok", dir("k=8")),
+            format!("{},16,failed", dir("k=16")),
+            format!("{},32,missing", dir("k=32")),
+            format!("{},64,damaged", dir("k=64")),
+        ]
+    );
+    assert!(summary.rows[2][3..].iter().all(String::is_empty));
+
+    let o = bin().arg(t.path()).output().unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8(o.stderr).unwrap();
+    assert_eq!(err.lines().count(), 3, "{err}");
+    assert!(
+        err.contains("psim-analyze: warning: sweep task 3 ("),
+        "{err}"
+    );
+    assert!(err.contains("is missing: no task directory"), "{err}");
+    let md = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        md.contains("| failed |") && md.contains("| damaged |"),
+        "{md}"
+    );
+}
+
+/// 50 runs: the legend sits in its own panel, naming the 10 runs with the
+/// largest p99 FCT; the rest are grey. `PSIM_KEEP_PLOTS=DIR` keeps the PNGs
+/// to look at.
+#[test]
+fn fifty_runs_stay_readable() {
+    let t = tempfile::tempdir().unwrap();
+    for i in 0..50u64 {
+        let flows: Vec<FlowRecord> = (0..40)
+            .map(|f| {
+                let fct = (f + 1) * (i + 1) * US / 4 + US;
+                rec(
+                    f,
+                    (f % 16) as u32,
+                    Some(5000 * (f + 1)),
+                    Some(fct),
+                    Some(US),
+                    5000 * (f + 1),
+                )
+            })
+            .collect();
+        let mut cfg = fattree(4);
+        cfg["traffic"][0]["load"] = json!(0.01 * (i + 1) as f64);
+        cfg["seed"] = json!(i);
+        write_run(
+            &t.path().join(format!("load={i:02}")),
+            &[flows],
+            cfg,
+            100_000 * US,
+            vec![],
+        );
+    }
+    let rep = analyze(&[t.path().to_path_buf()], &Options::default()).unwrap();
+    assert_eq!(rep.runs.len(), 50);
+    let slots = analysis::plots::highlighted(&rep);
+    let coloured: Vec<usize> = (0..50).filter(|&i| slots[i].is_some()).collect();
+    // Run i has FCTs growing with i: the top 10 by p99 are the last 10.
+    assert_eq!(coloured, (40..50).collect::<Vec<_>>());
+    let out = std::env::var_os("PSIM_KEEP_PLOTS")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| t.path().join("plots"));
+    write_plots(&rep, &out).unwrap();
+    for stem in analysis::PLOTS {
+        png_is_drawn(&out.join(format!("{stem}.png")));
+    }
+    if analysis::plots::text_available() {
+        // The legend panel is right of the plot: its text is there, and
+        // nothing of the legend is drawn over the data.
+        let svg = std::fs::read_to_string(out.join("fct_cdf.svg")).unwrap();
+        assert!(svg.contains("top 10 runs by p99 FCT"), "no legend title");
+        assert!(svg.contains("40 other runs"));
+    }
 }

@@ -32,9 +32,17 @@ enum Cmd {
     /// Show how a scenario's network is split into shards.
     Partition(ScenarioArgs),
     /// Print the flow table of an output directory as canonical CSV.
+    ///
+    /// The run is checked against its manifest first (every part present,
+    /// with its recorded rows and checksum, and no other part): a run that
+    /// is incomplete or damaged is refused with a message naming the part.
     Flows {
         /// Output directory of a run.
         dir: PathBuf,
+        /// Read what is there: each problem becomes a warning on stderr, and
+        /// the flows parts that decode are printed.
+        #[arg(long)]
+        allow_incomplete: bool,
     },
     /// Write a scenario's generated flows to a Parquet or CSV file, for inspection.
     ///
@@ -214,16 +222,28 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Run(a) => run(a),
         Cmd::Check(a) => check(a),
         Cmd::Partition(a) => show_partition(a),
-        Cmd::Flows { dir } => {
-            let recs = psim::trace::read_flows(&dir)?;
-            let mut out = std::io::stdout().lock();
-            psim::trace::flows_to_csv(&recs, &mut out).context("writing CSV to stdout")?;
-            Ok(())
-        }
+        Cmd::Flows {
+            dir,
+            allow_incomplete,
+        } => print_flows(&dir, allow_incomplete),
         Cmd::Workload { scn, out } => write_workload(&scn, &out),
         Cmd::Bench(a) => bench(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
         Cmd::Validate(a) => validate(a),
+    }
+}
+
+/// `psim flows`: the checked flows table as CSV on stdout. A reader that
+/// closes the pipe early (`psim flows DIR | head`) ends it quietly.
+fn print_flows(dir: &Path, allow_incomplete: bool) -> Result<()> {
+    use std::io::Write;
+    let recs =
+        psim::trace::read_flows_checked(dir, allow_incomplete, &mut |w| eprintln!("warning: {w}"))?;
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let written = psim::trace::flows_to_csv(&recs, &mut out).and_then(|()| out.flush());
+    match written {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing CSV to stdout"),
     }
 }
 

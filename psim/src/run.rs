@@ -103,17 +103,35 @@ pub fn execute_with(
         traced?;
         return Err(RunError::RemoteOutput { rank });
     }
+    let h5_ports = traced.unwrap_or(0);
     let groups = sim.completed_groups();
     let totals = sim_totals(&mut sim, started, finished);
-    let mut parts: Vec<String> = (0..opts.shards)
+    let mut names: Vec<String> = (0..opts.shards)
         .map(|s| format!("{}/part-{s:05}.parquet", trace::FLOWS_DIR))
         .collect();
-    parts.extend(trace_parts(scn, opts.shards));
+    names.extend(trace_parts(scn, opts.shards));
+    // Every part is closed (and every rank's written, by the verdicts above):
+    // rank 0 reads each back for its row count and checksum.
+    let parts: Result<Vec<trace::PartEntry>, OutputError> = if rank == 0 {
+        names
+            .iter()
+            .map(|n| trace::describe_part(out, n, h5_ports))
+            .collect()
+    } else {
+        Ok(Vec::new())
+    };
+    if sim.any_rank_failed(parts.is_err()) {
+        parts?;
+        return Err(RunError::RemoteOutput { rank });
+    }
+    let parts = parts.unwrap_or_default();
     let mut packets = serde_json::json!({
         "created": summary.packets.created,
         "delivered": summary.packets.delivered,
         "dropped": summary.packets.dropped,
         "lost_on_link": summary.packets.lost_on_link,
+        "frames_sent": summary.packets.frames_sent,
+        "frames_received": summary.packets.frames_received,
         "queued": summary.queued,
         "in_flight": summary.in_flight,
         "conserved": summary.conserved(),
@@ -178,13 +196,14 @@ fn sim_totals(sim: &mut Simulation, started: u64, finished: u64) -> (u64, u64) {
 /// Ends the trace recorders and writes what this rank's shards recorded: a
 /// packets part and a queues part per shard, or one `queues.h5` (single rank
 /// only). The row limit of the packet trace is checked on the run's total,
-/// which every rank learns, so all ranks fail together.
+/// which every rank learns, so all ranks fail together. Returns the number of
+/// ports in `queues.h5` (0 without it): its row count in the manifest.
 fn write_traces(
     scn: &Scenario,
     sim: &mut Simulation,
     out: &Path,
     sim_end_ps: u64,
-) -> Result<(), RunError> {
+) -> Result<u64, RunError> {
     let outputs = sim.finish_traces(sim_end_ps);
     if let Some(f) = &scn.trace.packets {
         let seen: u64 = outputs
@@ -223,7 +242,7 @@ fn write_traces(
             trace::write_tofino_part(out, shard, &rows)?;
         }
     }
-    Ok(())
+    Ok(dense.len() as u64)
 }
 
 #[cfg(feature = "hdf5")]

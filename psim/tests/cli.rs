@@ -582,12 +582,29 @@ fn run_writes_a_complete_output_directory_and_flows_prints_csv() {
         .as_array()
         .expect("parts is an array")
         .iter()
-        .map(|p| p.as_str().unwrap())
+        .map(|p| p["path"].as_str().unwrap())
         .collect();
     assert_eq!(
         parts,
         vec!["flows/part-00000.parquet", "flows/part-00001.parquet"]
     );
+    // Each part with its rows (16 flows in all), size and checksum.
+    let rows: u64 = m["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["rows"].as_u64().unwrap())
+        .sum();
+    assert_eq!(rows, 16, "{m}");
+    for p in m["parts"].as_array().unwrap() {
+        let bytes = fs::read(out.join(p["path"].as_str().unwrap())).unwrap();
+        assert_eq!(p["bytes"].as_u64(), Some(bytes.len() as u64), "{p}");
+        assert!(p["crc32"].as_u64().is_some(), "{p}");
+    }
+    // The PFC frame totals of the conservation balance are written (0: no PFC).
+    for k in ["frames_sent", "frames_received"] {
+        assert_eq!(m["packets"][k], serde_json::json!(0), "{k}: {m}");
+    }
     // A permutation on 16 hosts starts one flow per host.
     assert_eq!(m["flows_started"], serde_json::json!(16), "{m}");
 

@@ -44,6 +44,10 @@ fn hdf5_holds_the_same_series_as_parquet() {
     assert!(!h5.join("queues").exists() && !h5.join("queues.h5.tmp").exists());
 
     let (meta, series) = read_queues_h5(&h5).unwrap();
+    // The manifest records the file: its rows are its ports, and it checks.
+    let entry = m.parts.iter().find(|p| *p == "queues.h5").unwrap();
+    assert_eq!(entry.rows, series.len() as u64);
+    psim::trace::verify_run(&h5).unwrap();
     assert_eq!(meta.scenario, "h5-incast");
     assert_eq!(meta.seed, 7);
     assert_eq!(meta.interval_ps, 4_000_000);

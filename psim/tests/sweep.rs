@@ -134,7 +134,10 @@ fn local_sweep_runs_every_task_then_skips_them_and_redoes_partial_ones() {
     // A truncated manifest and a missing flows part are partial runs: redone.
     let (t1, t2) = (out.join(TASKS[1].0), out.join(TASKS[2].0));
     fs::write(t1.join("manifest.json"), &before[1][..before[1].len() / 2]).unwrap();
-    let part = manifest(&t2)["parts"][0].as_str().unwrap().to_string();
+    let part = manifest(&t2)["parts"][0]["path"]
+        .as_str()
+        .unwrap()
+        .to_string();
     fs::remove_file(t2.join(&part)).unwrap();
 
     // The dry run of the SLURM backend lists only those two.

@@ -40,7 +40,9 @@ struct Cli {
         default_value = "10000,100000,1000000,10000000"
     )]
     buckets: Vec<u64>,
-    /// Analyse runs whose manifest says "complete": false.
+    /// Read runs that are incomplete or disagree with their manifest (complete
+    /// = false, a part missing, extra or damaged): each problem is a warning on
+    /// stderr and the flows parts that decode are analysed.
     #[arg(long)]
     allow_incomplete: bool,
     /// Do not write plots (with --out).
@@ -58,6 +60,9 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         ..Default::default()
     };
     let report = analysis::analyze(&cli.dirs, &opts)?;
+    for w in &report.warnings {
+        eprintln!("psim-analyze: warning: {w}");
+    }
     match cli.format {
         Format::Md => {
             let md = analysis::render_markdown(&report);

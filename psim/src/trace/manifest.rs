@@ -57,14 +57,57 @@ pub struct Manifest {
     /// in_flight); free-form so the engine can add counters without a format
     /// change.
     pub packets: serde_json::Value,
-    /// Relative paths (from DIR) of the data files written.
-    pub parts: Vec<String>,
+    /// Every data file the run wrote, with its row count and checksum
+    /// (see [`PartEntry`]); the readers refuse a run whose files disagree.
+    pub parts: Vec<PartEntry>,
     /// Workload groups that completed: collective iterations, incast rounds,
     /// `.cm` trigger groups. Sorted by completion time.
     #[serde(default)]
     pub groups: Vec<GroupRecord>,
     /// True once every file is written.
     pub complete: bool,
+}
+
+/// One data file of a run, as the manifest records it after the file was
+/// closed: readers compare all four fields with what is on disk
+/// (`super::verify`), so a missing, truncated, replaced or bit-flipped part
+/// is refused instead of read as wrong numbers.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct PartEntry {
+    /// Path relative to the output directory, `/`-separated
+    /// (`flows/part-00000.parquet`, `queues.h5`).
+    pub path: String,
+    /// Rows: the Parquet footer's row count; for `queues.h5`, the number of
+    /// ports (rows of its 2-D datasets).
+    pub rows: u64,
+    /// Size of the file in bytes.
+    pub bytes: u64,
+    /// CRC-32 (IEEE 802.3, as `zlib.crc32`) of the file's bytes.
+    pub crc32: u32,
+}
+
+impl AsRef<Path> for PartEntry {
+    fn as_ref(&self) -> &Path {
+        Path::new(&self.path)
+    }
+}
+
+impl PartialEq<str> for PartEntry {
+    fn eq(&self, other: &str) -> bool {
+        self.path == other
+    }
+}
+
+impl PartialEq<&str> for PartEntry {
+    fn eq(&self, other: &&str) -> bool {
+        self.path == *other
+    }
+}
+
+impl PartialEq<String> for PartEntry {
+    fn eq(&self, other: &String) -> bool {
+        &self.path == other
+    }
 }
 
 /// One completed workload group.
@@ -168,8 +211,18 @@ mod tests {
             flows_finished: 98,
             packets: json!({"sent": 10, "received": 8, "dropped": 1, "queued": 1, "in_flight": 0}),
             parts: vec![
-                "flows/part-00000.parquet".into(),
-                "flows/part-00001.parquet".into(),
+                PartEntry {
+                    path: "flows/part-00000.parquet".into(),
+                    rows: 3,
+                    bytes: 1234,
+                    crc32: 0xdead_beef,
+                },
+                PartEntry {
+                    path: "flows/part-00001.parquet".into(),
+                    rows: 0,
+                    bytes: 999,
+                    crc32: 7,
+                },
             ],
             groups: vec![],
             complete: true,

@@ -21,7 +21,8 @@
 //! Every file is written atomically (temporary name in the same directory,
 //! fsync, rename), so a reader never sees a half-written part, and the
 //! manifest is written after all data files: a directory without
-//! `manifest.json` is an incomplete run.
+//! `manifest.json` is an incomplete run. The manifest records each part's
+//! rows, bytes and CRC-32, and readers check them (`verify`) before reading.
 
 pub mod chip;
 pub mod flows;
@@ -34,6 +35,7 @@ pub mod queues;
 pub mod recorder;
 pub mod spec;
 pub mod table;
+pub mod verify;
 
 use std::path::PathBuf;
 
@@ -43,13 +45,15 @@ pub use flows::{
     FLOWS_SCHEMA_VERSION, SCHEMA_VERSION_KEY,
 };
 pub use manifest::{
-    git_commit, peak_rss_bytes, read_manifest, write_manifest, GroupRecord, Manifest, MANIFEST_FILE,
+    git_commit, peak_rss_bytes, read_manifest, write_manifest, GroupRecord, Manifest, PartEntry,
+    MANIFEST_FILE,
 };
 pub use outdir::prepare_out_dir;
 pub use packets::{read_packets, write_packets_part, PacketFields, PacketRow, PACKETS};
 pub use queues::{read_queues, write_queues_part, PortSeries, QueueSample, QUEUES};
 pub use recorder::{ShardTrace, TraceOutput};
 pub use spec::{PacketEvent, QueueFormat, TraceFile, TraceSpec};
+pub use verify::{check_run, describe_part, read_flows_checked, verify_run, RunCheck};
 
 /// Everything that can go wrong while writing or reading psim outputs.
 ///
@@ -113,6 +117,36 @@ pub enum OutputError {
     MissingManifest {
         /// The file or directory concerned.
         path: PathBuf,
+    },
+
+    /// The manifest says `"complete": false`.
+    #[error("{}: the run is incomplete (\"complete\": false); --allow-incomplete reads what is there", .path.display())]
+    Incomplete {
+        /// The manifest.
+        path: PathBuf,
+    },
+
+    /// A part the manifest lists is not on disk.
+    #[error("part {} is listed in the manifest but missing; --allow-incomplete reads what is there", .path.display())]
+    PartMissing {
+        /// The part.
+        path: PathBuf,
+    },
+
+    /// A part on disk that the manifest does not list.
+    #[error("part {} is not listed in the manifest (left by another run, or the manifest is stale); --allow-incomplete reads it anyway", .path.display())]
+    PartExtra {
+        /// The part.
+        path: PathBuf,
+    },
+
+    /// A part whose bytes, checksum or rows differ from the manifest's.
+    #[error("part {} does not match the manifest: {detail}", .path.display())]
+    PartMismatch {
+        /// The part.
+        path: PathBuf,
+        /// What differs.
+        detail: String,
     },
 
     /// The Parquet library rejected a file (corrupt, truncated, not Parquet).
@@ -196,6 +230,10 @@ impl OutputError {
             | OutputError::MissingDir { path }
             | OutputError::NoParts { path }
             | OutputError::MissingManifest { path }
+            | OutputError::Incomplete { path }
+            | OutputError::PartMissing { path }
+            | OutputError::PartExtra { path }
+            | OutputError::PartMismatch { path, .. }
             | OutputError::Parquet { path, .. }
             | OutputError::Arrow { path, .. }
             | OutputError::SchemaMismatch { path, .. }
