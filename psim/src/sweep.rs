@@ -54,7 +54,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::Scenario;
 use crate::trace::outdir::TMP_SUFFIX;
-use crate::trace::read_manifest;
 
 /// File name of the sweep's task index inside the sweep folder.
 pub const INDEX_FILE: &str = "sweep.json";
@@ -486,8 +485,10 @@ pub fn task_state(dir: &Path, expected: Option<&serde_json::Value>) -> TaskState
     if !dir.exists() {
         return TaskState::Missing;
     }
-    match read_manifest(dir) {
-        Ok(m) if m.complete && m.parts.iter().all(|p| dir.join(p).is_file()) => {
+    // Every part present, with the rows, size and CRC-32 the manifest lists:
+    // a damaged task is redone, not skipped.
+    match crate::trace::verify_run(dir) {
+        Ok(m) => {
             if expected.is_some_and(|c| *c != m.config) {
                 TaskState::Stale
             } else {
