@@ -23,8 +23,8 @@
 //! Not yet part of the profile, because psim has no setting for them yet:
 //! completion at the sender (htsim ends a flow at its last ACK), counting
 //! the packet in service against the data queue's cap, a header queue of
-//! twice the data bytes, and control packets sprayed over a shuffled path
-//! list at the receiver.
+//! twice the data bytes. (htsim's receiver sprays its control packets over a
+//! shuffled path list; so does psim's, `protocol.ndp.control_spray`.)
 
 use super::error::{bad, ConfigError};
 

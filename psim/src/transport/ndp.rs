@@ -26,6 +26,7 @@
 //! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; A7 |
 //! | `retx_other_path` | true: a packet resent after a NACK or a bounce avoids the path it was lost on, as a timeout's resend always does | [P] §3.2 ("a lost packet is always retransmitted on a different path"); htsim resends on the next path of its permutation, whichever it is ([C]): false |
 //! | `timeout_resends` | true: a packet with no ACK, NACK or bounce by its deadline is resent | [P] §3.2 (a 1 ms RTO is safe); htsim disables timer resends and relies on return-to-sender (A12, [C] `RESEND_ON_TIMEOUT` unset): false. Then a packet lost outright (a bounced header dropped again) is never resent, and the flow stalls until the run's watchdog stops it |
+//! | `control_spray` | true: the receiver sends its ACKs, NACKs and PULLs one per path over a shuffled path list, reshuffled when used up, as the sender sprays data | A19 ([C]: the sink sprays its control packets); false: ACKs and NACKs return on the data packet's path, PULLs go round robin over the paths |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
 //! | loss penalty | a retransmission timeout counts as a NACK on its path | [P] §3.2.3 ("a per-path loss counter") |
 //! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; A8 |
@@ -69,6 +70,8 @@ pub struct NdpParams {
     pub retx_other_path: bool,
     /// Whether a packet with no feedback is resent at its timeout.
     pub timeout_resends: bool,
+    /// Whether the receiver sprays its ACKs, NACKs and PULLs over a shuffled path list.
+    pub control_spray: bool,
 }
 
 impl NdpParams {
@@ -102,6 +105,7 @@ impl Default for NdpParams {
             pull_counts_header: false,
             retx_other_path: true,
             timeout_resends: true,
+            control_spray: true,
         }
     }
 }
@@ -283,11 +287,7 @@ impl NdpSource {
         }
         for _ in 0..2 * n {
             if self.path_idx >= n {
-                // Fisher-Yates with the host's stream.
-                for i in (1..n).rev() {
-                    let j = cx.rng.random_range(0..=i);
-                    self.paths.swap(i, j);
-                }
+                shuffle(&mut self.paths, cx.rng);
                 self.path_idx = 0;
             }
             let p = self.paths[self.path_idx];
@@ -327,7 +327,8 @@ impl NdpSource {
             src: self.info.src,
             dst: self.info.dst,
             seq,
-            ack: 0,
+            // Otherwise unused in data: the path count, for the receiver's spraying.
+            ack: self.info.num_paths as u64,
             size: payload + HEADER_BYTES,
             payload,
             path,
@@ -513,6 +514,15 @@ impl Transport for NdpSource {
     }
 }
 
+/// Fisher-Yates with the host's stream ([P] §3.1.1: a fresh permutation
+/// each time the path list is used up).
+fn shuffle(paths: &mut [u32], rng: &mut crate::rng::Rng) {
+    for i in (1..paths.len()).rev() {
+        let j = rng.random_range(0..=i);
+        paths.swap(i, j);
+    }
+}
+
 /// Receiver of an NDP flow.
 #[derive(Clone, Debug)]
 pub struct NdpSink {
@@ -529,6 +539,10 @@ pub struct NdpSink {
     pull: NdpParams,
     /// Whether this sink has offered the host's pacer its settings.
     pacer_set: bool,
+    /// Paths back to the sender, walked in shuffled order (`control_spray`;
+    /// empty until a packet gives the count, or when off).
+    paths: Vec<u32>,
+    path_idx: usize,
     /// Counters.
     pub stats: SinkStats,
 }
@@ -548,8 +562,24 @@ impl NdpSink {
             pull_counter: 0,
             pull: p.clone(),
             pacer_set: false,
+            paths: Vec::new(),
+            path_idx: 0,
             stats: SinkStats::default(),
         }
+    }
+
+    /// The path of the next control packet: the next of a shuffled path
+    /// list with `control_spray` (A19), else `fallback`.
+    fn control_path(&mut self, fallback: u32, cx: &mut Ctx<'_>) -> u32 {
+        if self.paths.len() < 2 {
+            return fallback;
+        }
+        if self.path_idx >= self.paths.len() {
+            shuffle(&mut self.paths, cx.rng);
+            self.path_idx = 0;
+        }
+        self.path_idx += 1;
+        self.paths[self.path_idx - 1]
     }
 
     fn mark(&mut self, seq: u64) -> bool {
@@ -593,6 +623,10 @@ impl Transport for NdpSink {
                 self.pull.pull_jitter,
             );
         }
+        if self.pull.control_spray && self.paths.is_empty() && pkt.ack > 1 {
+            self.paths = (0..pkt.ack.min(u32::MAX as u64) as u32).collect();
+            self.path_idx = usize::MAX; // shuffled before first use
+        }
         self.stats.packets_received += 1;
         if pkt.has(flags::LAST) {
             self.total = Some(pkt.seq + 1);
@@ -608,7 +642,8 @@ impl Transport for NdpSink {
             PacketKind::Header => PacketKind::Nack,
             _ => return,
         };
-        let mut reply = self.control(kind, pkt.seq, pkt.path, cx.now);
+        let path = self.control_path(pkt.path, cx);
+        let mut reply = self.control(kind, pkt.seq, path, cx.now);
         let complete = self.total == Some(self.got);
         if complete {
             if self.stats.finish_ps.is_none() {
@@ -632,7 +667,8 @@ impl Transport for NdpSink {
             return;
         }
         self.pull_counter += 1;
-        let mut p = self.control(PacketKind::Pull, 0, self.pull_counter as u32, cx.now);
+        let path = self.control_path(self.pull_counter as u32, cx);
+        let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
         p.ack = self.pull_counter;
         cx.out.push(p);
     }
@@ -900,6 +936,42 @@ mod tests {
         };
         assert_eq!(resend_paths(true), 0);
         assert!(resend_paths(false) > 0);
+    }
+
+    /// A19: with `control_spray` the receiver's ACKs walk a shuffled list of
+    /// the 4 paths the data packets announce (each block of 4 uses every
+    /// path once), although every data packet came on path 0; without it
+    /// they return on the data packet's path.
+    #[test]
+    fn the_receiver_sprays_its_acks_over_a_shuffled_path_list() {
+        let ack_paths = |spray: bool| {
+            let p = NdpParams {
+                control_spray: spray,
+                ..NdpParams::default()
+            };
+            let mut h = Host::new(5, NdpSink::new(&data(0), &p));
+            let mut paths = Vec::new();
+            for seq in 0..12 {
+                let pkt = Packet {
+                    ack: 4,
+                    ..data(seq)
+                };
+                for out in h.deliver(seq * 10_000_000, pkt) {
+                    if out.kind == PacketKind::Ack {
+                        paths.push(out.path);
+                    }
+                }
+            }
+            paths
+        };
+        let sprayed = ack_paths(true);
+        assert_eq!(sprayed.len(), 12);
+        for block in sprayed.chunks(4) {
+            let mut b = block.to_vec();
+            b.sort();
+            assert_eq!(b, [0, 1, 2, 3], "{sprayed:?}");
+        }
+        assert_eq!(ack_paths(false), vec![0; 12]);
     }
 
     /// `timeout_resends = false` (htsim): no timer is ever armed, so a packet
