@@ -250,6 +250,23 @@ pub trait DisciplineConfig {
     fn keeps_priority_order(&self) -> bool {
         false
     }
+    /// The table with every default that `build` would apply written out,
+    /// for the manifest's resolved `config`. Default: as given (the
+    /// discipline's defaults are in its file's table).
+    fn resolved(&self, _env: &QueueEnv) -> Self
+    where
+        Self: Sized + Clone,
+    {
+        self.clone()
+    }
+}
+
+/// Writes out the default packet capacity of a table with `queue_packets`
+/// / `queue_bytes` when neither is given.
+pub(crate) fn resolve_capacity(packets: &mut Option<u32>, bytes: Option<u64>, default: u32) {
+    if bytes.is_none() {
+        packets.get_or_insert(default);
+    }
 }
 
 /// Generates from one list: [`Queue`] (one variant per registered
@@ -312,6 +329,10 @@ macro_rules! disciplines {
             /// K in packets when it marks ECN at a packet threshold.
             pub fn ecn_threshold_packets(&self) -> Option<u32> {
                 match self { $( QueueConfig::$variant(c) => c.ecn_threshold_packets(), )* }
+            }
+            /// The table with its defaults written out (the manifest's `config`).
+            pub fn resolved(&self, env: &QueueEnv) -> QueueConfig {
+                match self { $( QueueConfig::$variant(c) => QueueConfig::$variant(c.resolved(env)), )* }
             }
             /// Whether it keeps each priority's data in order (PFC needs it).
             pub fn keeps_priority_order(&self) -> bool {
@@ -435,6 +456,15 @@ impl DisciplineConfig for CapacityConfig {
     }
     fn build(&self, _env: &QueueEnv) -> Capacity {
         self.cap("").expect("validated")
+    }
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        resolve_capacity(
+            &mut c.queue_packets,
+            c.queue_bytes,
+            droptail::DEFAULT_QUEUE_PACKETS,
+        );
+        c
     }
 }
 
