@@ -148,6 +148,16 @@ pub(crate) fn num(x: f64) -> String {
     }
 }
 
+/// [`num`], cut to 5 significant digits when long (`9.2234e12`).
+fn short(x: f64) -> String {
+    let s = num(x);
+    if s.len() > 10 {
+        format!("{x:.4e}")
+    } else {
+        s
+    }
+}
+
 /// A duration written in units of `unit_ps` picoseconds (1000 for `_ns`,
 /// 10^6 for `_us`, 10^12 for `_s`) at `key`, converted to picoseconds with
 /// checked arithmetic: finite, at least 0, and at most `max_ps`; never
@@ -175,11 +185,7 @@ pub(crate) fn time_ps(
             num(value),
             &format!(
                 "too long: at most {} ({}{why})",
-                if max >= 1e9 {
-                    format!("{max:.4e}")
-                } else {
-                    num(max)
-                },
+                short(max),
                 crate::units::fmt_ps(max_ps)
             ),
         ));

@@ -162,17 +162,18 @@ impl Scenario {
                     let table = key_at(text, s.start)?;
                     keys::key_in_table(&table_doc, &table, &message)
                 });
-                match key.and_then(|k| Some((keys::value_offset(text, &k)?, k))) {
-                    Some((at, key)) => {
-                        let (line, col) = line_col(text, at);
-                        ConfigError::Parse {
-                            path: path.into(),
-                            line,
-                            col,
-                            message: format!("`{key}`: {message}"),
-                        }
-                    }
-                    None => parse_err(e, text),
+                let Some(key) = key else {
+                    return parse_err(e, text);
+                };
+                let at = keys::value_offset(text, &key)
+                    .or(e.span().map(|s| s.start))
+                    .unwrap_or(0);
+                let (line, col) = line_col(text, at);
+                ConfigError::Parse {
+                    path: path.into(),
+                    line,
+                    col,
+                    message: format!("`{key}`: {message}"),
                 }
             })?;
             return Self::validate(file, path);
