@@ -3,35 +3,13 @@
 //! the peak memory of the degenerate ones, measured on a bounded run; and
 //! the defaults in a manifest's resolved `config`.
 
-use psim_integration_tests::repo_root;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-/// The `psim` binary of this build profile, built once by the test (`cargo
-/// test -p psim-integration-tests` builds only psim's library).
+/// The `psim` binary cargo built for these tests.
 fn psim() -> &'static Path {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let exe = std::env::current_exe().expect("test binary path");
-        let profile_dir = exe
-            .parent()
-            .and_then(Path::parent)
-            .expect("target/<profile>/deps/<test>");
-        let release = profile_dir.file_name().is_some_and(|n| n == "release");
-        let mut cmd = Command::new(env!("CARGO"));
-        cmd.args(["build", "-q", "-p", "psim", "--bin", "psim"])
-            .current_dir(repo_root());
-        if release {
-            cmd.arg("--release");
-        }
-        let status = cmd.status().expect("cargo runs");
-        assert!(status.success(), "cargo build -p psim failed");
-        let bin = profile_dir.join(format!("psim{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} missing", bin.display());
-        bin
-    })
+    Path::new(env!("CARGO_BIN_EXE_psim"))
 }
 
 /// What one run of the binary gave.
@@ -46,6 +24,8 @@ struct Ran {
 
 /// Runs `psim args` in `dir`, killed after `limit` (a run that should
 /// have stopped at once; the test then fails on its exit code).
+// The child is reaped by `wait4` (which also gives its own rusage), not `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn run_in(dir: &Path, args: &[&str], limit: Duration) -> Ran {
     let out = dir.join("stdout");
     let err = dir.join("stderr");
