@@ -126,7 +126,7 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_run_names_the_cycle() {
 /// stop time the run used to race through simulated time; the watchdog ends
 /// it with an error that names the likely causes. (A queue smaller than one
 /// packet, the first such case, is now rejected before the run:
-/// tests/bad_input.rs.)
+/// psim/tests/bad_input.rs.)
 #[test]
 fn a_run_that_delivers_nothing_stops_with_an_error() {
     let text = "seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n\
