@@ -278,16 +278,6 @@ impl Scenario {
                     })?;
             patterns.push(spec);
         }
-        let env = workloads::WorkloadEnv {
-            hosts: topology.hosts(),
-            host_link_bps: topology.host_link().rate_bps,
-            bisection_bps: topology.bisection_bps(),
-            hosts_per_rack: topology.hosts_per_tor(),
-            seed: file.seed,
-            stop_ps,
-            base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
-        };
-        let workload = workloads::Workload::new(patterns, env)?;
         // Every port must hold one full packet of what crosses it (else the
         // run livelocks): the NICs carry every protocol of the traffic.
         let mut protos = traffic_protocols.clone();
@@ -306,6 +296,16 @@ impl Scenario {
             let q = q.as_ref().map_or(&file.switch.queue, |t| &t.queue);
             ranges::check_queue_fits(&key, q, &protos, &protocols)?;
         }
+        let env = workloads::WorkloadEnv {
+            hosts: topology.hosts(),
+            host_link_bps: topology.host_link().rate_bps,
+            bisection_bps: topology.bisection_bps(),
+            hosts_per_rack: topology.hosts_per_tor(),
+            seed: file.seed,
+            stop_ps,
+            base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
+        };
+        let workload = workloads::Workload::new(patterns, env)?;
         let trace = crate::trace::spec::validate(&file.trace, file.seed, topology.entities())?;
         Ok(Scenario {
             trace,
