@@ -122,13 +122,15 @@ fn a_cyclic_buffer_dependency_deadlocks_and_the_run_names_the_cycle() {
     assert_eq!(e.lines().count(), 1);
 }
 
-/// A queue smaller than one packet drops everything; TCP retries for ever.
-/// Without a stop time the run used to race through simulated time; the
-/// watchdog ends it with an error that names the likely cause.
+/// Links that lose (almost) every packet: TCP retries for ever. Without a
+/// stop time the run used to race through simulated time; the watchdog ends
+/// it with an error that names the likely causes. (A queue smaller than one
+/// packet, the first such case, is now rejected before the run:
+/// psim/tests/bad_input.rs.)
 #[test]
 fn a_run_that_delivers_nothing_stops_with_an_error() {
     let text = "seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n\
-                [switch.queue]\nkind = \"droptail\"\nqueue_bytes = 1000\n\
+                [link]\nloss_rate = 0.99999\n\
                 [[traffic]]\nprotocol = \"tcp\"\npattern = \"incast\"\nreceiver = 0\nsenders = 2\nsize_bytes = 100000\n";
     let scn = scenario(text, &["run.watchdog_s=1.0"]);
     let e = simulate(&scn, 2).unwrap_err().to_string();

@@ -148,8 +148,9 @@ struct ScenarioArgs {
     /// Worker threads (default: the scenario's [run] threads, else the number of cores).
     #[arg(long)]
     threads: Option<u32>,
-    /// Override the scenario seed.
-    #[arg(long)]
+    /// Override the scenario seed: 0 to 2^63 - 1, the range of the
+    /// scenario's `seed` key (a TOML integer is signed 64-bit).
+    #[arg(long, value_parser = parse_seed)]
     seed: Option<u64>,
     /// Override a scenario key, e.g. --set topology.k=8 (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -389,6 +390,44 @@ fn write_workload(a: &ScenarioArgs, out: &Path) -> Result<()> {
     Ok(())
 }
 
+/// `--seed`: a scenario's `seed` is a TOML integer, signed 64-bit, so the
+/// command line takes the same range; a resolved scenario (the manifest's
+/// `config`) can then always be written back as TOML and rerun.
+fn parse_seed(s: &str) -> Result<u64, String> {
+    let v: u64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a whole number from 0 to 2^63 - 1"))?;
+    if v > i64::MAX as u64 {
+        return Err(format!(
+            "{v} is 2^63 or more; seeds are 0 to 2^63 - 1 = {} (a scenario's seed key is a TOML integer, signed 64-bit)",
+            i64::MAX
+        ));
+    }
+    Ok(v)
+}
+
+/// Most worker threads per core: more only adds switching (every thread
+/// runs at least one shard, and shards synchronise every lookahead window).
+const THREADS_PER_CORE: u32 = 4;
+
+/// Checks `threads` before any thread exists: at most the larger of
+/// [`THREADS_PER_CORE`] x `cores` and the shard count the user gave
+/// (`given_shards`; a thread per shard is how a determinism check runs).
+fn check_threads(threads: u32, shards: u32, given_shards: Option<u32>, cores: u32) -> Result<()> {
+    if threads == 0 || shards == 0 {
+        bail!("--threads and --shards must be at least 1");
+    }
+    let per_core = THREADS_PER_CORE.saturating_mul(cores.max(1));
+    let cap = per_core.max(given_shards.unwrap_or(0));
+    if threads > cap {
+        bail!(
+            "--threads {threads}: at most {cap} (the larger of {THREADS_PER_CORE} x {cores} cores and the shard count); more threads only contend"
+        );
+    }
+    Ok(())
+}
+
 fn load(a: &ScenarioArgs) -> Result<(Scenario, SimOptions)> {
     let mut sets = Vec::new();
     if let Some(s) = a.seed {
@@ -400,9 +439,18 @@ fn load(a: &ScenarioArgs) -> Result<(Scenario, SimOptions)> {
         .map(|n| n.get() as u32)
         .unwrap_or(1);
     let threads = a.threads.or(scn.file.run.threads).unwrap_or(cores);
-    let shards = a.shards.or(scn.file.run.shards).unwrap_or(threads);
-    if threads == 0 || shards == 0 {
-        bail!("--threads and --shards must be at least 1");
+    let given_shards = a.shards.or(scn.file.run.shards);
+    let shards = given_shards.unwrap_or(threads);
+    check_threads(threads, shards, given_shards, cores)?;
+    let entities = scn.topology.entities();
+    if given_shards.is_some_and(|s| s > entities) {
+        // Every shard holds at least one host or switch; the engine's
+        // per-shard state grows with the shard count (100000 shards of a
+        // 36-node FatTree took 23 GB).
+        bail!(
+            "--shards {shards}: at most {entities}, the number of hosts and switches ({})",
+            scn.topology.describe()
+        );
     }
     Ok((
         scn,

@@ -122,6 +122,15 @@ pub enum WorkloadError {
         /// The last cumulative probability (as a fraction).
         last: f64,
     },
+    /// A CDF whose mass sits (almost) all at 0 B: a load-driven pattern would
+    /// need an unbounded arrival rate to carry its load.
+    #[error("{}: the mean flow size is {mean} B; a flow-size CDF must have a mean of at least 1 byte", file.display())]
+    CdfMean {
+        /// The CDF file.
+        file: PathBuf,
+        /// The mean of the CDF, bytes.
+        mean: f64,
+    },
     /// A malformed line in an htsim connection-matrix (`.cm`) file.
     #[error("{}:{line}: {reason}", file.display())]
     CmParse {

@@ -113,7 +113,18 @@ impl EmpiricalCdf {
         if let Some(last) = points.last_mut() {
             last.1 = 1.0;
         }
-        Ok(EmpiricalCdf { points })
+        let cdf = EmpiricalCdf { points };
+        // Open-loop patterns space arrivals by load / mean size: a mean of 0 B
+        // asks for infinitely many flows per second (memory runs out, and
+        // `psim workload` never ends).
+        let mean = cdf.mean();
+        if mean.is_nan() || mean < 1.0 {
+            return Err(WorkloadError::CdfMean {
+                file: file.to_path_buf(),
+                mean,
+            });
+        }
+        Ok(cdf)
     }
 
     /// The `(size_bytes, cumulative_fraction)` points.
@@ -380,5 +391,19 @@ mod tests {
         assert!(matches!(e, WorkloadError::CdfIncomplete { .. }), "{e}");
         let e = EmpiricalCdf::parse("0 0\n100 1\n", Path::new("x")).unwrap_err();
         assert!(matches!(e, WorkloadError::CdfParse { line: 1, .. }), "{e}");
+    }
+
+    #[test]
+    fn a_cdf_with_all_its_mass_at_zero_is_rejected() {
+        for text in ["0 0\n0 1\n", "0 0.5\n0 0.999\n1 1\n"] {
+            let text = format!("size_bytes cumulative_fraction\n{text}");
+            let e = EmpiricalCdf::parse(&text, Path::new("zero.cdf")).unwrap_err();
+            assert!(matches!(e, WorkloadError::CdfMean { .. }), "{e}");
+            assert!(e.to_string().starts_with("zero.cdf:"), "{e}");
+        }
+        assert!(
+            EmpiricalCdf::parse("size_bytes cumulative_fraction\n0 0\n2 1\n", Path::new("x"))
+                .is_ok()
+        );
     }
 }

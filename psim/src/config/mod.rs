@@ -6,8 +6,10 @@
 //! Units are in key names (`link_gbps`, `latency_ns`, `stop_us`).
 
 mod error;
+mod keys;
 mod overrides;
 pub mod profile;
+mod ranges;
 mod switch;
 mod topology;
 
@@ -19,8 +21,9 @@ use crate::packet::Protocol;
 use crate::queue::QueueConfig;
 use crate::topo::Topology;
 use crate::transport::ProtocolParams;
-use crate::units::us_to_ps;
-pub(crate) use error::{bad, latency, rate};
+use crate::units::{PS_PER_SEC, PS_PER_US};
+pub(crate) use error::{bad, latency, rate, time_ps};
+pub use error::{MAX_LINK_DELAY_PS, MAX_LINK_GBPS, MAX_TIME_PS};
 use overrides::{apply_set, key_at, line_col};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -150,9 +153,32 @@ impl Scenario {
         };
         let mut table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e, text))?;
         if sets.is_empty() && !profile::named(&table) {
-            switch::reject_old_keys(&table)?;
+            let table_doc = &table;
+            switch::reject_old_keys(table_doc)?;
+            ranges::check_numbers(table_doc)?;
             // Parse the text as written, so that schema errors point at the user's line.
-            let file: ScenarioFile = toml::from_str(text).map_err(|e| parse_err(e, text))?;
+            let file: ScenarioFile = toml::from_str(text).map_err(|e| {
+                // Inside a tagged table serde points at its header and names
+                // no key: find the key from the value it quotes, and its line.
+                let message = e.message().trim().replace('\n', " ");
+                let key = e.span().and_then(|s| {
+                    let table = key_at(text, s.start)?;
+                    keys::key_in_table(table_doc, &table, &message)
+                });
+                let Some(key) = key else {
+                    return parse_err(e, text);
+                };
+                let at = keys::value_offset(text, &key)
+                    .or(e.span().map(|s| s.start))
+                    .unwrap_or(0);
+                let (line, col) = line_col(text, at);
+                ConfigError::Parse {
+                    path: path.into(),
+                    line,
+                    col,
+                    message: format!("`{key}`: {message}"),
+                }
+            })?;
             return Self::validate(file, path);
         }
         for s in sets {
@@ -161,6 +187,7 @@ impl Scenario {
         // After the overrides: a profile fills only the keys still missing.
         profile::apply(&mut table)?;
         switch::reject_old_keys(&table)?;
+        ranges::check_numbers(&table)?;
         // Parse the overridden document as text, so that a schema error has a
         // position there, and name the key at it: no line of the user's file applies.
         let merged = toml::to_string(&table).map_err(|e| ConfigError::ParseOverridden {
@@ -169,7 +196,10 @@ impl Scenario {
         })?;
         let file: ScenarioFile = toml::from_str(&merged).map_err(|e: toml::de::Error| {
             let message = e.message().trim().replace('\n', " ");
-            let key = e.span().and_then(|s| key_at(&merged, s.start));
+            let key = e
+                .span()
+                .and_then(|s| key_at(&merged, s.start))
+                .map(|k| keys::key_in_table(&table, &k, &message).unwrap_or(k));
             ConfigError::ParseOverridden {
                 path: path.into(),
                 message: match key {
@@ -186,7 +216,7 @@ impl Scenario {
             Some(us) if us.is_nan() || us <= 0.0 => {
                 return Err(bad("stop_us", us, "must be positive"));
             }
-            Some(us) => Some(us_to_ps(us)),
+            Some(us) => Some(time_ps("stop_us", us, PS_PER_US, MAX_TIME_PS)?),
             None => None,
         };
         let watchdog_ps = match file.run.watchdog_s.unwrap_or(DEFAULT_WATCHDOG_S) {
@@ -198,7 +228,7 @@ impl Scenario {
                 ));
             }
             0.0 => None,
-            s => Some(us_to_ps(s * 1e6)),
+            s => Some(time_ps("run.watchdog_s", s, PS_PER_SEC, MAX_TIME_PS)?),
         };
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let topology = topology::build_topology(&file.topology, &base)?;
@@ -239,11 +269,36 @@ impl Scenario {
             let spec: workloads::PatternSpec =
                 toml::Value::Table(entry)
                     .try_into()
-                    .map_err(|e: toml::de::Error| ConfigError::Traffic {
-                        index,
-                        message: e.message().trim().to_string(),
+                    .map_err(|e: toml::de::Error| {
+                        let message = e.message().trim().replace('\n', " ");
+                        let entry = toml::Value::Table(file.traffic[index].clone());
+                        ConfigError::Traffic {
+                            index,
+                            key: keys::offending_key(&entry, &message)
+                                .map(|k| format!(".{k}"))
+                                .unwrap_or_default(),
+                            message,
+                        }
                     })?;
             patterns.push(spec);
+        }
+        // Every port must hold one full packet of what crosses it (else the
+        // run livelocks): the NICs carry every protocol of the traffic.
+        let mut protos = traffic_protocols.clone();
+        protos.sort_by_key(|p| *p as u8);
+        protos.dedup();
+        ranges::check_queue_fits("host.queue", &queues.host, &protos, &protocols)?;
+        for (tier, q) in [
+            ("tor", &file.switch.tor),
+            ("agg", &file.switch.agg),
+            ("core", &file.switch.core),
+        ] {
+            let key = match q {
+                Some(_) => format!("switch.{tier}.queue"),
+                None => "switch.queue".to_string(),
+            };
+            let q = q.as_ref().map_or(&file.switch.queue, |t| &t.queue);
+            ranges::check_queue_fits(&key, q, &protos, &protocols)?;
         }
         let env = workloads::WorkloadEnv {
             hosts: topology.hosts(),
@@ -277,9 +332,65 @@ impl Scenario {
         })
     }
 
-    /// The resolved scenario as JSON, for the manifest.
+    /// The resolved scenario as JSON, for the manifest: the file after
+    /// `--set`, with every default that applies written out (link tiers,
+    /// port disciplines' capacities, the watchdog, trace settings). Keys
+    /// that have no value are left out rather than written as `null`: no
+    /// `stop_us` (run until done), no `name`, filters that keep everything,
+    /// CBR's `rate_gbps` (each source's NIC rate). A pure function of the
+    /// scenario (sweeps compare it with a manifest's).
     pub fn resolved_json(&self) -> serde_json::Value {
-        serde_json::to_value(&self.file).unwrap_or(serde_json::Value::Null)
+        let mut file = self.file.clone();
+        topology::resolve_defaults(&mut file.topology);
+        file.run.watchdog_s.get_or_insert(DEFAULT_WATCHDOG_S);
+        let env = &self.queues.env;
+        file.host.queue = file.host.queue.resolved(env);
+        file.switch.queue = file.switch.queue.resolved(env);
+        for t in [
+            &mut file.switch.tor,
+            &mut file.switch.agg,
+            &mut file.switch.core,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            t.queue = t.queue.resolved(env);
+        }
+        let mut v = serde_json::to_value(&file).unwrap_or(serde_json::Value::Null);
+        let trace = &mut v["trace"];
+        let spec = crate::trace::spec::DEFAULT_MAX_ROWS;
+        for (part, key, default) in [
+            ("packets", "start_us", serde_json::json!(0.0)),
+            ("packets", "sample", serde_json::json!(1.0)),
+            ("packets", "max_rows", serde_json::json!(spec)),
+            (
+                "queues",
+                "interval_us",
+                serde_json::json!(crate::trace::spec::DEFAULT_INTERVAL_US),
+            ),
+            ("queues", "format", serde_json::json!("parquet")),
+        ] {
+            if let Some(t) = trace.get_mut(part).and_then(|t| t.as_object_mut()) {
+                let slot = t.entry(key).or_insert(serde_json::Value::Null);
+                if slot.is_null() {
+                    *slot = default;
+                }
+            }
+        }
+        drop_nulls(&mut v);
+        v
+    }
+}
+
+/// Removes `null` members of objects, at every depth.
+fn drop_nulls(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            m.retain(|_, x| !x.is_null());
+            m.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_nulls),
+        _ => {}
     }
 }
 
@@ -593,6 +704,6 @@ mod tests {
         let e = load(BASE, &["protocol.rc3.bucket_rule=bogus"]).unwrap_err();
         assert!(e.to_string().contains("`protocol.rc3.bucket_rule`"), "{e}");
         let e = load(BASE, &["topology.k=-4"]).unwrap_err();
-        assert!(e.to_string().contains("`topology`"), "{e}");
+        assert!(e.to_string().contains("`topology.k`"), "{e}");
     }
 }

@@ -193,6 +193,61 @@ fn build_graph(
     Ok(Topology::Graph(Box::new(Graph::new(&spec, &path)?)))
 }
 
+/// Writes out the defaults of a validated `[topology]`: each link tier's
+/// rate and delay (the topology's `link_gbps` / `latency_ns`), a degraded
+/// link's (the core tier's), a graph's format and Rocketfuel's defaults.
+pub(crate) fn resolve_defaults(t: &mut TopologyFile) {
+    fn fill(t: &mut TierFile, gbps: f64, ns: f64) {
+        t.gbps.get_or_insert(gbps);
+        t.latency_ns.get_or_insert(ns);
+    }
+    match t {
+        TopologyFile::Fattree {
+            link_gbps,
+            latency_ns,
+            host_link,
+            tor_link,
+            core_link,
+            degraded_links,
+            ..
+        } => {
+            for tier in [&mut *host_link, &mut *tor_link, &mut *core_link] {
+                fill(tier, *link_gbps, *latency_ns);
+            }
+            let (g, ns) = (core_link.gbps, core_link.latency_ns);
+            for d in degraded_links {
+                d.gbps = d.gbps.or(g);
+                d.latency_ns = d.latency_ns.or(ns);
+            }
+        }
+        TopologyFile::Leafspine {
+            link_gbps,
+            latency_ns,
+            host_link,
+            uplink,
+            ..
+        } => {
+            fill(host_link, *link_gbps, *latency_ns);
+            fill(uplink, *link_gbps, *latency_ns);
+        }
+        TopologyFile::Graph {
+            format,
+            hosts_per_switch,
+            link_gbps,
+            latency_ns,
+            host_link,
+            ..
+        } => {
+            if format.get_or_insert_with(|| "psim".into()) == "rocketfuel" {
+                hosts_per_switch.get_or_insert(1);
+                let g = *link_gbps.get_or_insert_with(default_gbps);
+                let ns = *latency_ns.get_or_insert_with(default_latency_ns);
+                fill(host_link.get_or_insert_with(TierFile::default), g, ns);
+            }
+        }
+    }
+}
+
 /// Validates `[topology]` and builds the network; `base` is the scenario's
 /// directory, against which a graph's file name is resolved.
 pub(crate) fn build_topology(t: &TopologyFile, base: &Path) -> Result<Topology, ConfigError> {

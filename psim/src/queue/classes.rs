@@ -164,6 +164,19 @@ impl DisciplineConfig for ClassesConfig {
             .iter()
             .find_map(QueueConfig::ecn_threshold_packets)
     }
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        match self.scheduler {
+            Scheduler::Drr => {
+                c.quantum_bytes
+                    .get_or_insert(env.mtu as u64 + HEADER_BYTES as u64);
+            }
+            Scheduler::Wrr if c.weights.is_empty() => c.weights = vec![1; c.class.len()],
+            _ => {}
+        }
+        c.class = self.class.iter().map(|q| q.resolved(env)).collect();
+        c
+    }
     /// By priority, over classes that each keep order: one priority's
     /// packets share a class, so their order is kept.
     fn keeps_priority_order(&self) -> bool {

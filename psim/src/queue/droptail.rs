@@ -43,6 +43,11 @@ impl DisciplineConfig for DropTailConfig {
     fn build(&self, _env: &QueueEnv) -> DropTail {
         DropTail::new(self.cap("").expect("validated"))
     }
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        super::resolve_capacity(&mut c.queue_packets, c.queue_bytes, DEFAULT_QUEUE_PACKETS);
+        c
+    }
     /// A FIFO: order kept, drops only at enqueue.
     fn keeps_priority_order(&self) -> bool {
         true

@@ -266,6 +266,23 @@ pub trait DisciplineConfig {
     fn keeps_priority_order(&self) -> bool {
         false
     }
+    /// The table with every default that `build` would apply written out,
+    /// for the manifest's resolved `config`. Default: as given (the
+    /// discipline's defaults are in its file's table).
+    fn resolved(&self, _env: &QueueEnv) -> Self
+    where
+        Self: Sized + Clone,
+    {
+        self.clone()
+    }
+}
+
+/// Writes out the default packet capacity of a table with `queue_packets`
+/// / `queue_bytes` when neither is given.
+pub(crate) fn resolve_capacity(packets: &mut Option<u32>, bytes: Option<u64>, default: u32) {
+    if bytes.is_none() {
+        packets.get_or_insert(default);
+    }
 }
 
 /// Generates from one list: [`Queue`] (one variant per registered
@@ -332,6 +349,10 @@ macro_rules! disciplines {
             /// Whether it can ever mark a packet CE.
             pub fn marks_ecn(&self) -> bool {
                 match self { $( QueueConfig::$variant(c) => c.marks_ecn(), )* }
+            }
+            /// The table with its defaults written out (the manifest's `config`).
+            pub fn resolved(&self, env: &QueueEnv) -> QueueConfig {
+                match self { $( QueueConfig::$variant(c) => QueueConfig::$variant(c.resolved(env)), )* }
             }
             /// Whether it keeps each priority's data in order (PFC needs it).
             pub fn keeps_priority_order(&self) -> bool {
@@ -455,6 +476,15 @@ impl DisciplineConfig for CapacityConfig {
     }
     fn build(&self, _env: &QueueEnv) -> Capacity {
         self.cap("").expect("validated")
+    }
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        resolve_capacity(
+            &mut c.queue_packets,
+            c.queue_bytes,
+            droptail::DEFAULT_QUEUE_PACKETS,
+        );
+        c
     }
 }
 

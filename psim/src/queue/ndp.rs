@@ -167,6 +167,14 @@ impl DisciplineConfig for NdpConfig {
             .with_return_to_sender(self.return_to_sender)
             .with_wrr_headers(self.wrr_headers)
     }
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        super::resolve_capacity(&mut c.queue_packets, c.queue_bytes, DEFAULT_DATA_PACKETS);
+        let data = self.data_cap("").expect("validated");
+        c.header_bytes
+            .get_or_insert(NdpQueue::header_bytes_for(data, env.mtu));
+        c
+    }
 }
 
 /// Event counters of one NDP port.

@@ -57,6 +57,13 @@ impl DisciplineConfig for PriorityConfig {
         };
         PriorityQueue::new(self.cap("").expect("validated")).with_ecn_threshold(k)
     }
+    /// The threshold written out as built: the switches' K, or 0 (off).
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        super::resolve_capacity(&mut c.queue_packets, c.queue_bytes, DEFAULT_QUEUE_PACKETS);
+        c.ecn_threshold.get_or_insert(env.switch_k.unwrap_or(0));
+        c
+    }
     /// Control before data; data (the only packets PFC charges) in order.
     fn keeps_priority_order(&self) -> bool {
         true

@@ -97,6 +97,15 @@ impl DisciplineConfig for EcnConfig {
         q.mark_at = self.mark_at;
         q
     }
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        super::resolve_capacity(
+            &mut c.queue_packets,
+            c.queue_bytes,
+            DEFAULT_ECN_QUEUE_PACKETS,
+        );
+        c
+    }
     fn ecn_threshold_packets(&self) -> Option<u32> {
         self.queue_bytes
             .is_none()
@@ -180,6 +189,15 @@ impl DisciplineConfig for RedConfig {
         RedQueue::new(cap, marking, self.red_ecn)
     }
     /// A FIFO: order kept, drops only at enqueue.
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        super::resolve_capacity(
+            &mut c.queue_packets,
+            c.queue_bytes,
+            DEFAULT_ECN_QUEUE_PACKETS,
+        );
+        c
+    }
     fn keeps_priority_order(&self) -> bool {
         true
     }

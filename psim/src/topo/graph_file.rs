@@ -153,8 +153,16 @@ pub fn parse_rate(s: &str) -> Result<u64, String> {
         }
     };
     let bps = (v * scale).round();
-    if bps < 1.0 {
-        return Err(format!("rate {s:?}: a link rate must be positive"));
+    if !bps.is_finite() || bps < 1.0 {
+        return Err(format!(
+            "rate {s:?}: a link rate must be positive and finite"
+        ));
+    }
+    if bps > crate::config::MAX_LINK_GBPS * 1e9 {
+        return Err(format!(
+            "rate {s:?}: at most {} Gb/s (docs/ranges.md)",
+            crate::config::MAX_LINK_GBPS
+        ));
     }
     Ok(bps as u64)
 }
@@ -171,7 +179,12 @@ pub fn parse_delay(s: &str) -> Result<u64, String> {
         "ps" => 1.0,
         _ => return Err(format!("delay {s:?}: unit must be s, ms, us, ns or ps")),
     };
-    Ok((v * scale).round() as u64)
+    let ps = (v * scale).round();
+    // Checked, never saturated: the same 1 s ceiling as a scenario's latency_ns.
+    if !(0.0..=crate::config::MAX_LINK_DELAY_PS as f64).contains(&ps) {
+        return Err(format!("delay {s:?}: must be 0 to 1 s (docs/ranges.md)"));
+    }
+    Ok(ps as u64)
 }
 
 /// A routing weight (positive, at most 10^9), in 1/[`WEIGHT_SCALE`] units.
@@ -461,6 +474,11 @@ mod tests {
         assert_eq!(parse_delay("1.5us"), Ok(1_500_000));
         assert_eq!(parse_delay("0ns"), Ok(0));
         assert!(parse_rate("10").is_err());
+        assert!(parse_rate("infGbps").is_err());
+        assert!(parse_rate("20Tbps").is_err());
+        assert!(parse_delay("1e18s").is_err());
+        assert!(parse_delay("-5ms").is_err());
+        assert_eq!(parse_delay("1s"), Ok(1_000_000_000_000));
         assert!(parse_rate("10Gb").is_err());
         assert!(parse_delay("3 furlongs").is_err());
     }

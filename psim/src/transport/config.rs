@@ -3,7 +3,7 @@
 //! `deny_unknown_fields`, defaults in its `Default`) and its `validate`.
 
 use crate::config::ConfigError;
-use crate::units::us_to_ps;
+use crate::units::{us_to_ps, PS_PER_US};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A duration written in µs in scenario files and held in ps, converted once
@@ -33,12 +33,14 @@ impl Micros {
         }
     }
 
-    /// Checks that the duration at `key` is positive (and not NaN, nor below 1 ps).
+    /// Checks that the duration at `key` is positive (and not NaN, nor below
+    /// 1 ps) and converts to picoseconds without saturating (at most
+    /// [`crate::config::MAX_TIME_PS`]).
     pub fn positive(self, key: &str) -> Result<u64, ConfigError> {
         if self.us.is_nan() || self.us <= 0.0 || self.ps == 0 {
             return Err(bad(key, self.us, "must be positive"));
         }
-        Ok(self.ps)
+        crate::config::time_ps(key, self.us, PS_PER_US, crate::config::MAX_TIME_PS)
     }
 }
 
