@@ -195,6 +195,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
             ExitCode::FAILURE
@@ -502,11 +503,29 @@ fn run(a: RunArgs) -> Result<()> {
         Ok(())
     })();
     if ranks > 1 {
-        // Every rank reports its own failure, named by rank.
-        return result.map_err(|e| anyhow::anyhow!("rank {rank}/{ranks}: {}", one_line(&e)));
+        if let Err(e) = &result {
+            // Every rank reports its own failure, named by rank, at once: mpirun
+            // aborts the job when the first rank exits, so wait a moment for the
+            // others, which usually fail the same way, to say so too.
+            eprintln!("error: rank {rank}/{ranks}: {}", one_line(e));
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            return Err(Reported.into());
+        }
     }
     result
 }
+
+/// An error this process has already printed (an MPI rank's own line).
+#[derive(Debug)]
+struct Reported;
+
+impl std::fmt::Display for Reported {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("reported above")
+    }
+}
+
+impl std::error::Error for Reported {}
 
 fn check(a: ScenarioArgs) -> Result<()> {
     let (scn, opts) = load(&a)?;
