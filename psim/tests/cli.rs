@@ -10,18 +10,12 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::{text, CBR_K4};
+
 /// A small k = 4 FatTree (16 hosts) with a CBR permutation: runs in well
 /// under a second even in a debug build.
-const BASE: &str = r#"seed = 1
-stop_us = 50
-[topology]
-kind = "fattree"
-k = 4
-[[traffic]]
-protocol = "cbr"
-pattern = "permutation"
-size_bytes = 20000
-"#;
+const BASE: &str = CBR_K4;
 
 /// A scratch directory holding scenario files and outputs of one test.
 struct Scratch {
@@ -59,10 +53,6 @@ where
         .env_remove("RUST_BACKTRACE")
         .output()
         .expect("start psim")
-}
-
-fn text(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(bytes).into_owned()
 }
 
 /// Asserts a clean failure and returns the single error line.

@@ -8,38 +8,20 @@ use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+mod common;
+use common::{psim, text, CBR_K4};
+
 /// A k = 4 FatTree, 16 CBR flows, with a packet trace, over 2 shards: four
 /// parts (flows and packets, one each per shard), every one checked.
-const BASE: &str = r#"seed = 1
-stop_us = 50
-[topology]
-kind = "fattree"
-k = 4
-[[traffic]]
-protocol = "cbr"
-pattern = "permutation"
-size_bytes = 20000
-[trace.packets]
-enabled = true
-"#;
-
-fn psim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_psim"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("start psim")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
+fn base() -> String {
+    format!("{CBR_K4}[trace.packets]\nenabled = true\n")
 }
 
 /// A finished run in a fresh scratch directory.
 fn good_run() -> (tempfile::TempDir, PathBuf) {
     let t = tempfile::tempdir().unwrap();
     let f = t.path().join("s.toml");
-    fs::write(&f, BASE).unwrap();
+    fs::write(&f, base()).unwrap();
     let out = t.path().join("out");
     let o = psim(&[
         "run",

@@ -5,23 +5,15 @@
 use std::fs;
 use std::process::Command;
 
-const SCENARIO: &str = r#"seed = 1
-stop_us = 50
-[topology]
-kind = "fattree"
-k = 4
-[[traffic]]
-protocol = "cbr"
-pattern = "permutation"
-size_bytes = 20000
-"#;
+mod common;
+use common::CBR_K4;
 
 /// Runs the scenario with stderr on a pipe; returns stderr and the flow
 /// table's parts, concatenated.
 fn run(extra: &[&str], every: &str) -> (String, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
     let scn = dir.path().join("s.toml");
-    fs::write(&scn, SCENARIO).unwrap();
+    fs::write(&scn, CBR_K4).unwrap();
     let out = dir.path().join("out");
     let o = Command::new(env!("CARGO_BIN_EXE_psim"))
         .arg("run")
@@ -73,7 +65,7 @@ fn a_pipe_gets_progress_lines_and_quiet_none_and_the_outputs_do_not_change() {
 fn a_bad_interval_is_a_one_line_error() {
     let dir = tempfile::tempdir().unwrap();
     let scn = dir.path().join("s.toml");
-    fs::write(&scn, SCENARIO).unwrap();
+    fs::write(&scn, CBR_K4).unwrap();
     let o = Command::new(env!("CARGO_BIN_EXE_psim"))
         .arg("run")
         .arg(&scn)

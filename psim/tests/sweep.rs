@@ -6,6 +6,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+use common::{psim, text};
+
 /// The incast scenario shipped in `scenarios/small/` (16 hosts, runs in a
 /// fraction of a second).
 fn base_scenario() -> PathBuf {
@@ -31,18 +34,6 @@ const TASKS: [(&str, u64, u64); 4] = [
     ("protocol.ndp.iw_packets=23,traffic.0.senders=4", 4, 23),
     ("protocol.ndp.iw_packets=23,traffic.0.senders=8", 8, 23),
 ];
-
-fn psim(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_psim"))
-        .args(args)
-        .env_remove("RUST_BACKTRACE")
-        .output()
-        .expect("start psim")
-}
-
-fn text(b: &[u8]) -> String {
-    String::from_utf8_lossy(b).into_owned()
-}
 
 fn assert_ok(out: &Output) -> String {
     assert!(

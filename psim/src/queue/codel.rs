@@ -286,6 +286,13 @@ impl CodelConfig {
 
 impl DisciplineConfig for CodelConfig {
     type Queue = CodelQueue;
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c
+    }
     fn marks_ecn(&self) -> bool {
         self.ecn
     }

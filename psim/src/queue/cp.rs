@@ -57,6 +57,16 @@ impl CpConfig {
 
 impl DisciplineConfig for CpConfig {
     type Queue = CpQueue;
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(threshold) = self.threshold("") {
+            super::write_capacity(threshold, &mut c.queue_packets, &mut c.queue_bytes);
+            if let Capacity::Bytes(b) = CpQueue::default_capacity(threshold, env.mtu) {
+                c.capacity_bytes.get_or_insert(b);
+            }
+        }
+        c
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.threshold(key)?;
         if self.capacity_bytes == Some(0) {

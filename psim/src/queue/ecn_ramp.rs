@@ -90,6 +90,13 @@ impl EcnRampConfig {
 
 impl DisciplineConfig for EcnRampConfig {
     type Queue = EcnRampQueue;
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c
+    }
     fn marks_ecn(&self) -> bool {
         true
     }

@@ -133,6 +133,17 @@ pub(super) fn quantum(env: &QueueEnv, quantum: Option<u64>) -> u64 {
 
 impl DisciplineConfig for FqConfig {
     type Queue = FqQueue;
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c.buckets.get_or_insert(DEFAULT_BUCKETS);
+        if self.scheduler != FqScheduler::Stfq {
+            c.quantum_bytes = Some(quantum(env, self.quantum_bytes));
+        }
+        c
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.cap(key)?;
         if self.scheduler == FqScheduler::Stfq && self.quantum_bytes.is_some() {

@@ -108,6 +108,15 @@ impl FqCodelConfig {
 
 impl DisciplineConfig for FqCodelConfig {
     type Queue = FqCodelQueue;
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c.buckets.get_or_insert(DEFAULT_BUCKETS);
+        c.quantum_bytes = Some(quantum(env, self.quantum_bytes));
+        c
+    }
     fn marks_ecn(&self) -> bool {
         self.ecn
     }

@@ -110,6 +110,13 @@ pub(crate) fn ups_capacity(
 
 impl DisciplineConfig for LstfConfig {
     type Queue = LstfQueue;
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = ups_capacity("", self.queue_packets, self.queue_bytes) {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         ups_capacity(key, self.queue_packets, self.queue_bytes).map(drop)
     }

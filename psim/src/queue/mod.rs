@@ -277,6 +277,14 @@ pub trait DisciplineConfig {
     }
 }
 
+/// Writes out the capacity a table resolved to (`cap`), in its own unit.
+pub(crate) fn write_capacity(cap: Capacity, packets: &mut Option<u32>, bytes: &mut Option<u64>) {
+    match cap {
+        Capacity::Packets(n) => *packets = Some(n),
+        Capacity::Bytes(b) => *bytes = Some(b),
+    }
+}
+
 /// Writes out the default packet capacity of a table with `queue_packets`
 /// / `queue_bytes` when neither is given.
 pub(crate) fn resolve_capacity(packets: &mut Option<u32>, bytes: Option<u64>, default: u32) {
@@ -531,6 +539,33 @@ mod tests {
     /// Every registered discipline, from its defaults, on every switch port
     /// and every NIC of a small NDP and DCTCP incast: nothing registered is
     /// half-wired, and `kind = "<name>"` alone gives the `Default` config.
+    /// The manifest's `config` writes each discipline's defaults out: the
+    /// resolved table is stable, still valid, and names its capacity.
+    #[test]
+    fn every_resolved_discipline_is_stable_valid_and_names_its_capacity() {
+        let env = QueueEnv {
+            mtu: 9000,
+            switch_k: None,
+            switch: None,
+            seed: 0,
+        };
+        for cfg in every_default() {
+            let name = cfg.name();
+            let r = cfg.resolved(&env);
+            assert_eq!(r.resolved(&env), r, "{name}");
+            r.validate("switch.queue")
+                .unwrap_or_else(|e| panic!("{name}: {e}"));
+            let table = toml::to_string(&r).unwrap();
+            assert_eq!(toml::from_str::<QueueConfig>(&table).unwrap(), r, "{name}");
+            if name != "classes" {
+                assert!(
+                    table.contains("queue_packets") || table.contains("queue_bytes"),
+                    "{name}: {table}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn every_registered_discipline_runs_from_its_defaults() {
         let all = every_default();

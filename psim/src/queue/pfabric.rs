@@ -81,6 +81,13 @@ impl PfabricConfig {
 
 impl DisciplineConfig for PfabricConfig {
     type Queue = PfabricQueue;
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         if self.queue_packets == Some(1) {
             // Kept strictly below 1 packet, it would hold nothing.

@@ -70,6 +70,13 @@ pub fn ignores_priorities(seed: u64, switch: u32, f: f64) -> bool {
 
 impl DisciplineConfig for PrioDropConfig {
     type Queue = PrioDropQueue;
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         let f = self.ignore_priorities_fraction;
         if !(0.0..=1.0).contains(&f) {

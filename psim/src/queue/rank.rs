@@ -55,6 +55,13 @@ impl RankConfig {
 
 impl DisciplineConfig for RankConfig {
     type Queue = RankQueue;
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        if let Ok(cap) = self.cap("") {
+            super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
+        }
+        c
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.cap(key).map(drop)
     }
