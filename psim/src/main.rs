@@ -415,15 +415,23 @@ const THREADS_PER_CORE: u32 = 4;
 /// Checks `threads` before any thread exists: at most the larger of
 /// [`THREADS_PER_CORE`] x `cores` and the shard count the user gave
 /// (`given_shards`; a thread per shard is how a determinism check runs).
-fn check_threads(threads: u32, shards: u32, given_shards: Option<u32>, cores: u32) -> Result<()> {
+/// `name` is how the user gave the thread count (`--threads 8` or
+/// `run.threads = 8`), for the message.
+fn check_threads(
+    threads: u32,
+    shards: u32,
+    given_shards: Option<u32>,
+    cores: u32,
+    name: &str,
+) -> Result<()> {
     if threads == 0 || shards == 0 {
-        bail!("--threads and --shards must be at least 1");
+        bail!("--threads and --shards (run.threads, run.shards) must be at least 1");
     }
     let per_core = THREADS_PER_CORE.saturating_mul(cores.max(1));
     let cap = per_core.max(given_shards.unwrap_or(0));
     if threads > cap {
         bail!(
-            "--threads {threads}: at most {cap} (the larger of {THREADS_PER_CORE} x {cores} cores and the shard count); more threads only contend"
+            "{name}: at most {cap} (the larger of {THREADS_PER_CORE} x {cores} cores and the shard count); more threads only contend"
         );
     }
     Ok(())
@@ -442,14 +450,22 @@ fn load(a: &ScenarioArgs) -> Result<(Scenario, SimOptions)> {
     let threads = a.threads.or(scn.file.run.threads).unwrap_or(cores);
     let given_shards = a.shards.or(scn.file.run.shards);
     let shards = given_shards.unwrap_or(threads);
-    check_threads(threads, shards, given_shards, cores)?;
+    let name = match a.threads {
+        Some(t) => format!("--threads {t}"),
+        None => format!("run.threads = {threads}"),
+    };
+    check_threads(threads, shards, given_shards, cores, &name)?;
     let entities = scn.topology.entities();
     if given_shards.is_some_and(|s| s > entities) {
         // Every shard holds at least one host or switch; the engine's
         // per-shard state grows with the shard count (100000 shards of a
         // 36-node FatTree took 23 GB).
+        let name = match a.shards {
+            Some(s) => format!("--shards {s}"),
+            None => format!("run.shards = {shards}"),
+        };
         bail!(
-            "--shards {shards}: at most {entities}, the number of hosts and switches ({})",
+            "{name}: at most {entities}, the number of hosts and switches ({})",
             scn.topology.describe()
         );
     }

@@ -251,6 +251,9 @@ fn too_many_threads_or_shards_are_refused_before_any_thread_starts() {
         "--shards 100000: at most 36",
     );
     small(&ran);
+    // Given in the file, the message names the file's key.
+    let file = format!("{BASE}[run]\nthreads = 100000\n");
+    small(&rejected(&file, &[], "run.threads = 100000: at most"));
 }
 
 #[test]

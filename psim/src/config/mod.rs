@@ -345,6 +345,11 @@ impl Scenario {
         file.run.watchdog_s.get_or_insert(DEFAULT_WATCHDOG_S);
         let env = &self.queues.env;
         file.host.queue = file.host.queue.resolved(env);
+        file.switch.pfc = file.switch.pfc.resolved();
+        file.protocol.dcqcn = file.protocol.dcqcn.resolved();
+        if let (Some(t), Some(p)) = (file.switch.tofino.as_mut(), &self.queues.tofino) {
+            t.meter_burst_bytes = Some(p.burst_bytes);
+        }
         file.switch.queue = file.switch.queue.resolved(env);
         for t in [
             &mut file.switch.tor,
@@ -705,5 +710,32 @@ mod tests {
         assert!(e.to_string().contains("`protocol.rc3.bucket_rule`"), "{e}");
         let e = load(BASE, &["topology.k=-4"]).unwrap_err();
         assert!(e.to_string().contains("`topology.k`"), "{e}");
+    }
+
+    /// The manifest's `config` writes out defaults that depend on other
+    /// settings: PFC's static X-OFF (buffer − headroom = 240 000 − 20 000,
+    /// docs/pfc.md), CoDel's MTU guard (NDP's 9000 B payload + 64 B header),
+    /// and firmware-style DCQCN's constants (docs/rdma.md: T = 300 µs, F = 1);
+    /// the rate steps, which scale with each NIC, stay out.
+    #[test]
+    fn resolved_config_writes_out_dependent_defaults() {
+        let text = "[topology]\nkind = \"fattree\"\nk = 4\n\
+                    [switch.queue]\nkind = \"ecn_ramp\"\n[switch.pfc]\nenabled = true\n\
+                    [[traffic]]\nprotocol = \"dcqcn\"\npattern = \"incast\"\nreceiver = 0\nsenders = 2\nsize_bytes = 10000\n";
+        let v = load(text, &[]).unwrap().resolved_json();
+        assert_eq!(v["switch"]["pfc"]["xoff_bytes"], 220_000);
+        let codel = load(
+            text,
+            &[
+                "switch.pfc.enabled=false",
+                "switch.core.queue.kind=\"codel\"",
+            ],
+        );
+        let v2 = codel.unwrap().resolved_json();
+        assert_eq!(v2["switch"]["core"]["queue"]["mtu_bytes"], 9064);
+        let d = &v["protocol"]["dcqcn"];
+        assert_eq!(d["rate_timer_us"], 300.0);
+        assert_eq!(d["fast_recovery_stages"], 1);
+        assert!(d.get("rate_ai_mbps").is_none(), "{d}");
     }
 }

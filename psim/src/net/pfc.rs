@@ -118,6 +118,17 @@ impl Default for PfcConfig {
 }
 
 impl PfcConfig {
+    /// The table with its defaults written out (the manifest's `config`):
+    /// the static X-OFF when the threshold is static. An absent
+    /// `pause_time_us` stays absent: it means untimed pauses, not a default.
+    pub fn resolved(&self) -> Self {
+        let mut c = self.clone();
+        if c.threshold == Threshold::Static {
+            c.xoff_bytes = Some(self.xoff());
+        }
+        c
+    }
+
     /// Static X-OFF, bytes.
     pub fn xoff(&self) -> u64 {
         self.xoff_bytes

@@ -286,11 +286,12 @@ impl CodelConfig {
 
 impl DisciplineConfig for CodelConfig {
     type Queue = CodelQueue;
-    fn resolved(&self, _env: &QueueEnv) -> Self {
+    fn resolved(&self, env: &QueueEnv) -> Self {
         let mut c = self.clone();
         if let Ok(cap) = self.cap("") {
             super::write_capacity(cap, &mut c.queue_packets, &mut c.queue_bytes);
         }
+        c.mtu_bytes = Some(params(env, c.target_us, c.interval_us, c.mtu_bytes, c.ecn).mtu);
         c
     }
     fn marks_ecn(&self) -> bool {

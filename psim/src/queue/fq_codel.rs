@@ -115,6 +115,8 @@ impl DisciplineConfig for FqCodelConfig {
         }
         c.buckets.get_or_insert(DEFAULT_BUCKETS);
         c.quantum_bytes = Some(quantum(env, self.quantum_bytes));
+        let p = codel::params(env, c.target_us, c.interval_us, c.mtu_bytes, c.ecn);
+        c.mtu_bytes = Some(p.mtu);
         c
     }
     fn marks_ecn(&self) -> bool {

@@ -210,12 +210,40 @@ impl DcqcnParams {
         Ok(())
     }
 
-    /// The constants for a NIC of `line_bps`.
-    pub fn resolve(&self, line_bps: u64) -> DcqcnConfig {
+    /// The section with the style's defaults written out (the manifest's
+    /// `config`, and [`Self::resolve`]). R_AI and R_HAI stay unset when not
+    /// given: their default scales with each NIC's rate.
+    pub fn resolved(&self) -> Self {
         let fw = self.style == Style::Firmware;
         let us = |v: Option<Micros>, fw_us: u64, paper_us: u64| {
-            v.map_or(if fw { fw_us } else { paper_us } * 1_000_000, |m| m.ps)
+            Some(v.unwrap_or(Micros::from_ps(
+                if fw { fw_us } else { paper_us } * 1_000_000,
+            )))
         };
+        DcqcnParams {
+            g: Some(self.g.unwrap_or(1.0 / 256.0)),
+            alpha_timer: us(self.alpha_timer, 1, 55),
+            decrease_period: us(self.decrease_period, 4, 4),
+            rate_timer: us(self.rate_timer, 300, 55),
+            byte_counter_bytes: Some(self.byte_counter_bytes.unwrap_or(if fw {
+                0
+            } else {
+                10_000_000
+            })),
+            fast_recovery_stages: Some(self.fast_recovery_stages.unwrap_or(if fw { 1 } else { 5 })),
+            min_rate_mbps: Some(self.min_rate_mbps.unwrap_or(100.0)),
+            initial_alpha: Some(self.initial_alpha.unwrap_or(1.0)),
+            clamp_target: Some(self.clamp_target.unwrap_or(!fw)),
+            rate_on_first_cnp: Some(self.rate_on_first_cnp.unwrap_or(1.0)),
+            ..self.clone()
+        }
+    }
+
+    /// The constants for a NIC of `line_bps`.
+    pub fn resolve(&self, line_bps: u64) -> DcqcnConfig {
+        let r = self.resolved();
+        let fw = self.style == Style::Firmware;
+        let ps = |v: Option<Micros>| v.expect("resolved").ps;
         let gbps = line_bps as f64 / 1e9;
         // Steps scale with the NIC rate (HPCC run.py: 5 and 50 Mb/s per 25 Gb/s;
         // the paper's 40 Mb/s and R3's 200 Mb/s at 40 Gb/s).
@@ -225,23 +253,22 @@ impl DcqcnParams {
             (1.0, 5.0)
         };
         let line = line_bps as f64;
+        let set = "resolved";
         DcqcnConfig {
             style: self.style,
-            g: self.g.unwrap_or(1.0 / 256.0),
-            alpha_timer: us(self.alpha_timer, 1, 55),
-            decrease_period: us(self.decrease_period, 4, 4),
-            rate_timer: us(self.rate_timer, 300, 55),
-            byte_counter: self
-                .byte_counter_bytes
-                .unwrap_or(if fw { 0 } else { 10_000_000 }),
-            f: self.fast_recovery_stages.unwrap_or(if fw { 1 } else { 5 }),
+            g: r.g.expect(set),
+            alpha_timer: ps(r.alpha_timer),
+            decrease_period: ps(r.decrease_period),
+            rate_timer: ps(r.rate_timer),
+            byte_counter: r.byte_counter_bytes.expect(set),
+            f: r.fast_recovery_stages.expect(set),
             r_ai: self.rate_ai_mbps.unwrap_or(ai * gbps) * 1e6,
             r_hai: self.rate_hai_mbps.unwrap_or(hai * gbps) * 1e6,
-            min_rate: (self.min_rate_mbps.unwrap_or(100.0) * 1e6).min(line),
-            initial_alpha: self.initial_alpha.unwrap_or(1.0),
+            min_rate: (r.min_rate_mbps.expect(set) * 1e6).min(line),
+            initial_alpha: r.initial_alpha.expect(set),
             alpha_first: self.alpha_first,
-            clamp_target: self.clamp_target.unwrap_or(!fw),
-            rate_on_first_cnp: self.rate_on_first_cnp.unwrap_or(1.0),
+            clamp_target: r.clamp_target.expect(set),
+            rate_on_first_cnp: r.rate_on_first_cnp.expect(set),
             line,
         }
     }
