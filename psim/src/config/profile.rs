@@ -28,9 +28,6 @@
 
 use super::error::{bad, ConfigError};
 
-/// The profiles psim knows.
-pub const PROFILES: &[&str] = &["htsim"];
-
 /// htsim's protocol keys: (section, key, value).
 const HTSIM_PROTOCOL: &[(&str, &str, Value)] = &[
     ("ndp", "pull_rate", Value::Float(0.99)),

@@ -256,6 +256,13 @@ impl RedQueue {
         }
     }
 
+    /// Sets CE on `pkt`, counts it and reports it.
+    fn mark(&mut self, pkt: &mut Packet, cx: &mut QueueCtx<'_>) {
+        pkt.flags |= flags::ECN_CE;
+        self.marked += 1;
+        cx.marked(pkt);
+    }
+
     fn signal(&mut self, cx: &mut QueueCtx<'_>) -> bool {
         let occ = self.fifo.occupancy();
         match self.marking {
@@ -311,9 +318,7 @@ impl Discipline for RedQueue {
         }
         cx.queued(&pkt);
         if mark {
-            pkt.flags |= flags::ECN_CE;
-            self.marked += 1;
-            cx.marked(&pkt);
+            self.mark(&mut pkt, cx);
         }
         let admitted = self.fifo.push(pkt);
         debug_assert!(admitted.is_ok(), "room was checked");
@@ -328,9 +333,7 @@ impl Discipline for RedQueue {
         let over = self.signal(cx);
         let mut pkt = self.fifo.dequeue(cx)?;
         if over && self.ecn && pkt.has(flags::ECT) {
-            pkt.flags |= flags::ECN_CE;
-            self.marked += 1;
-            cx.marked(&pkt);
+            self.mark(&mut pkt, cx);
         }
         Some(pkt)
     }
