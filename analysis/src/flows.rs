@@ -15,7 +15,7 @@ use crate::runs::Run;
 /// [`AnalysisError::Schema`] naming the part. A test pins this list against
 /// `psim::trace::flows_schema()`, so a change to psim's table that breaks the
 /// analysis is caught at build time rather than misread.
-pub const REQUIRED_COLUMNS: [(&str, ArrowDataType); 13] = [
+pub const REQUIRED_COLUMNS: [(&str, ArrowDataType); 14] = [
     ("flow_id", ArrowDataType::UInt64),
     ("src", ArrowDataType::UInt32),
     ("dst", ArrowDataType::UInt32),
@@ -29,6 +29,7 @@ pub const REQUIRED_COLUMNS: [(&str, ArrowDataType); 13] = [
     ("trims", ArrowDataType::UInt64),
     ("bounces", ArrowDataType::UInt64),
     ("timeouts", ArrowDataType::UInt64),
+    ("sender_finish_ps", ArrowDataType::UInt64),
 ];
 
 /// Checks one part: it opens, its Parquet footer decodes, its

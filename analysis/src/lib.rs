@@ -36,7 +36,7 @@ pub use report::{render_markdown, tables, write_csv, Style, Table};
 pub use runs::{differing_params, discover_runs, flatten_config, hosts_and_rate, load_run, Run};
 pub use stats::{
     analyze, analyze_dir, analyze_run, analyze_runs, percentile, BucketStats, Completion, Counters,
-    HostGoodput, Options, Percentiles, Report, RunAnalysis, Utilisation, DEFAULT_BUCKETS,
+    FctBy, HostGoodput, Options, Percentiles, Report, RunAnalysis, Utilisation, DEFAULT_BUCKETS,
     QUANTILES,
 };
 pub use sweep::{load_sweep, TaskStatus};

@@ -33,6 +33,21 @@ pub struct Options {
     /// At most this many points per run in the FCT CDF and the slowdown
     /// scatter kept for plots (evenly spaced by rank / by flow id).
     pub plot_points: usize,
+    /// Which completion time FCTs count from (`--fct`).
+    pub fct: FctBy,
+}
+
+/// The completion an FCT ends at (`docs/outputs.md`, "Two completion times").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FctBy {
+    /// The last byte reached the receiver: `finish_ps`, `fct_ps` (psim's
+    /// definition, the default).
+    #[default]
+    Receiver,
+    /// The sender learned that the last byte was acknowledged:
+    /// `sender_finish_ps`, FCT = `sender_finish_ps - start_ps` (htsim's
+    /// definition). Flows without it (CBR, unacknowledged) are unfinished.
+    Sender,
 }
 
 impl Default for Options {
@@ -41,6 +56,7 @@ impl Default for Options {
             buckets: DEFAULT_BUCKETS.to_vec(),
             allow_incomplete: false,
             plot_points: 5000,
+            fct: FctBy::Receiver,
         }
     }
 }
@@ -362,6 +378,14 @@ fn thin<T: Clone>(v: &[T], n: usize) -> Vec<T> {
 pub fn analyze_run(run: &Run, opts: &Options) -> Result<RunAnalysis> {
     opts.check()?;
     let flows = scan_flows(run)?;
+    let flows = match opts.fct {
+        FctBy::Receiver => flows,
+        // Every query below reads `finish_ps` and `fct_ps`: redefine both.
+        FctBy::Sender => flows.with_columns([
+            col("sender_finish_ps").alias("finish_ps"),
+            (col("sender_finish_ps") - col("start_ps")).alias("fct_ps"),
+        ]),
+    };
     let sim_end_ps = run.manifest.sim_end_ps;
 
     // FCT and slowdown by size bucket, and over all finished flows.

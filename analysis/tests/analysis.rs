@@ -42,6 +42,8 @@ fn rec(
         trims: 0,
         bounces: 0,
         timeouts: 0,
+        // The ACK of the last byte is back 3 µs after it arrived.
+        sender_finish_ps: fct.map(|f| 10 * US + f + 3 * US),
     }
 }
 
@@ -160,6 +162,31 @@ fn percentiles_of_a_hand_made_table_are_linear_interpolation() {
     let last = *r.fct_cdf.last().unwrap();
     assert!(close(Some(last.0), 1000.0) && close(Some(last.1), 1.0));
     assert_eq!(r.slowdown_points.len(), 1000);
+}
+
+/// `--fct sender`: the same flows, each FCT 3 µs longer (its ACK's return),
+/// so every percentile moves by exactly 3 µs and the span by 3 µs too.
+#[test]
+fn fcts_by_the_senders_completion_use_sender_finish_ps() {
+    let t = tempfile::tempdir().unwrap();
+    thousand(t.path());
+    let sender = Options {
+        fct: analysis::FctBy::Sender,
+        ..Options::default()
+    };
+    let rx = analyze_dir(t.path(), &Options::default()).unwrap();
+    let tx = analyze_dir(t.path(), &sender).unwrap();
+    assert!(close(rx.all.fct_us.p50, 500.5) && close(tx.all.fct_us.p50, 503.5));
+    assert!(close(tx.all.fct_us.p99, 993.01) && close(tx.all.fct_us.p999, 1002.001));
+    assert!(
+        close(tx.all.slowdown.p50, 503.5),
+        "slowdown follows the FCT"
+    );
+    assert_eq!((tx.counters.finished, tx.counters.flows), (1000, 1006));
+    assert_eq!(
+        tx.completion.last_finish_ps,
+        rx.completion.last_finish_ps.map(|f| f + 3 * US)
+    );
 }
 
 #[test]
@@ -447,12 +474,13 @@ fn the_columns_read_are_pinned_to_psims_flow_schema() {
             "retransmissions",
             "trims",
             "bounces",
-            "timeouts"
+            "timeouts",
+            "sender_finish_ps"
         ]
     );
     assert_eq!(
         psim::trace::FLOWS_SCHEMA_VERSION,
-        1,
+        2,
         "a new schema version needs the analysis reviewed"
     );
 }
@@ -511,14 +539,14 @@ fn a_schema_mismatch_is_an_error_naming_the_part_and_the_column() {
     thousand(t.path());
     let part = t.path().join("flows/part-00001.parquet");
     for (drop, retype, version, expect) in [
-        (Some("trims"), None, Some("1"), "column `trims` is missing"),
+        (Some("trims"), None, Some("2"), "column `trims` is missing"),
         (
             None,
             Some("fct_ps"),
-            Some("1"),
+            Some("2"),
             "column `fct_ps` is UInt32, expected UInt64",
         ),
-        (None, None, Some("2"), "psim.schema_version is 2"),
+        (None, None, Some("1"), "psim.schema_version is 1"),
         (None, None, None, "psim.schema_version is missing"),
     ] {
         write_odd_part(&part, drop, retype, version);
@@ -532,7 +560,7 @@ fn a_schema_mismatch_is_an_error_naming_the_part_and_the_column() {
         assert!(!e.contains('\n'));
     }
     // An unchanged layout with the right tag reads fine.
-    write_odd_part(&part, None, None, Some("1"));
+    write_odd_part(&part, None, None, Some("2"));
     rerecord(t.path());
     analyze(&[t.path().to_path_buf()], &Options::default()).unwrap();
 }

@@ -1,4 +1,5 @@
-//! `psim-analyze DIR... [--out REPORT_DIR] [--format md|csv] [--buckets E1,E2,...]`
+//! `psim-analyze DIR... [--out REPORT_DIR] [--format md|csv] [--buckets E1,E2,...]
+//! [--fct receiver|sender]`
 //!
 //! Analyses psim output directories (or folders of them, such as a sweep)
 //! and prints a markdown report, or writes CSV tables; with `--out` it also
@@ -9,6 +10,15 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use clap::{Parser, ValueEnum};
+
+/// Which completion an FCT ends at.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Fct {
+    /// The last byte reached the receiver (`finish_ps`).
+    Receiver,
+    /// The sender learned the last byte was acknowledged (`sender_finish_ps`, as htsim).
+    Sender,
+}
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum Format {
@@ -48,6 +58,9 @@ struct Cli {
     /// Do not write plots (with --out).
     #[arg(long)]
     no_plots: bool,
+    /// FCT by the receiver's completion (default) or the sender's.
+    #[arg(long, value_enum, default_value = "receiver")]
+    fct: Fct,
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
@@ -57,6 +70,10 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     let opts = analysis::Options {
         buckets: cli.buckets,
         allow_incomplete: cli.allow_incomplete,
+        fct: match cli.fct {
+            Fct::Receiver => analysis::FctBy::Receiver,
+            Fct::Sender => analysis::FctBy::Sender,
+        },
         ..Default::default()
     };
     let report = analysis::analyze(&cli.dirs, &opts)?;

@@ -785,5 +785,6 @@ fn record(r: SourceRow, sink: Option<&SinkStats>) -> FlowRecord {
         trims: r.stats.trims,
         bounces: r.stats.bounces,
         timeouts: r.stats.timeouts,
+        sender_finish_ps: r.stats.finish_ps,
     }
 }

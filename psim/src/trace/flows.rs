@@ -16,7 +16,7 @@ use super::OutputError;
 /// Version of the flows table layout. Bump it on any change to the columns
 /// (name, type, nullability, order or meaning) so that old readers refuse new
 /// files instead of misreading them.
-pub const FLOWS_SCHEMA_VERSION: u32 = 1;
+pub const FLOWS_SCHEMA_VERSION: u32 = 2;
 
 /// Parquet key/value metadata key holding [`FLOWS_SCHEMA_VERSION`].
 pub const SCHEMA_VERSION_KEY: &str = "psim.schema_version";
@@ -68,6 +68,10 @@ pub struct FlowRecord {
     pub bounces: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// When the sender learned that the last byte was acknowledged, ps;
+    /// None if it had not when the run stopped, and for transports without
+    /// acknowledgements (CBR). `finish_ps` is the receiver's completion.
+    pub sender_finish_ps: Option<u64>,
 }
 
 /// The flows table: columns in [`FlowRecord`] field order, nullable exactly
@@ -95,8 +99,15 @@ pub const FLOWS: Table = Table {
         ("trims", DataType::UInt64),
         ("bounces", DataType::UInt64),
         ("timeouts", DataType::UInt64),
+        ("sender_finish_ps", DataType::UInt64),
     ],
-    nullable: &["size_bytes", "finish_ps", "fct_ps", "ideal_fct_ps"],
+    nullable: &[
+        "size_bytes",
+        "finish_ps",
+        "fct_ps",
+        "ideal_fct_ps",
+        "sender_finish_ps",
+    ],
     version: FLOWS_SCHEMA_VERSION,
 };
 
@@ -159,6 +170,7 @@ fn to_columns(rows: &[&FlowRecord]) -> Vec<ArrayRef> {
         u64s(rows, |r| r.trims),
         u64s(rows, |r| r.bounces),
         u64s(rows, |r| r.timeouts),
+        opt_u64s(rows, |r| r.sender_finish_ps),
     ]
 }
 
@@ -216,6 +228,7 @@ fn append_batch(
     let trims = u64_col(15)?;
     let bounces = u64_col(16)?;
     let timeouts = u64_col(17)?;
+    let sender_finish_ps = u64_col(18)?;
 
     // Nulls in non-null columns were refused by `Table::read_part`.
     let opt = |a: &UInt64Array, row: usize| (!a.is_null(row)).then(|| a.value(row));
@@ -240,6 +253,7 @@ fn append_batch(
             trims: trims.value(row),
             bounces: bounces.value(row),
             timeouts: timeouts.value(row),
+            sender_finish_ps: opt(sender_finish_ps, row),
         });
     }
     Ok(())
@@ -261,7 +275,7 @@ pub fn flows_to_csv(records: &[FlowRecord], w: &mut dyn Write) -> std::io::Resul
     for r in order {
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.flow_id,
             r.src,
             r.dst,
@@ -280,6 +294,7 @@ pub fn flows_to_csv(records: &[FlowRecord], w: &mut dyn Write) -> std::io::Resul
             r.trims,
             r.bounces,
             r.timeouts,
+            opt(r.sender_finish_ps),
         )?;
     }
     Ok(())
@@ -336,6 +351,8 @@ mod tests {
             trims: flow_id % 3,
             bounces: flow_id % 5,
             timeouts: flow_id % 11,
+            sender_finish_ps: (finished && !flow_id.is_multiple_of(2))
+                .then_some(10 * flow_id + 5500),
         }
     }
 
@@ -359,6 +376,7 @@ mod tests {
             trims: 0,
             bounces: u64::MAX,
             timeouts: 0,
+            sender_finish_ps: Some(u64::MAX),
         }
     }
 
@@ -375,7 +393,7 @@ mod tests {
     /// comes with a FLOWS_SCHEMA_VERSION bump and a docs/outputs.md update).
     #[test]
     fn schema_is_pinned() {
-        let expected: [(&str, DataType, bool); 18] = [
+        let expected: [(&str, DataType, bool); 19] = [
             ("flow_id", DataType::UInt64, false),
             ("src", DataType::UInt32, false),
             ("dst", DataType::UInt32, false),
@@ -394,6 +412,7 @@ mod tests {
             ("trims", DataType::UInt64, false),
             ("bounces", DataType::UInt64, false),
             ("timeouts", DataType::UInt64, false),
+            ("sender_finish_ps", DataType::UInt64, true),
         ];
         let schema = flows_schema();
         let got: Vec<(String, DataType, bool)> = schema
@@ -406,7 +425,7 @@ mod tests {
             .map(|(n, t, b)| (n.to_string(), t.clone(), *b))
             .collect();
         assert_eq!(got, want);
-        assert_eq!(FLOWS_SCHEMA_VERSION, 1);
+        assert_eq!(FLOWS_SCHEMA_VERSION, 2);
     }
 
     #[test]
@@ -432,6 +451,9 @@ mod tests {
             .any(|r| r.finish_ps.is_none() && r.fct_ps.is_none()));
         assert!(got.iter().any(|r| r.size_bytes.is_none()));
         assert!(got.iter().any(|r| r.ideal_fct_ps.is_none()));
+        assert!(got
+            .iter()
+            .any(|r| r.finish_ps.is_some() && r.sender_finish_ps.is_none()));
         assert_eq!(got.last().unwrap(), &extreme());
     }
 
@@ -455,7 +477,7 @@ mod tests {
         let kv = b.metadata().file_metadata().key_value_metadata().unwrap();
         assert!(kv
             .iter()
-            .any(|e| e.key == "psim.schema_version" && e.value.as_deref() == Some("1")));
+            .any(|e| e.key == "psim.schema_version" && e.value.as_deref() == Some("2")));
         let col = b.metadata().row_group(0).column(0);
         assert!(matches!(col.compression(), Compression::ZSTD(_)));
     }
@@ -604,7 +626,7 @@ mod tests {
             false,
         )]));
         let cols: Vec<ArrayRef> = vec![Arc::new(arrow::array::Int64Array::from(vec![1i64]))];
-        write_custom(&bad, schema, cols, Some("1"));
+        write_custom(&bad, schema, cols, Some("2"));
         let err = read_flows(t.path()).unwrap_err();
         assert!(matches!(err, OutputError::SchemaMismatch { .. }), "{err:?}");
         assert_names_file(&err, &bad);
@@ -624,7 +646,7 @@ mod tests {
         fields[0] = Field::new("flow_id", DataType::UInt64, true);
         let schema = Arc::new(Schema::new(fields));
         let batch = to_batch(&flows_schema(), &[&rec(1, true)]).unwrap();
-        write_custom(&bad, schema, batch.columns().to_vec(), Some("1"));
+        write_custom(&bad, schema, batch.columns().to_vec(), Some("2"));
         let err = read_flows(t.path()).unwrap_err();
         assert!(matches!(err, OutputError::SchemaMismatch { .. }), "{err:?}");
         assert!(err.to_string().contains("flow_id"), "{err}");
@@ -637,7 +659,7 @@ mod tests {
         fs::create_dir(t.path().join("flows")).unwrap();
         let bad = t.path().join("flows/part-00000.parquet");
         let batch = to_batch(&flows_schema(), &[&rec(1, true)]).unwrap();
-        for version in [Some("2"), None] {
+        for version in [Some("1"), Some("3"), None] {
             write_custom(&bad, flows_schema(), batch.columns().to_vec(), version);
             let err = read_flows(t.path()).unwrap_err();
             assert!(matches!(err, OutputError::SchemaVersion { .. }), "{err:?}");
@@ -666,6 +688,7 @@ mod tests {
             trims: 2,
             bounces: 0,
             timeouts: 0,
+            sender_finish_ps: Some(9_100_000),
         };
         let b = FlowRecord {
             flow_id: 7,
@@ -686,13 +709,14 @@ mod tests {
             trims: 0,
             bounces: 0,
             timeouts: 0,
+            sender_finish_ps: None,
         };
         let mut out = Vec::new();
         flows_to_csv(&[a, b], &mut out).unwrap();
         let expected = "\
-flow_id,src,dst,protocol,priority,size_bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps,bytes_sent,bytes_received,packets_sent,packets_received,retransmissions,trims,bounces,timeouts
-7,0,1,cbr,0,,0,,,,4500,3000,5,3,0,0,0,0
-42,3,17,ndp,1,90000,1000000,8500000,7500000,7200000,94500,90000,21,20,1,2,0,0
+flow_id,src,dst,protocol,priority,size_bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps,bytes_sent,bytes_received,packets_sent,packets_received,retransmissions,trims,bounces,timeouts,sender_finish_ps
+7,0,1,cbr,0,,0,,,,4500,3000,5,3,0,0,0,0,
+42,3,17,ndp,1,90000,1000000,8500000,7500000,7200000,94500,90000,21,20,1,2,0,0,9100000
 ";
         assert_eq!(String::from_utf8(out).unwrap(), expected);
     }

@@ -80,6 +80,22 @@ pub struct SourceStats {
     pub bounces: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// When the sender learned that every byte was acknowledged (the
+    /// flows table's `sender_finish_ps`; each transport's definition is in
+    /// `docs/outputs.md`). Set once, on the acknowledgement that completes
+    /// the flow; None while unacknowledged data remains and for transports
+    /// without acknowledgements (CBR).
+    pub finish_ps: Option<u64>,
+}
+
+impl SourceStats {
+    /// Records the sender's completion at `now`, the first time only.
+    #[inline]
+    pub fn finish(&mut self, now: u64) {
+        if self.finish_ps.is_none() {
+            self.finish_ps = Some(now);
+        }
+    }
 }
 
 /// Receiver-side counters of one flow.
@@ -444,5 +460,28 @@ mod tests {
             assert!(src.ep.source_stats().is_some() && sink.ep.source_stats().is_none());
         }
         assert_eq!(Protocol::from_name("quic"), None);
+    }
+
+    /// On a lossless fixed-delay network the sender completes exactly one
+    /// one-way delay after the receiver: the acknowledgement that completes
+    /// the flow is sent when the last packet arrives. CBR has no
+    /// acknowledgements, so no sender completion; an unfinished flow has none.
+    #[test]
+    fn the_sender_completes_one_ack_trip_after_the_receiver() {
+        use super::testkit::{never, Net};
+        const DELAY: u64 = 7_000_000;
+        for p in Protocol::ALL {
+            let mut n = Net::new(p, &flow(Some(100_000), 4), ProtocolParams::default(), DELAY);
+            n.run(u64::MAX, &mut never, &mut never);
+            let rx = n.finish().unwrap_or_else(|| panic!("{p:?} did not finish"));
+            if p == Protocol::Cbr {
+                assert_eq!(n.sender_finish(), None);
+            } else {
+                assert_eq!(n.sender_finish(), Some(rx + DELAY), "{p:?}");
+            }
+            let mut cut = Net::new(p, &flow(Some(100_000), 4), ProtocolParams::default(), DELAY);
+            cut.run(rx - 1, &mut never, &mut never);
+            assert_eq!(cut.sender_finish(), None, "{p:?} before the last byte");
+        }
     }
 }

@@ -445,6 +445,10 @@ impl Transport for NdpSource {
             PacketKind::Ack => {
                 if let Some(s) = self.settle(pkt.seq) {
                     self.acked += 1;
+                    if self.acked == self.total && self.info.size.is_some() {
+                        // The ACK of the last outstanding packet.
+                        self.stats.finish(cx.now);
+                    }
                     if !s.retx {
                         self.rtt.sample(cx.now - s.at);
                     }

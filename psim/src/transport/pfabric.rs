@@ -278,6 +278,10 @@ impl PfabricSource {
         };
         let more = self.supply.remaining();
         self.sub.on_ack(a, cx.now, &self.tp, None, more);
+        if !more && self.info.size.is_some() && self.sub.all_acked() {
+            // The cumulative ACK covering the last byte.
+            self.stats.finish(cx.now);
+        }
         self.pump(cx);
     }
 

@@ -316,6 +316,11 @@ impl Net {
     pub fn finish(&self) -> Option<u64> {
         self.sink_stats().and_then(|s| s.finish_ps)
     }
+
+    /// When the source learned that the flow was acknowledged.
+    pub fn sender_finish(&self) -> Option<u64> {
+        self.src.ep.source_stats().and_then(|s| s.finish_ps)
+    }
 }
 
 /// A hook that never fires.

@@ -740,6 +740,7 @@ mod tests {
             trims: 2,
             bounces: 0,
             timeouts: 0,
+            sender_finish_ps: None,
         }
     }
 

@@ -170,7 +170,9 @@ impl Transport for PhostSource {
                 self.offer(cx);
             }
             PacketKind::Ack => {
+                // The receiver's completion ACK: every packet arrived.
                 self.acked = true;
+                self.stats.finish(cx.now);
                 self.tokens.clear();
                 self.ctrl_at = None;
                 cx.services.phost.tx.remove(cx.slot);

@@ -241,6 +241,7 @@ impl IrnSource {
         self.n_sacked -= self.sacked.drain(..k).filter(|s| *s).count() as u64;
         self.base.una = e;
         self.base.next_psn = self.base.next_psn.max(e);
+        self.base.note_done(now);
         if self.recovery.is_some_and(|r| e > r) {
             self.recovery = None;
         }

@@ -192,11 +192,19 @@ impl RoceSource {
         let bytes = self.bytes_between(self.una, e);
         self.una = e;
         self.next_psn = self.next_psn.max(e);
+        self.note_done(now);
         self.rto_at = match self.rto {
             Some(r) if self.una < self.high => Some(now + r),
             _ => None,
         };
         bytes
+    }
+
+    /// The sender's completion: the cumulative ACK passed the last PSN.
+    pub(super) fn note_done(&mut self, now: u64) {
+        if self.total.is_some_and(|t| self.una >= t) {
+            self.stats.finish(now);
+        }
     }
 
     /// A CNP: only the rate controller cares.

@@ -434,6 +434,10 @@ impl TcpSource {
         };
         let more_data = self.supply.remaining();
         self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data);
+        if !more_data && self.info.size.is_some() && self.subs.iter().all(Subflow::all_acked) {
+            // The cumulative ACK covering the last byte (on every subflow).
+            self.stats.finish(cx.now);
+        }
         self.pump(cx);
     }
 

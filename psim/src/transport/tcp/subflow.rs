@@ -151,6 +151,11 @@ impl Subflow {
         self.snd_una
     }
 
+    /// Whether everything sent is cumulatively acknowledged.
+    pub(crate) fn all_acked(&self) -> bool {
+        self.snd_una == self.snd_nxt
+    }
+
     /// Bytes SACKed above the cumulative ACK (pFabric's remaining size
     /// subtracts them, `transport/pfabric.rs`).
     pub(crate) fn sacked_bytes(&self) -> u64 {
