@@ -531,3 +531,88 @@ fn v1_unresponsive_cbr_through_the_ndp_switch_keeps_every_flow_near_its_share() 
     assert!(mean > 0.9, "mean share {mean:.2}");
     assert!(share[3] > 0.8 * mean, "worst 10%: {:?}", &share[..4]);
 }
+
+/// Must show 1 of issue 19: with `profile = "htsim"`, one 2 MB NDP flow
+/// across the core of the 432-host FatTree (k = 12, 100 Gb/s, 4000 B
+/// payloads, IW 50, 35-packet queues, 1 µs links) completes exactly at the
+/// closed form below, at the receiver and at the sender. Nothing here is
+/// taken from psim's output; the derivation:
+///
+/// * A data packet is 4000 + 64 B: S = 4064·8 bits at 100 Gb/s = 325.12 ns
+///   per hop; a header (ACK, PULL) h = 64·8 bits = 5.12 ns. Six hops each
+///   way (host, ToR, agg, core, agg, ToR, host), D = 1 µs each.
+/// * The htsim profile paces pulls at one packet with its header at 0.99 of
+///   the link rate: I = round(S / 0.99) = 328.404 ns > S.
+/// * The sender puts its 50-packet first window on the NIC at 0; packet i
+///   leaves the NIC at (i+1)·S as long as each later packet's PULL is back
+///   before the NIC would idle (checked below). Every path has the same six
+///   hops and packets leave S apart, so none waits in the fabric: packet i
+///   arrives at a_i = (i+6)·S + 6·D.
+/// * The receiver ACKs each packet at once. The first ACK carries PULL 1;
+///   its pacer sends PULL k at a_0 + (k−1)·I while requests are pending
+///   (they are: packets arrive every S < I). ACKs and PULLs share the
+///   receiver's NIC, first come first served, h each; beyond it they keep
+///   their spacing (≥ h) on equal-length paths, so each reaches the sender
+///   6·(h + D) after it left the receiver's NIC queue.
+/// * Receiver completion: a_499. Sender completion: ACK 499's arrival, after
+///   any PULL still on the receiver's NIC when it was sent.
+#[test]
+fn lone_flow_under_the_htsim_profile_completes_at_the_closed_form() {
+    const PKTS: u64 = 500; // 2,000,000 B in 4000 B payloads
+    const IW: u64 = 50;
+    let s: u64 = 4064 * 8 * 10; // ps at 100 Gb/s (10 ps per bit)
+    let h: u64 = 64 * 8 * 10;
+    let d: u64 = 1_000_000;
+    let pull = (s as f64 / 0.99).round() as u64;
+    let arrive = |i: u64| (i + 6) * s + 6 * d;
+    let pull_at = |k: u64| arrive(0) + (k - 1) * pull;
+
+    // The receiver's NIC: ACK i at arrive(i) (ACK 0 is PULL 1), PULL k ≥ 2 at
+    // pull_at(k), served in order of emission, h each. (time, is_ack, index).
+    let mut emitted: Vec<(u64, bool, u64)> = (0..PKTS).map(|i| (arrive(i), true, i)).collect();
+    emitted.extend(
+        (2..)
+            .map(|k| (pull_at(k), false, k))
+            .take_while(|&(t, _, _)| t < arrive(PKTS - 1)),
+    );
+    emitted.sort();
+    let mut free = 0u64;
+    let mut ack_left = vec![0; PKTS as usize];
+    let mut pull_left = vec![u64::MAX; PKTS as usize + 1];
+    for &(t, is_ack, i) in &emitted {
+        free = free.max(t) + h;
+        if is_ack {
+            ack_left[i as usize] = free;
+        } else {
+            pull_left[i as usize] = free;
+        }
+    }
+    pull_left[1] = ack_left[0];
+    let back = 6 * (h + d) - h; // from the end of the receiver NIC's serialisation
+                                // The premise: PULL k (which releases packet IW + k − 1) reaches the sender
+                                // before that packet's turn on the back-to-back NIC.
+    for k in 1..=PKTS - IW {
+        assert!(
+            pull_left[k as usize] + back <= (IW + k - 1) * s,
+            "PULL {k} would leave the sender's NIC idle"
+        );
+    }
+    let rx = arrive(PKTS - 1);
+    let tx = ack_left[PKTS as usize - 1] + back;
+    // 170.1856 µs and 176.218136 µs: the last ACK waited 1.816 ns behind PULL 495.
+    assert_eq!((rx, tx), (170_185_600, 176_218_136));
+
+    let text = "seed = 1\nprofile = \"htsim\"\n\
+        [topology]\nkind = \"fattree\"\nk = 12\nlink_gbps = 100\nlatency_ns = 1000\n\
+        [switch.queue]\nkind = \"ndp\"\nqueue_packets = 35\n\
+        [protocol.ndp]\niw_packets = 50\nmtu_bytes = 4000\n\
+        [[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [0]\n\
+        receivers = [431]\nsize_bytes = 2000000\n";
+    let r = run(&scenario(text, &[]), 1, 1);
+    let f = &r.flows[0];
+    assert_eq!((f.src, f.dst, f.start_ps), (0, 431, 0));
+    assert_eq!((f.trims, f.retransmissions, f.bounces), (0, 0, 0));
+    assert_eq!(f.packets_sent, PKTS);
+    assert_eq!(f.finish_ps, Some(rx), "receiver side");
+    assert_eq!(f.sender_finish_ps, Some(tx), "sender side");
+}
