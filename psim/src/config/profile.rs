@@ -11,6 +11,8 @@
 //! | NDP sender | `protocol.ndp.retx_other_path` | true ([P] §3.2) | false: the next path of the permutation | issue 19 (item 5) |
 //! | NDP sender | `protocol.ndp.timeout_resends` | true ([P] §3.2) | false: return-to-sender only | `ndp.cpp`, `RESEND_ON_TIMEOUT` unset (spec A12) |
 //! | NDP switch (`kind = "ndp"`) | `wrr_headers` | 10 ([P] §3.1, A4) | 100000: practically strict priority | `compositequeue.cpp`, the constructor's high:low ratio |
+//! | NDP switch (`kind = "ndp"`) | `count_in_service` | false: waiting packets only | true: the packet on the wire counts against its queue's cap | `compositequeue.cpp`: a packet's bytes leave the queue in `completeService` |
+//! | NDP switch (`kind = "ndp"`) | `header_multiple` | 1.0: the data queue's bytes (A3) | 2.0 | `compositequeue.cpp`, `receivePacket`: headers fit under `2 * _maxsize` |
 //! | DCTCP | `protocol.dctcp.cut_rule` | `"marked_window"` (RFC 8257) | `"every_window"` | `dctcp.cpp`, `receivePacket` |
 //! | DCTCP | `protocol.dctcp.initial_alpha` | 1.0 (RFC 8257 §3.3) | 0.0 | `dctcp.cpp`, the constructor |
 //! | DCTCP switch (`kind = "ecn"`) | `mark_at` | `"enqueue"` (RFC 8257 §3.1) | `"dequeue"` | `ecnqueue.cpp`, `completeService` |
@@ -20,11 +22,11 @@
 //! `kind` (`switch.queue`, the per-tier `switch.<tier>.queue`, and each
 //! `[[switch.queue.class]]`); a kind left to its default is not reached.
 //!
-//! Not yet part of the profile, because psim has no setting for them yet:
-//! completion at the sender (htsim ends a flow at its last ACK), counting
-//! the packet in service against the data queue's cap, a header queue of
-//! twice the data bytes. (htsim's receiver sprays its control packets over a
-//! shuffled path list; so does psim's, `protocol.ndp.control_spray`.)
+//! htsim ends a flow when its last ACK reaches the sender: psim reports that
+//! time in every profile, as the flows table's `sender_finish_ps` (the
+//! receiver's `finish_ps` stays). (htsim's receiver sprays its control
+//! packets over a shuffled path list; so does psim's,
+//! `protocol.ndp.control_spray`.)
 
 use super::error::{bad, ConfigError};
 
@@ -42,6 +44,8 @@ const HTSIM_PROTOCOL: &[(&str, &str, Value)] = &[
 /// htsim's queue keys by discipline kind: (kind, key, value).
 const HTSIM_QUEUE: &[(&str, &str, Value)] = &[
     ("ndp", "wrr_headers", Value::Int(100_000)),
+    ("ndp", "count_in_service", Value::Bool(true)),
+    ("ndp", "header_multiple", Value::Float(2.0)),
     ("ecn", "mark_at", Value::Str("dequeue")),
 ];
 
@@ -178,6 +182,14 @@ mod tests {
         assert_eq!(
             t["switch"]["queue"]["wrr_headers"].as_integer(),
             Some(100_000)
+        );
+        assert_eq!(
+            t["switch"]["queue"]["count_in_service"].as_bool(),
+            Some(true)
+        );
+        assert_eq!(
+            t["switch"]["queue"]["header_multiple"].as_float(),
+            Some(2.0)
         );
         assert_eq!(
             t["switch"]["core"]["queue"]["mark_at"].as_str(),

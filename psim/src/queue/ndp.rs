@@ -74,10 +74,24 @@
 //! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; A5 |
 //! | `trim_arrival_only` | false (true = NetFPGA prototype) | [P] §4 |
 //! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; A7 |
+//! | `count_in_service` | false: only waiting packets count against a queue's cap | psim; htsim (`profile = "htsim"`): true, see below |
+//! | `header_multiple` | 1.0: the header queue holds the data queue's byte budget; above 0, at most 1000 | A3; htsim: 2.0 ([C] `compositequeue.cpp`: headers fit while under `2 * _maxsize`) |
+//!
+//! # Queue accounting (issue 19, item 4)
+//!
+//! With `count_in_service` the packet on the wire still counts against the
+//! cap of the queue it left (data or header) until its last bit is sent
+//! (`now + size / rate`), as htsim's `CompositeQueue` does: it removes a
+//! packet and its bytes only in `completeService` ([C]). A 35-packet data
+//! queue then admits 34 waiting packets while one is in service. Only
+//! admission changes; the reported queue lengths are of waiting packets.
+//! `header_multiple` scales the default header budget (an explicit
+//! `header_bytes` wins).
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
+use crate::units::tx_time_ps;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -107,6 +121,10 @@ pub struct NdpConfig {
     pub return_to_sender: bool,
     /// Headers served per data packet when both queues are backlogged.
     pub wrr_headers: u32,
+    /// Count the packet in service against its queue's cap (htsim).
+    pub count_in_service: bool,
+    /// Default header budget as a multiple of the data queue's bytes.
+    pub header_multiple: f64,
 }
 
 impl Default for NdpConfig {
@@ -118,11 +136,26 @@ impl Default for NdpConfig {
             trim_arrival_only: false,
             return_to_sender: true,
             wrr_headers: DEFAULT_WRR_HEADERS,
+            count_in_service: false,
+            header_multiple: 1.0,
         }
     }
 }
 
 impl NdpConfig {
+    /// The header queue's bytes: `header_bytes`, else `header_multiple`
+    /// times the data queue's budget ([`NdpQueue::header_bytes_for`]).
+    fn header_cap(&self, data: Capacity, mtu: u32) -> u64 {
+        self.header_bytes.unwrap_or_else(|| {
+            let base = NdpQueue::header_bytes_for(data, mtu);
+            if self.header_multiple == 1.0 {
+                base
+            } else {
+                ((base as f64 * self.header_multiple) as u64).max(HEADER_BYTES as u64)
+            }
+        })
+    }
+
     fn data_cap(&self, key: &str) -> Result<Capacity, ConfigError> {
         let default = Capacity::Packets(DEFAULT_DATA_PACKETS);
         capacity(key, self.queue_packets, self.queue_bytes, default)
@@ -155,24 +188,29 @@ impl DisciplineConfig for NdpConfig {
         if self.wrr_headers == 0 {
             return Err(bad(&format!("{key}.wrr_headers"), 0, "must be at least 1"));
         }
+        if !(self.header_multiple > 0.0 && self.header_multiple <= 1000.0) {
+            return Err(bad(
+                &format!("{key}.header_multiple"),
+                self.header_multiple,
+                "must be above 0 and at most 1000",
+            ));
+        }
         Ok(())
     }
     fn build(&self, env: &QueueEnv) -> NdpQueue {
         let data = self.data_cap("").expect("validated");
-        let header = self
-            .header_bytes
-            .unwrap_or_else(|| NdpQueue::header_bytes_for(data, env.mtu));
+        let header = self.header_cap(data, env.mtu);
         NdpQueue::new(data, Capacity::Bytes(header))
             .with_trim_arrival_only(self.trim_arrival_only)
             .with_return_to_sender(self.return_to_sender)
             .with_wrr_headers(self.wrr_headers)
+            .with_count_in_service(self.count_in_service)
     }
     fn resolved(&self, env: &QueueEnv) -> Self {
         let mut c = self.clone();
         super::resolve_capacity(&mut c.queue_packets, c.queue_bytes, DEFAULT_DATA_PACKETS);
         let data = self.data_cap("").expect("validated");
-        c.header_bytes
-            .get_or_insert(NdpQueue::header_bytes_for(data, env.mtu));
+        c.header_bytes = Some(self.header_cap(data, env.mtu));
         c
     }
 }
@@ -235,6 +273,16 @@ pub fn trim(p: &mut Packet) {
     p.size = HEADER_BYTES;
 }
 
+/// The packet on the wire, for `count_in_service`.
+#[derive(Copy, Clone, Debug)]
+struct InService {
+    /// It left the data queue (else the header queue).
+    data: bool,
+    size: u32,
+    /// When its last bit is sent, ps.
+    until: u64,
+}
+
 /// An NDP switch output port. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct NdpQueue {
@@ -244,7 +292,11 @@ pub struct NdpQueue {
     wrr_pos: u32,
     trim_arrival_only: bool,
     return_to_sender: bool,
-    counters: NdpCounters,
+    count_in_service: bool,
+    in_service: Option<InService>,
+    /// Boxed: touched only on trims, bounces and drops, and it keeps the
+    /// port's `Queue` within its pinned size (`queue/mod.rs`).
+    counters: Box<NdpCounters>,
 }
 
 impl NdpQueue {
@@ -261,7 +313,9 @@ impl NdpQueue {
             wrr_pos: 0,
             trim_arrival_only: false,
             return_to_sender: true,
-            counters: NdpCounters::default(),
+            count_in_service: false,
+            in_service: None,
+            counters: Box::default(),
         }
     }
 
@@ -298,14 +352,41 @@ impl NdpQueue {
         self
     }
 
+    /// Count the packet in service against the cap of the queue it left
+    /// until its last bit is sent, as htsim does ([C] `compositequeue.cpp`).
+    /// Default false: only waiting packets count.
+    pub fn with_count_in_service(mut self, on: bool) -> Self {
+        self.count_in_service = on;
+        self
+    }
+
+    /// What the packet in service adds to the data (`data`) or header
+    /// queue's occupancy at `now`: (packets, bytes).
+    #[inline]
+    fn serving(&self, data: bool, now: u64) -> (u32, u64) {
+        match self.in_service {
+            Some(s) if s.data == data && now < s.until => (1, s.size as u64),
+            _ => (0, 0),
+        }
+    }
+
+    /// Whether `size` more bytes fit in the data (`data`) or header queue.
+    #[inline]
+    fn room(&self, data: bool, size: u32, now: u64) -> bool {
+        let f = if data { &self.data } else { &self.hdr };
+        let (n, b) = self.serving(data, now);
+        f.cap.fits(f.q.len() as u32 + n, f.bytes + b, size)
+    }
+
     /// Whether removing the data queue's tail leaves room for `size` bytes.
     #[inline]
-    fn tail_can_make_room(&self, size: u32) -> bool {
+    fn tail_can_make_room(&self, size: u32, now: u64) -> bool {
+        let (n, b) = self.serving(true, now);
         match self.data.q.back() {
             None => false,
             Some(t) => self.data.cap.fits(
-                self.data.q.len() as u32 - 1,
-                self.data.bytes - t.size as u64,
+                self.data.q.len() as u32 - 1 + n,
+                self.data.bytes - t.size as u64 + b,
                 size,
             ),
         }
@@ -314,7 +395,7 @@ impl NdpQueue {
     /// Header-queue admission, with return-to-sender on overflow.
     #[inline]
     fn enqueue_header(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
-        if self.hdr.fits(pkt.size) {
+        if self.room(false, pkt.size, cx.now) {
             cx.queued(&pkt);
             self.hdr.push(pkt);
         } else {
@@ -372,7 +453,7 @@ impl NdpQueue {
     }
     /// All counters.
     pub fn counters(&self) -> NdpCounters {
-        self.counters
+        *self.counters
     }
 }
 
@@ -383,14 +464,17 @@ impl Discipline for NdpQueue {
         if pkt.kind.is_control() {
             return self.enqueue_header(pkt, cx);
         }
-        if self.data.fits(pkt.size) {
+        if self.room(true, pkt.size, cx.now) {
             cx.queued(&pkt);
             self.data.push(pkt);
             return;
         }
         // Data queue full for this packet: trim the arrival or the tail.
         let trim_tail = !self.trim_arrival_only && cx.rng.random_bool(0.5);
-        if trim_tail && self.tail_can_make_room(pkt.size) && self.hdr.fits(HEADER_BYTES) {
+        if trim_tail
+            && self.tail_can_make_room(pkt.size, cx.now)
+            && self.room(false, HEADER_BYTES, cx.now)
+        {
             let mut tail = self.data.pop_back().expect("tail_can_make_room");
             cx.trimmed_queued(&tail);
             trim(&mut tail);
@@ -401,7 +485,7 @@ impl Discipline for NdpQueue {
             return;
         }
         self.counters.trims += 1;
-        if self.hdr.fits(HEADER_BYTES) {
+        if self.room(false, HEADER_BYTES, cx.now) {
             cx.trimmed(&pkt);
             trim(&mut pkt);
             self.hdr.push(pkt);
@@ -414,7 +498,32 @@ impl Discipline for NdpQueue {
     /// Takes the next packet to transmit (weighted round robin, see the
     /// module documentation).
     #[inline]
-    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        let next = self.pick();
+        if self.count_in_service {
+            self.in_service = next.as_ref().map(|p| InService {
+                data: !p.kind.is_control(),
+                size: p.size,
+                until: cx.now + tx_time_ps(p.size as u64, cx.rate_bps),
+            });
+        }
+        next
+    }
+
+    /// Packets waiting in both queues.
+    fn len_packets(&self) -> u32 {
+        (self.data.q.len() + self.hdr.q.len()) as u32
+    }
+    /// Bytes waiting in both queues.
+    fn len_bytes(&self) -> u64 {
+        self.data.bytes + self.hdr.bytes
+    }
+}
+
+impl NdpQueue {
+    /// The next packet by weighted round robin.
+    #[inline]
+    fn pick(&mut self) -> Option<Packet> {
         match (self.hdr.q.is_empty(), self.data.q.is_empty()) {
             (false, false) => {
                 let header_turn = self.wrr_pos < self.wrr_headers;
@@ -429,15 +538,6 @@ impl Discipline for NdpQueue {
             (true, false) => self.data.pop_front(),
             (true, true) => None,
         }
-    }
-
-    /// Packets waiting in both queues.
-    fn len_packets(&self) -> u32 {
-        (self.data.q.len() + self.hdr.q.len()) as u32
-    }
-    /// Bytes waiting in both queues.
-    fn len_bytes(&self) -> u64 {
-        self.data.bytes + self.hdr.bytes
     }
 }
 
@@ -658,6 +758,107 @@ mod tests {
         }
         assert_eq!((q.len_packets(), q.len_bytes()), (9, 8 * 9064 + 64));
         assert_eq!(k.take(&mut q).unwrap().kind, PacketKind::Header);
+    }
+
+    /// 9064 B at the kit's 10 Gb/s: 9064 · 8 bits · 100 ps = 7.2512 µs on the wire.
+    const DATA_ON_WIRE: u64 = 7_251_200;
+    /// 64 B at 10 Gb/s: 51.2 ns.
+    const HEADER_ON_WIRE: u64 = 51_200;
+
+    /// `count_in_service` (htsim): a 2-packet data queue with one packet on
+    /// the wire and one waiting is full until the wire packet's last bit is
+    /// sent; without it the same arrival is queued.
+    #[test]
+    fn the_packet_in_service_counts_against_the_data_cap() {
+        for cap in [Capacity::Packets(2), Capacity::Bytes(2 * 9064)] {
+            for counted in [false, true] {
+                let mut k = Kit::new(0);
+                let mut q = NdpQueue::new(cap, Capacity::Bytes(72_000))
+                    .with_trim_arrival_only(true)
+                    .with_count_in_service(counted);
+                k.fill(&mut q, [data(0), data(1)]);
+                assert_eq!(
+                    k.take(&mut q).unwrap().seq,
+                    0,
+                    "0 on the wire until 7.2512 µs"
+                );
+                let out = k.at(DATA_ON_WIRE - 1).offer(&mut q, data(2));
+                if counted {
+                    assert_eq!(out, [(Trimmed, 2)], "{cap:?}: 1 waiting + 1 in service");
+                    // The last bit is out: only packet 1 counts now.
+                    assert_eq!(k.at(DATA_ON_WIRE).offer(&mut q, data(3)), [(Queued, 3)]);
+                    assert_eq!(k.drain_seqs(&mut q), [2, 1, 3], "the header first");
+                } else {
+                    assert_eq!(out, [(Queued, 2)], "{cap:?}: 1 waiting");
+                    assert_eq!(k.drain_seqs(&mut q), [1, 2]);
+                }
+            }
+        }
+    }
+
+    /// A header on the wire counts against the header queue's cap (htsim
+    /// serves both queues the same way); a data packet on the wire does not.
+    #[test]
+    fn a_header_in_service_counts_against_the_header_cap_only() {
+        let mut k = Kit::new(0);
+        let mut q = NdpQueue::new(Capacity::Packets(1), Capacity::Bytes(3 * 64))
+            .with_count_in_service(true);
+        k.fill(&mut q, [pkt(0, Ack), pkt(1, Ack), pkt(2, Ack)]);
+        assert_eq!(k.take(&mut q).unwrap().seq, 0);
+        assert_eq!(
+            k.offer(&mut q, pkt(3, Ack)),
+            [(Dropped, 3)],
+            "2 waiting + 1 in service"
+        );
+        assert_eq!(
+            k.at(HEADER_ON_WIRE).offer(&mut q, pkt(4, Ack)),
+            [(Queued, 4)]
+        );
+        assert_eq!(k.drain_seqs(&mut q), [1, 2, 4]);
+        // A data packet on the wire fills its own queue (cap 1) and leaves
+        // the header queue's 3 slots to headers.
+        k.fill(&mut q, [data(10)]);
+        assert_eq!(k.take(&mut q).unwrap().seq, 10);
+        k.fill(&mut q, [pkt(11, Ack), pkt(12, Ack)]);
+        assert_eq!(
+            k.at(HEADER_ON_WIRE + 1).offer(&mut q, data(13)),
+            [(Trimmed, 13)]
+        );
+        assert_eq!(q.header_len_packets(), 3, "two ACKs and 13's header");
+        assert_eq!(q.data_len_packets(), 0);
+    }
+
+    /// `header_multiple`: the default header budget is the data queue's
+    /// bytes times it (8 × 9000 B → 72 000 B, × 2 = 144 000 B = 2250
+    /// headers); an explicit `header_bytes` wins; zero is refused by name.
+    #[test]
+    fn header_multiple_scales_the_default_header_budget() {
+        let env = QueueEnv {
+            mtu: 9000,
+            ..crate::queue::testkit::ENV
+        };
+        let paper = NdpConfig::default();
+        assert_eq!(paper.resolved(&env).header_bytes, Some(72_000));
+        let htsim = NdpConfig {
+            header_multiple: 2.0,
+            ..NdpConfig::default()
+        };
+        assert_eq!(htsim.resolved(&env).header_bytes, Some(144_000));
+        let mut k = Kit::new(0);
+        let mut q = htsim.build(&env);
+        k.fill(&mut q, (0..2250).map(|s| pkt(s, Ack)));
+        assert_eq!(k.offer(&mut q, pkt(2250, Ack)), [(Dropped, 2250)]);
+        let explicit = NdpConfig {
+            header_bytes: Some(640),
+            ..htsim.clone()
+        };
+        assert_eq!(explicit.resolved(&env).header_bytes, Some(640));
+        let bad = NdpConfig {
+            header_multiple: 0.0,
+            ..htsim
+        };
+        let e = bad.validate("switch.queue").unwrap_err().to_string();
+        assert!(e.contains("switch.queue.header_multiple"), "{e}");
     }
 
     proptest! {
