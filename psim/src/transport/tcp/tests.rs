@@ -136,6 +136,8 @@ fn a_tail_loss_recovers_by_rto() {
     );
     assert_eq!(received(&n), size);
     assert_eq!(n.finish(), Some(retx[0].0 + DELAY));
+    // The sender completes when the retransmission's cumulative ACK is back.
+    assert_eq!(n.sender_finish(), Some(retx[0].0 + 2 * DELAY));
 }
 
 /// `initial_ssthresh_packets = 15`: slow start stops at 15 segments, so the
@@ -271,6 +273,9 @@ fn mptcp_spreads_subflows_over_distinct_paths_and_completes() {
     assert_eq!(received(&n), size);
     assert!(n.finish().is_some());
     assert_eq!(tcp(&n).stats.retransmissions, 0);
+    // Only when every subflow's last byte is acknowledged.
+    assert_eq!(n.sender_finish(), n.finish().map(|f| f + DELAY));
+    assert!(tcp(&n).subs.iter().all(|s| s.snd_una == s.snd_nxt));
 }
 
 /// A 3-segment flow whose first segment is lost gets only two duplicate
