@@ -51,6 +51,64 @@ fn every_small_scenario_is_identical_across_partitions() {
     }
 }
 
+/// The twelve [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and
+/// without PFC, DCQCN, TIMELY) and the T27/T28 incasts, cut to k = 4 and
+/// 300 µs of arrivals (2 MB incasts) so that they run in a test: byte-identical across shards and threads, conserved,
+/// every flow finished. The full-size files are the same but for these two
+/// keys (checked at full size by hand: docs/rdma.md, "Reproducing the thesis").
+#[test]
+fn every_rdma_scenario_is_identical_across_partitions() {
+    let dir = psim_integration_tests::repo_root().join("scenarios/rdma");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    assert_eq!(paths.len(), 12, "{paths:?}");
+    let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
+    let mut runs: Vec<_> = paths
+        .into_iter()
+        .map(|p| (p, small(&["topology.k=4", "traffic.0.stop_us=300"])))
+        .collect();
+    // The incasts of T27 and T28 (validation/scenarios/), cut down the same way.
+    let v = psim_integration_tests::repo_root().join("validation/scenarios");
+    runs.push((
+        v.join("t27_incast.toml"),
+        small(&["topology.k=4", "traffic.0.total_size_bytes=2000000"]),
+    ));
+    runs.push((
+        v.join("t28_incast_background.toml"),
+        small(&[
+            "topology.k=4",
+            "traffic.0.stop_us=300",
+            "traffic.1.senders=6",
+            "traffic.1.total_size_bytes=2000000",
+        ]),
+    ));
+    for (path, sets) in runs {
+        let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let reference = run(&scn, 1, 1);
+        let s = &reference.outcome.summary;
+        assert!(s.conserved(), "{}: {s:?}", path.display());
+        assert!(reference.flows.len() >= 10, "{}", path.display());
+        assert!(
+            reference.flows.iter().all(|f| f.fct_ps.is_some()),
+            "{}: a flow did not finish",
+            path.display()
+        );
+        for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
+            let other = run(&scn, shards, threads);
+            assert!(
+                other.csv == reference.csv,
+                "{}: {shards} shards x {threads} threads differs from 1 shard",
+                path.display()
+            );
+            assert_eq!(other.outcome.summary.events, s.events, "{}", path.display());
+        }
+    }
+}
+
 #[test]
 fn a_different_seed_gives_a_different_run() {
     // Guards the determinism test against comparing runs that ignore the seed.
@@ -66,7 +124,7 @@ fn every_shipped_scenario_is_valid() {
     // and partition (the checks `psim check` makes).
     let root = psim_integration_tests::repo_root().join("scenarios");
     let mut n = 0;
-    for dir in ["small", "example", "bench", "ndp", "tcp"] {
+    for dir in ["small", "example", "bench", "ndp", "tcp", "rdma"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = e.unwrap().path();
             if path.extension().is_some_and(|x| x == "toml") {
@@ -79,5 +137,5 @@ fn every_shipped_scenario_is_valid() {
             }
         }
     }
-    assert!(n >= 16, "{n} scenarios");
+    assert!(n >= 37, "{n} scenarios");
 }

@@ -27,7 +27,16 @@ fn the_docs_quick_column_agrees_with_a_fresh_quick_run() {
         root: root.clone(),
         keep_runs: false,
     };
-    let fresh: Results = validate::run_all(&selected, &opts, &mut |_| {}).unwrap();
+    let mut log = Vec::new();
+    let fresh: Results =
+        validate::run_all(&selected, &opts, &mut |l| log.push(l.to_string())).unwrap();
+    // A run that several targets read (same scenario, same sets) runs once:
+    // T24 reuses T21's IRN run, figures and all.
+    assert!(
+        log.iter().any(|l| l == "T24 irn: same run as irn"),
+        "{log:#?}"
+    );
+    assert_eq!(fresh.targets["T24"].runs[0], fresh.targets["T21"].runs[0]);
     let with_checks = table
         .targets
         .iter()

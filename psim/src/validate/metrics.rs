@@ -15,6 +15,7 @@ use crate::trace::FlowRecord;
 use crate::transport::PullStats;
 
 /// What one finished run left for the metrics.
+#[derive(Clone)]
 pub struct RunData {
     /// The flow table.
     pub flows: Vec<FlowRecord>,
@@ -244,6 +245,16 @@ pub enum Metric {
         #[serde(default)]
         filter: Filter,
     },
+    /// Mean slowdown (FCT over the flow's ideal FCT) of the finished
+    /// matching flows with an ideal: psim-analyze's `slowdown_mean`, [TH]
+    /// Ch. 4's "average slowdown".
+    SlowdownMean {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
     /// The largest FCT of the matching flows, µs.
     LastFct {
         /// Run name.
@@ -410,6 +421,21 @@ pub enum Metric {
     },
 }
 
+/// FCT over ideal FCT of each finished flow that has an ideal.
+fn slowdowns(flows: Vec<&FlowRecord>, run: &str) -> Result<Vec<f64>, String> {
+    let v: Vec<f64> = flows
+        .iter()
+        .filter_map(|f| match (f.fct_ps, f.ideal_fct_ps) {
+            (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
+            _ => None,
+        })
+        .collect();
+    if v.is_empty() {
+        return Err(format!("no finished flow with an ideal in `{run}`"));
+    }
+    Ok(v)
+}
+
 fn d_mtu() -> u64 {
     9000
 }
@@ -446,6 +472,7 @@ impl Metric {
             | Metric::FctSpread { run, .. }
             | Metric::FctPct { run, .. }
             | Metric::Slowdown { run, .. }
+            | Metric::SlowdownMean { run, .. }
             | Metric::LastFct { run, .. }
             | Metric::RiseOverIdeal { run, .. }
             | Metric::FlowsBelow { run, .. }
@@ -522,17 +549,12 @@ impl Metric {
                 quantile(&mut v, *q)
             }
             Metric::Slowdown { run, q, filter } => {
-                let mut v: Vec<f64> = flows(run, filter)?
-                    .iter()
-                    .filter_map(|f| match (f.fct_ps, f.ideal_fct_ps) {
-                        (Some(a), Some(b)) if b > 0 => Some(a as f64 / b as f64),
-                        _ => None,
-                    })
-                    .collect();
-                if v.is_empty() {
-                    return Err(format!("no finished flow with an ideal in `{run}`"));
-                }
+                let mut v = slowdowns(flows(run, filter)?, run)?;
                 quantile(&mut v, *q)
+            }
+            Metric::SlowdownMean { run, filter } => {
+                let v = slowdowns(flows(run, filter)?, run)?;
+                v.iter().sum::<f64>() / v.len() as f64
             }
             Metric::LastFct { run, filter } => {
                 *fcts(run, filter)?.iter().max().unwrap() as f64 / 1e6
@@ -753,6 +775,37 @@ mod tests {
             chip: None,
         };
         BTreeMap::from([("r".to_string(), data)])
+    }
+
+    /// The mean slowdown averages per-flow FCT/ideal ratios (not the ratio
+    /// of the means), skips flows with no ideal, and filters by size.
+    #[test]
+    fn slowdown_mean_averages_per_flow_ratios() {
+        let mut a = flow(1, 1000, 10, 1000); // slowdown 2
+        let mut b = flow(2, 5000, 40, 5000);
+        b.ideal_fct_ps = Some(10_000_000); // slowdown 4
+        let mut c = flow(3, 9000, 90, 9000);
+        c.ideal_fct_ps = None; // no ideal: not counted
+        a.protocol = "irn".into();
+        let runs = one(vec![a, b, c], 0);
+        let m = |filter| Metric::SlowdownMean {
+            run: "r".into(),
+            filter,
+        };
+        assert!((m(Filter::default()).eval(&runs).unwrap() - 3.0).abs() < 1e-12);
+        let small = Filter {
+            max_size: Some(1000),
+            ..Filter::default()
+        };
+        assert!((m(small).eval(&runs).unwrap() - 2.0).abs() < 1e-12);
+        let only_c = Filter {
+            min_size: Some(9000),
+            ..Filter::default()
+        };
+        assert!(m(only_c)
+            .eval(&runs)
+            .unwrap_err()
+            .contains("no finished flow"));
     }
 
     /// Mean FCT over flows and over bytes, the size, entry and priority

@@ -184,10 +184,17 @@ pub fn select<'a>(all: &'a [Target], only: Option<&[String]>) -> Result<Vec<&'a 
     Ok(all.iter().filter(|t| ids.contains(&t.id)).collect())
 }
 
-/// Runs one target at `opts.scale` and evaluates its checks.
+/// Runs already made in one pass, by scenario file and `--set`s: targets
+/// that read the same run (the [TH] Ch. 4 rows share twelve RDMA variants)
+/// run it once. Each entry keeps the first run's figures and data.
+pub type RunCache = BTreeMap<(String, Vec<String>), (RunResult, RunData)>;
+
+/// Runs one target at `opts.scale` and evaluates its checks; a run already
+/// in `cache` (same scenario, same sets) is not run again.
 pub fn run_target(
     t: &Target,
     opts: &Options,
+    cache: &mut RunCache,
     log: &mut dyn FnMut(&str),
 ) -> Result<TargetResult, String> {
     let mut data = BTreeMap::new();
@@ -196,6 +203,16 @@ pub fn run_target(
         let Some(sets) = r.sets_at(opts.scale) else {
             continue;
         };
+        let key = (r.scenario.clone(), sets.clone());
+        if let Some((done, d)) = cache.get(&key) {
+            log(&format!("{} {}: same run as {}", t.id, r.name, done.name));
+            runs.push(RunResult {
+                name: r.name.clone(),
+                ..done.clone()
+            });
+            data.insert(r.name.clone(), d.clone());
+            continue;
+        }
         let scn = Scenario::load(&opts.root.join(&r.scenario), &sets)
             .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
         let dir = opts.out.join(opts.scale.name()).join(&t.id).join(&r.name);
@@ -215,23 +232,23 @@ pub fn run_target(
         if !opts.keep_runs {
             std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        runs.push(RunResult {
+        let result = RunResult {
             name: r.name.clone(),
             command: r.command(opts.scale).expect("the run runs at this scale"),
             sim_end_ps: outcome.summary.sim_end_ps,
             events: outcome.summary.events,
             wall_s,
-        });
-        data.insert(
-            r.name.clone(),
-            RunData {
-                flows,
-                sim_end_ps: outcome.summary.sim_end_ps,
-                ports: outcome.summary.ports,
-                pulls: outcome.summary.pulls,
-                chip: outcome.summary.tofino,
-            },
-        );
+        };
+        let d = RunData {
+            flows,
+            sim_end_ps: outcome.summary.sim_end_ps,
+            ports: outcome.summary.ports,
+            pulls: outcome.summary.pulls,
+            chip: outcome.summary.tofino,
+        };
+        cache.insert(key, (result.clone(), d.clone()));
+        runs.push(result);
+        data.insert(r.name.clone(), d);
     }
     Ok(TargetResult {
         runs,
@@ -295,8 +312,9 @@ pub fn run_all(
         psim_version: env!("CARGO_PKG_VERSION").into(),
         targets: BTreeMap::new(),
     };
+    let mut cache = RunCache::new();
     for t in targets.iter().filter(|t| !t.checks.is_empty()) {
-        let r = run_target(t, opts, log)?;
+        let r = run_target(t, opts, &mut cache, log)?;
         for c in &r.checks {
             log(&format!("  {} {}", c.key, c.shown));
         }
