@@ -12,9 +12,11 @@
 //!    slack (`used_slack`, `initial_slack_us`) is as in `edge_ecn`
 //!    (`edge_ecn.rs`): `"fifo_plus"` (switches run `fifo_plus`; `rank` is
 //!    the queueing so far) or `"lstf"` (switches run `lstf` with one slack
-//!    for all packets; used = initial − current). Control packets, which
-//!    no host stamps, count only their wait here. `rank` is not updated
-//!    here: the next hop is the receiving host.
+//!    for all packets; used = initial − current). While a data packet is
+//!    queued here its `rank` holds that stamp; at dequeue it gets back the
+//!    used slack in its own form, now including the wait here, as
+//!    `fifo_plus` and `lstf` update it. Control packets, which no host
+//!    stamps, count only their wait here and keep their `rank`.
 //! 2. **Refresh.** An edge cannot see that a flow's packets have all left
 //!    the network, FQ-CoDel's other refresh event. Instead, when the send
 //!    times (`sent_ps`, TCP's timestamps in the thesis) of two consecutive
@@ -32,9 +34,12 @@
 //! slack in `rank` (`fifo_plus`, or `lstf` under `[host.slack] policy =
 //! "tail"`).
 //!
-//! **Where.** The thesis drops at the egress edge only: give the switch
-//! tier facing the hosts `kind = "edge_codel"` and the others `fifo_plus`
-//! (`[[switch.tier]]`, `config/switch.rs`; docs/disciplines.md).
+//! **Where.** The thesis drops at the egress edge only. psim sets a
+//! discipline per switch tier (`config/switch.rs`): give the ToR tier
+//! (`[switch.tor.queue]`) `kind = "edge_codel"` and the other tiers
+//! `fifo_plus`. The ToR tier also holds the ToR's uplinks, which then run
+//! FQ-CoDel on the queueing so far (less than at the egress, so fewer
+//! drops there); a per-port choice of discipline does not exist yet.
 //!
 //! | parameter (`kind = "edge_codel"`) | default | source |
 //! |---|---|---|
@@ -194,8 +199,8 @@ pub struct EdgeCodelQueue {
 }
 
 impl Discipline for EdgeCodelQueue {
-    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
-        let mut used = 0;
+    fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
+        let mut stamp = cx.now;
         if pkt.kind == PacketKind::Data {
             let b = self.inner.bucket_of(pkt.flow);
             if self.last_sent.is_empty() {
@@ -206,14 +211,18 @@ impl Discipline for EdgeCodelQueue {
                 self.inner.refresh(b);
             }
             *last = pkt.sent_ps;
-            used = self.used.used(pkt.rank);
+            stamp = cx.now.saturating_sub(self.used.used(pkt.rank));
+            pkt.rank = stamp;
         }
-        self.inner
-            .enqueue_stamped(pkt, cx.now.saturating_sub(used), cx);
+        self.inner.enqueue_stamped(pkt, stamp, cx);
     }
     #[inline]
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        self.inner.dequeue(cx)
+        let mut p = self.inner.dequeue(cx)?;
+        if p.kind == PacketKind::Data {
+            p.rank = self.used.rank(cx.now.saturating_sub(p.rank));
+        }
+        Some(p)
     }
     fn len_packets(&self) -> u32 {
         self.inner.len_packets()
@@ -265,6 +274,20 @@ mod tests {
         };
         assert_eq!(run(10 * US), (2, vec![(DequeueDropped, 1)]));
         assert_eq!(run(0), (1, vec![]));
+    }
+
+    /// `rank` leaves with the used slack including the wait here: 10 µs
+    /// upstream + 3 µs = 13 µs (FIFO+ form); 1 s − 13 µs (LSTF form).
+    #[test]
+    fn rank_leaves_with_the_wait_here_added() {
+        let (mut k, mut q) = (Kit::new(0), queue());
+        k.at(MS).fill(&mut q, [pkt(0, 10 * US, 0)]);
+        assert_eq!(k.at(MS + 3 * US).take(&mut q).unwrap().rank, 13 * US);
+        let c: EdgeCodelConfig = toml::from_str("used_slack = \"lstf\"").unwrap();
+        let mut q = c.build(&ENV);
+        let s = 1_000_000 * US;
+        k.at(MS).fill(&mut q, [pkt(0, s - 10 * US, 0)]);
+        assert_eq!(k.at(MS + 3 * US).take(&mut q).unwrap().rank, s - 13 * US);
     }
 
     /// 0–3 arrive at 1 ms (10 µs used, sent at 0–3 ps); 0 leaves at 1 ms,

@@ -29,12 +29,15 @@
 //!   marks; drops happen only when the buffer is full, as in `lstf`).
 //!   Control packets (ACKs) are never marked.
 //!
-//! **Where.** The thesis marks at the egress edge only: give the switch
-//! tier facing the hosts `kind = "edge_ecn"` and the other tiers
-//! `kind = "fifo_plus"` (or `"lstf"`), with `[[switch.tier]]` tables
-//! (`config/switch.rs`; docs/disciplines.md shows the scenario). Run on
-//! every tier it marks wherever the queueing so far crosses the threshold,
-//! which is still a network-wide signal.
+//! **Where.** The thesis marks at the egress edge only. psim sets a
+//! discipline per switch tier (`[switch.tor.queue]`, `[switch.agg.queue]`,
+//! `[switch.core.queue]`, `config/switch.rs`): give the ToR tier `kind =
+//! "edge_ecn"` and the others `fifo_plus` (or `lstf` with `used_slack =
+//! "lstf"`). The ToR tier also holds the ToR's uplinks; there this queue
+//! schedules exactly as `fifo_plus` and marks on the queueing so far. As
+//! the used slack only grows along a path and CE is never cleared, a
+//! packet marked on an uplink would have been marked at the egress: the
+//! marked packets are the same as with marking at the egress alone.
 //!
 //! | parameter (`kind = "edge_ecn"`) | default | source |
 //! |---|---|---|
@@ -84,6 +87,19 @@ impl UsedSlackReader {
         match self.mode {
             UsedSlack::FifoPlus => Form::FifoPlus,
             UsedSlack::Lstf => Form::Lstf,
+        }
+    }
+
+    /// The `rank` that carries `used` ps of used slack (the inverse of
+    /// [`Self::used`]).
+    #[inline]
+    pub fn rank(&self, used: u64) -> u64 {
+        match self.mode {
+            UsedSlack::FifoPlus => used,
+            UsedSlack::Lstf => {
+                self.initial_ps
+                    .saturating_sub(used.min(i64::MAX as u64) as i64) as u64
+            }
         }
     }
 
