@@ -42,7 +42,7 @@ fn dctcp_over_edge_ecn_keeps_the_queue_near_k() {
     let k_time: u64 = 18_000_000;
     assert!(edge < 3 * k_time, "edge_ecn: {edge} ps of queueing");
     assert!(plain > 5 * k_time, "fifo_plus alone: {plain} ps");
-    for (shards, threads) in [(2, 1), (4, 2)] {
+    for (shards, threads) in [(1, 2), (2, 1), (2, 2), (4, 1), (4, 2)] {
         let s = scenario(&incast("kind = \"edge_ecn\""), &[]);
         assert_eq!(
             run(&s, shards, threads).csv,
