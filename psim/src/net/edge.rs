@@ -34,8 +34,9 @@
 //! State: one [`EdgeFlow`] per source endpoint, in its host slot, updated
 //! only when the flow sends: no timers, nothing per idle flow. **Not
 //! here:** replay's slack o − i − t_min needs a recorded schedule (the
-//! record-and-replay part of issue 15); Edge-ECN and Edge-CoDel act on used
-//! slack at the receiving edge.
+//! record-and-replay part of issue 15). Edge-ECN and Edge-CoDel
+//! (`queue/edge_ecn.rs`, `queue/edge_codel.rs`) read the used slack at the
+//! receiving edge; with `used_slack = "lstf"` they read a `tail` slack.
 //!
 //! A policy needs a discipline that reads what it writes: if no port (the
 //! NIC, any switch tier, or a class inside one) does, the scenario is
@@ -43,6 +44,7 @@
 
 use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind};
+use crate::queue::edge_ecn::UsedSlack;
 use crate::queue::lstf::LstfMode;
 use crate::queue::QueueConfig;
 use crate::transport::config::{bad, Micros};
@@ -283,6 +285,8 @@ fn reads(q: &QueueConfig, w: Writes) -> bool {
         (QueueConfig::Lstf(c), Writes::Slack) => c.mode == LstfMode::Lstf,
         (QueueConfig::Lstf(c), Writes::Deadline) => c.mode == LstfMode::Edf,
         (QueueConfig::Rank(_), Writes::Deadline) => true,
+        (QueueConfig::EdgeEcn(c), Writes::Slack) => c.used_slack == UsedSlack::Lstf,
+        (QueueConfig::EdgeCodel(c), Writes::Slack) => c.used_slack == UsedSlack::Lstf,
         _ => false,
     }
 }

@@ -200,8 +200,31 @@ impl FqCodelQueue {
     }
 }
 
-impl Discipline for FqCodelQueue {
-    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
+impl FqCodelQueue {
+    /// The bucket that `flow` hashes to.
+    #[inline]
+    pub(super) fn bucket_of(&self, flow: u64) -> u32 {
+        self.table.bucket_of(flow)
+    }
+
+    /// How many buckets.
+    #[inline]
+    pub(super) fn buckets(&self) -> u32 {
+        self.table.buckets()
+    }
+
+    /// Re-initialises bucket `b`'s CoDel (Edge-CoDel's refresh, `edge_codel.rs`).
+    #[inline]
+    pub(super) fn refresh(&mut self, b: u32) {
+        if let Some(c) = self.codel.get_mut(b as usize) {
+            *c = Codel::default();
+        }
+    }
+
+    /// Enqueue with `stamp` as the packet's queueing start: CoDel's sojourn
+    /// at dequeue is `now − stamp` (`fq_codel`: the arrival time;
+    /// `edge_codel`: the arrival time less the queueing met upstream).
+    pub(super) fn enqueue_stamped(&mut self, pkt: Packet, stamp: u64, cx: &mut QueueCtx<'_>) {
         if self.codel.is_empty() {
             self.codel = vec![Codel::default(); self.table.buckets() as usize];
         }
@@ -210,7 +233,7 @@ impl Discipline for FqCodelQueue {
         // one a head drop takes when none are left.
         let mut ahead = self.table.pkts_in(b);
         let arrival = pkt.clone();
-        self.table.push(b, pkt, cx.now, 0);
+        self.table.push(b, pkt, stamp, 0);
         self.drr.activate(b);
         let mut arrival_dropped = false;
         while self.over_limit() {
@@ -239,6 +262,12 @@ impl Discipline for FqCodelQueue {
         } else {
             cx.queued(&arrival);
         }
+    }
+}
+
+impl Discipline for FqCodelQueue {
+    fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
+        self.enqueue_stamped(pkt, cx.now, cx);
     }
 
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {

@@ -21,6 +21,8 @@ pub mod cp;
 pub mod droptail;
 pub mod drr;
 pub mod ecn_ramp;
+pub mod edge_codel;
+pub mod edge_ecn;
 pub mod fifo_plus;
 pub mod flows;
 pub mod fq;
@@ -420,6 +422,10 @@ disciplines! {
     EcnRamp(ecn_ramp::EcnRampQueue, ecn_ramp::EcnRampConfig) = "ecn_ramp",
     /// Strict priority by `prio` with push-out of the lowest priority (RC3).
     PrioDrop(Box<prio_drop::PrioDropQueue>, prio_drop::PrioDropConfig) = "prio_drop",
+    /// Edge-ECN (UPS): FIFO+/LSTF marking on the network-wide used slack.
+    EdgeEcn(Box<edge_ecn::EdgeEcnQueue>, edge_ecn::EdgeEcnConfig) = "edge_ecn",
+    /// Edge-CoDel (UPS): FQ-CoDel on the network-wide used slack, with a refresh threshold.
+    EdgeCodel(Box<edge_codel::EdgeCodelQueue>, edge_codel::EdgeCodelConfig) = "edge_codel",
 }
 
 impl Default for QueueConfig {

@@ -1,0 +1,53 @@
+//! Edge-ECN and Edge-CoDel (`psim/src/queue/edge_ecn.rs`, `edge_codel.rs`)
+//! in whole runs: FIFO+ switches, the AQM at the ToR tier (the egress edge).
+
+use psim_integration_tests::{run, scenario};
+
+/// Two 4 MB DCTCP flows into host 0 from two other racks (the bottleneck is
+/// host 0's ToR port; 40 Gb/s uplinks), and a one-packet probe flow from a
+/// third rack at 1 ms, when the long flows are in their steady state: the
+/// probe's FCT beyond its ideal is the queueing it met. `tor` is the ToR
+/// tier's discipline; every other switch port runs FIFO+ with 1000 packets.
+fn incast(tor: &str) -> String {
+    format!(
+        "seed = 3\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
+         link_gbps = 10\nlatency_ns = 1000\n[topology.uplink]\ngbps = 40\nlatency_ns = 1000\n\
+         [switch.queue]\nkind = \"fifo_plus\"\nqueue_packets = 1000\n\
+         [switch.tor.queue]\n{tor}\nqueue_packets = 1000\n\
+         [protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n\
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4, 8]\nsize_bytes = 4000000\n\
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [12]\nsize_bytes = 1000\nstart_us = 1000\n"
+    )
+}
+
+#[test]
+fn dctcp_over_edge_ecn_keeps_the_queue_near_k() {
+    let queueing = |tor: &str| {
+        let r = run(&scenario(&incast(tor), &[]), 1, 1);
+        assert!(r.outcome.summary.conserved());
+        assert!(r.flows.iter().all(|f| f.finish_ps.is_some()), "all finish");
+        let probe = r.flows.iter().find(|f| f.size_bytes == Some(1000)).unwrap();
+        let q = probe.fct_ps.unwrap() - probe.ideal_fct_ps.unwrap();
+        (q, r.outcome.summary.ports.marked, r.csv)
+    };
+    let (edge, marks, csv) = queueing("kind = \"edge_ecn\"");
+    let (plain, no_marks, _) = queueing("kind = \"fifo_plus\"");
+    eprintln!("edge {edge} ps ({marks} marks), fifo_plus {plain} ps ({no_marks} marks)");
+    assert!(marks > 0 && no_marks == 0);
+    // K = 15 full packets at 10 Gb/s is 18 µs. DCTCP holds its queue near
+    // K ([DCTCP] §3.3: K + N at most with marking on arrival); Edge-ECN
+    // judges a packet when it leaves, one queueing delay later, so the
+    // queue may pass K by as much again: the bound is 3 K (2 K + margin).
+    // Without the marks the queue grows to its 1000-packet limit (1.2 ms).
+    let k_time: u64 = 18_000_000;
+    assert!(edge < 3 * k_time, "edge_ecn: {edge} ps of queueing");
+    assert!(plain > 5 * k_time, "fifo_plus alone: {plain} ps");
+    for (shards, threads) in [(1, 2), (2, 1), (2, 2), (4, 1), (4, 2)] {
+        let s = scenario(&incast("kind = \"edge_ecn\""), &[]);
+        assert_eq!(
+            run(&s, shards, threads).csv,
+            csv,
+            "{shards} shards x {threads}"
+        );
+    }
+}
