@@ -178,7 +178,7 @@ impl DisciplineConfig for NdpConfig {
 }
 
 /// Event counters of one NDP port.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NdpCounters {
     /// Payloads cut off (arrivals or queue tails).
     pub trims: u64,
@@ -189,7 +189,7 @@ pub struct NdpCounters {
 }
 
 /// One FIFO with its byte count.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Fifo {
     cap: Capacity,
     q: VecDeque<Packet>,
@@ -236,7 +236,7 @@ pub fn trim(p: &mut Packet) {
 }
 
 /// An NDP switch output port. See the module documentation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NdpQueue {
     data: Fifo,
     hdr: Fifo,
