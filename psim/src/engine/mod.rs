@@ -9,6 +9,7 @@
 //! engine.
 
 pub mod as_json;
+pub mod checkpoint;
 pub mod comm;
 pub mod event;
 pub mod shard;
