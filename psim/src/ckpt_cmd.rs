@@ -77,15 +77,14 @@ fn hash_of(scn: &Scenario, text: &str, sets: &[String]) -> u64 {
 }
 
 /// The checkpoint policy of a fresh `psim run`.
-#[allow(clippy::too_many_arguments)]
 pub fn policy(
     a: &CheckpointArgs,
     scenario: &Path,
     sets: Vec<String>,
     scn: &Scenario,
-    opts: SimOptions,
-    ranks: u32,
+    (opts, ranks): (SimOptions, u32),
     out: &Path,
+    quiet: bool,
 ) -> Result<Checkpointing> {
     let signal =
         (!a.checkpoint_signal.eq_ignore_ascii_case("none")).then(|| a.checkpoint_signal.clone());
@@ -113,15 +112,17 @@ pub fn policy(
         exit_on_signal: a.checkpoint_and_exit,
         resumes: 0,
     };
+    let mut policy = Policy::new(
+        out.to_path_buf(),
+        a.checkpoint_every,
+        flag,
+        a.checkpoint_and_exit,
+        meta,
+        hash,
+    );
+    policy.log = !quiet;
     Ok(Checkpointing {
-        policy: Some(Policy::new(
-            out.to_path_buf(),
-            a.checkpoint_every,
-            flag,
-            a.checkpoint_and_exit,
-            meta,
-            hash,
-        )),
+        policy: Some(policy),
         resume: None,
     })
 }
@@ -185,7 +186,8 @@ pub fn prepare(a: &ResumeArgs, ranks: u32) -> Result<(Scenario, SimOptions, Chec
         resumes: meta.resumes + 1,
         ..meta
     };
-    let policy = Policy::new(a.dir.clone(), every, flag, next.exit_on_signal, next, hash);
+    let mut policy = Policy::new(a.dir.clone(), every, flag, next.exit_on_signal, next, hash);
+    policy.log = !a.quiet;
     Ok((
         scn,
         opts,

@@ -511,7 +511,15 @@ fn run(a: RunArgs) -> Result<()> {
         }
         let sets = a.scn.seed.map(|s| format!("seed={s}")).into_iter();
         let sets = sets.chain(a.scn.sets.iter().cloned()).collect();
-        let ckpt = ckpt_cmd::policy(&a.ckpt, &a.scn.scenario, sets, &scn, opts, ranks, &a.out)?;
+        let ckpt = ckpt_cmd::policy(
+            &a.ckpt,
+            &a.scn.scenario,
+            sets,
+            &scn,
+            (opts, ranks),
+            &a.out,
+            a.quiet,
+        )?;
         finish(&scn, opts, &a.out, a.force, a.quiet, rank, comm, ckpt)
     })();
     report(result, rank, ranks)

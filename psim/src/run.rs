@@ -122,10 +122,19 @@ pub fn execute_checkpointed(
         )));
     }
     if let Some(r) = &ckpt.resume {
+        let started = std::time::Instant::now();
         let restored = sim.restore(&r.set, r.hash);
         if sim.any_rank_failed(restored.is_err()) {
             restored?;
             return Err(RunError::RemoteOutput { rank });
+        }
+        if rank == 0 && ckpt.policy.as_ref().is_some_and(|p| p.log) {
+            eprintln!(
+                "resumed from {}: {} bytes (rank 0) read in {:.2} s",
+                r.set.display(),
+                restored.unwrap_or(0),
+                started.elapsed().as_secs_f64()
+            );
         }
     } else {
         let prepared = if rank == 0 {

@@ -173,6 +173,9 @@ pub struct Policy {
     pub meta: Meta,
     /// [`scenario_hash`] of the run, written in every rank file.
     pub hash: u64,
+    /// Rank 0 says on stderr when it wrote or read a checkpoint, its size
+    /// and how long it took.
+    pub log: bool,
     last: Instant,
     taken: u64,
     /// Test hook `PSIM_CKPT_EXIT_AFTER=N`: exit after the Nth checkpoint, as
@@ -201,6 +204,7 @@ impl Policy {
             exit_on_signal,
             meta,
             hash,
+            log: false,
             last: Instant::now(),
             taken: 0,
             exit_after: env("PSIM_CKPT_EXIT_AFTER"),
@@ -433,6 +437,8 @@ impl Simulation {
 
     fn write_checkpoint(&mut self, p: &mut Policy) -> Result<bool, SimError> {
         let hash = p.hash;
+        let started = Instant::now();
+        let mut size = 0;
         let (rank, ranks) = (self.comm.rank(), self.comm.size());
         let name = format!("w{:012}", self.windows);
         let dir = p.out.join(CHECKPOINT_DIR);
@@ -465,7 +471,9 @@ impl Simulation {
                     body_crc: crc32fast::hash(&body),
                 };
                 std::fs::create_dir_all(&set).map_err(|e| bad(&set, e.to_string()))?;
-                write_atomic(&rank_file(&set, rank), &encode(&header, &body), p.pause_ms)
+                let file = encode(&header, &body);
+                size = file.len();
+                write_atomic(&rank_file(&set, rank), &file, p.pause_ms)
             });
         agreed(&mut *self.comm, written)?;
         let published = if rank == 0 {
@@ -479,14 +487,21 @@ impl Simulation {
             Ok(())
         };
         agreed(&mut *self.comm, published)?;
+        if p.log && rank == 0 {
+            eprintln!(
+                "checkpoint {name} at {} simulated: {size} bytes (rank 0) in {:.2} s",
+                crate::units::fmt_ps(self.now),
+                started.elapsed().as_secs_f64()
+            );
+        }
         p.taken += 1;
         p.last = Instant::now();
         Ok(p.exit_after.is_some_and(|n| p.taken >= n))
     }
 
     /// Replaces the dynamic state of this freshly built simulation with the
-    /// checkpoint set `set`.
-    pub fn restore(&mut self, set: &Path, hash: u64) -> Result<(), CheckpointError> {
+    /// checkpoint set `set`; returns the size of this rank's file.
+    pub fn restore(&mut self, set: &Path, hash: u64) -> Result<u64, CheckpointError> {
         let ex = Expect {
             hash,
             shards: self.opts.shards,
@@ -516,7 +531,7 @@ impl Simulation {
         self.windows = b.windows;
         self.now = b.now;
         self.watch = b.watch;
-        Ok(())
+        Ok(bytes.len() as u64)
     }
 }
 
