@@ -121,6 +121,10 @@ pub fn execute_checkpointed(
             "trace.queues.format = \"hdf5\" is not supported with {ranks} MPI ranks; use format = \"parquet\""
         )));
     }
+    let log = ckpt.policy.as_ref().is_some_and(|p| p.log);
+    if let Some(p) = ckpt.policy {
+        sim.set_checkpoints(p);
+    }
     if let Some(r) = &ckpt.resume {
         let started = std::time::Instant::now();
         let restored = sim.restore(&r.set, r.hash);
@@ -128,7 +132,7 @@ pub fn execute_checkpointed(
             restored?;
             return Err(RunError::RemoteOutput { rank });
         }
-        if rank == 0 && ckpt.policy.as_ref().is_some_and(|p| p.log) {
+        if rank == 0 && log {
             eprintln!(
                 "resumed from {}: {} bytes (rank 0) read in {:.2} s",
                 r.set.display(),
@@ -146,9 +150,6 @@ pub fn execute_checkpointed(
             prepared?;
             return Err(RunError::RemoteOutput { rank });
         }
-    }
-    if let Some(p) = ckpt.policy {
-        sim.set_checkpoints(p);
     }
     let summary = sim.run(progress)?;
     let wall_s = summary.ranks.iter().map(|r| r.wall_s).fold(0.0, f64::max);

@@ -178,6 +178,9 @@ pub struct Policy {
     pub log: bool,
     last: Instant,
     taken: u64,
+    /// The window count of the last checkpoint written or resumed from: a
+    /// set holds one window's state, so it is not written again.
+    last_window: Option<u64>,
     /// Test hook `PSIM_CKPT_EXIT_AFTER=N`: exit after the Nth checkpoint, as
     /// if signalled, so tests interrupt runs at chosen windows.
     exit_after: Option<u64>,
@@ -207,6 +210,7 @@ impl Policy {
             log: false,
             last: Instant::now(),
             taken: 0,
+            last_window: None,
             exit_after: env("PSIM_CKPT_EXIT_AFTER"),
             pause_ms: env("PSIM_CKPT_PAUSE_MS"),
         }
@@ -436,6 +440,9 @@ impl Simulation {
     }
 
     fn write_checkpoint(&mut self, p: &mut Policy) -> Result<bool, SimError> {
+        if p.last_window == Some(self.windows) {
+            return Ok(false);
+        }
         let hash = p.hash;
         let started = Instant::now();
         let mut size = 0;
@@ -496,6 +503,7 @@ impl Simulation {
         }
         p.taken += 1;
         p.last = Instant::now();
+        p.last_window = Some(self.windows);
         Ok(p.exit_after.is_some_and(|n| p.taken >= n))
     }
 
@@ -531,6 +539,9 @@ impl Simulation {
         self.windows = b.windows;
         self.now = b.now;
         self.watch = b.watch;
+        if let Some(p) = &mut self.checkpoints {
+            p.last_window = Some(b.windows);
+        }
         Ok(bytes.len() as u64)
     }
 }
