@@ -158,6 +158,22 @@ fn runs_interrupted_at_several_windows_resume_to_identical_outputs() {
 }
 
 #[test]
+fn taking_checkpoints_does_not_change_the_outputs() {
+    let tmp = tempfile::tempdir().unwrap();
+    // 277 windows, so 277 checkpoints.
+    let scn = scenario("cbr_permutation_k4.toml");
+    let reference = tmp.path().join("ref");
+    ok(&run(&scn, &reference, 3, &[], &[]), "reference run");
+    let dir = tmp.path().join("every-window");
+    ok(
+        &run(&scn, &dir, 3, &["--checkpoint-every", "0s"], &[]),
+        "a checkpoint at every window",
+    );
+    assert_same_outputs(&reference, &dir, "checkpointed at every window");
+    assert!(manifest(&dir).get("resumed_from_ps").is_none());
+}
+
+#[test]
 fn a_run_interrupted_twice_resumes_to_identical_outputs() {
     let tmp = tempfile::tempdir().unwrap();
     let scn = scenario("cbr_pfc_incast_k4.toml");
