@@ -103,5 +103,36 @@ else
     pass
 fi
 
+# Checkpoint and resume (docs/checkpoint.md): 2 ranks x 4 shards, traced, stopped after
+# checkpoint N (every window) and resumed under 2 ranks: every part byte-identical to the
+# uninterrupted 2-rank run; resuming under another rank count is refused.
+ckpt_sets=(--set trace.packets.enabled=true --set trace.queues.enabled=true)
+if timeout 300 "${MPIRUN[@]}" -n 2 "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$work/ckpt-ref" --shards 4 -q "${ckpt_sets[@]}" </dev/null >"$work/ckpt-ref.log" 2>&1; then
+    for n in 2 9; do
+        out="$work/ckpt-$n"
+        PSIM_CKPT_EXIT_AFTER=$n timeout 300 "${MPIRUN[@]}" -n 2 -x PSIM_CKPT_EXIT_AFTER "$PSIM" run scenarios/small/ndp_incast_k4.toml --out "$out" --shards 4 -q --checkpoint-every 0s "${ckpt_sets[@]}" </dev/null >"$out.log" 2>&1
+        rc=$?
+        if [[ $rc != 75 ]] || [[ ! -e "$out/checkpoint/current" ]] || [[ -e "$out/manifest.json" ]]; then
+            fail "checkpoint after $n under 2 ranks: status $rc: $(tail -3 "$out.log")"
+            continue
+        fi
+        if timeout 120 "$PSIM" resume "$out" -q </dev/null >"$out.one.log" 2>&1 || ! grep -q "MPI rank" "$out.one.log"; then
+            fail "resuming a 2-rank checkpoint in one process must be refused: $(cat "$out.one.log")"
+        fi
+        if ! timeout 300 "${MPIRUN[@]}" -n 2 "$PSIM" resume "$out" -q --checkpoint-every 1h </dev/null >"$out.resume.log" 2>&1; then
+            fail "resume after $n under 2 ranks: $(tail -3 "$out.resume.log")"
+            continue
+        fi
+        same=1
+        for part in "$work"/ckpt-ref/flows/part-*.parquet "$work"/ckpt-ref/packets/part-*.parquet "$work"/ckpt-ref/queues/part-*.parquet; do
+            rel=${part#"$work/ckpt-ref/"}
+            cmp -s "$part" "$out/$rel" || { same=0; fail "checkpoint after $n: $rel differs from the uninterrupted run"; }
+        done
+        [[ $same == 1 ]] && pass
+    done
+else
+    fail "checkpoint reference run: $(tail -3 "$work/ckpt-ref.log")"
+fi
+
 echo "mpi: $passed passed, $failed failed"
 [[ $failed == 0 ]]

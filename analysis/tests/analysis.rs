@@ -88,6 +88,8 @@ fn write_run(
         packets: json!({}),
         parts: names,
         groups,
+        resumed_from_ps: None,
+        resumes: 0,
         complete: true,
     };
     write_manifest(dir, &m).unwrap();

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod ckpt_cmd;
 mod sweep_cmd;
 
 #[global_allocator]
@@ -27,6 +28,11 @@ struct Cli {
 enum Cmd {
     /// Run a scenario and write its outputs to a directory.
     Run(RunArgs),
+    /// Continue an interrupted run from its last checkpoint (OUT/checkpoint/).
+    ///
+    /// The scenario file, seed, overrides, shard and rank counts are the
+    /// recorded ones; the outputs are byte-identical to an uninterrupted run.
+    Resume(ckpt_cmd::ResumeArgs),
     /// Validate a scenario and print a summary.
     Check(ScenarioArgs),
     /// Show how a scenario's network is split into shards.
@@ -170,6 +176,8 @@ struct RunArgs {
     /// No progress display (a bar on a terminal, else a line every 30 s).
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    ckpt: ckpt_cmd::CheckpointArgs,
 }
 
 #[derive(Args)]
@@ -195,6 +203,9 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match dispatch(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.is::<Checkpointed>() => {
+            ExitCode::from(psim::engine::checkpoint::EXIT_CHECKPOINTED)
+        }
         Err(e) if e.is::<Reported>() => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {}", one_line(&e));
@@ -222,6 +233,7 @@ fn one_line(e: &anyhow::Error) -> String {
 fn dispatch(cli: Cli) -> Result<()> {
     match cli.cmd {
         Cmd::Run(a) => run(a),
+        Cmd::Resume(a) => resume(a),
         Cmd::Check(a) => check(a),
         Cmd::Partition(a) => show_partition(a),
         Cmd::Flows {
@@ -497,10 +509,75 @@ fn run(a: RunArgs) -> Result<()> {
             // By default every rank runs one shard per thread.
             opts.shards = opts.threads * ranks;
         }
-        let mode = Mode::choose(a.quiet, rank == 0, std::io::stderr().is_terminal())
+        let sets = a.scn.seed.map(|s| format!("seed={s}")).into_iter();
+        let sets = sets.chain(a.scn.sets.iter().cloned()).collect();
+        let ckpt = ckpt_cmd::policy(
+            &a.ckpt,
+            &a.scn.scenario,
+            sets,
+            &scn,
+            (opts, ranks),
+            &a.out,
+            a.quiet,
+        )?;
+        finish(&scn, opts, &a.out, a.force, a.quiet, rank, comm, ckpt)
+    })();
+    report(result, rank, ranks)
+}
+
+/// `psim resume DIR`.
+fn resume(a: ckpt_cmd::ResumeArgs) -> Result<()> {
+    let comm = make_comm();
+    let (rank, ranks) = (comm.rank(), comm.size());
+    let result = (|| -> Result<()> {
+        let (scn, opts, ckpt) = ckpt_cmd::prepare(&a, ranks)?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+        let name = format!("--threads {}", opts.threads);
+        check_threads(opts.threads, opts.shards, Some(opts.shards), cores, &name)?;
+        finish(&scn, opts, &a.dir, false, a.quiet, rank, comm, ckpt)
+    })();
+    report(result, rank, ranks)
+}
+
+/// Runs (or resumes) and prints the closing line.
+#[allow(clippy::too_many_arguments)]
+fn finish(
+    scn: &Scenario,
+    opts: SimOptions,
+    out: &Path,
+    force: bool,
+    quiet: bool,
+    rank: u32,
+    comm: Box<dyn psim::engine::Comm>,
+    ckpt: psim::run::Checkpointing,
+) -> Result<()> {
+    let a_out = out;
+    {
+        let mode = Mode::choose(quiet, rank == 0, std::io::stderr().is_terminal())
             .map_err(|e| anyhow::anyhow!(e))?;
         let mut progress = mode.reporter();
-        let outcome = psim::run::execute_with(&scn, opts, &a.out, a.force, &mut *progress, comm)?;
+        let outcome = match psim::run::execute_checkpointed(
+            scn,
+            opts,
+            a_out,
+            force,
+            &mut *progress,
+            comm,
+            ckpt,
+        ) {
+            Err(psim::run::RunError::Sim(psim::engine::SimError::Checkpointed { sim_ps })) => {
+                if rank == 0 {
+                    eprintln!(
+                        "checkpointed at {} simulated and stopped (exit status {}); continue with: psim resume {}",
+                        psim::units::fmt_ps(sim_ps),
+                        psim::engine::checkpoint::EXIT_CHECKPOINTED,
+                        a_out.display()
+                    );
+                }
+                return Err(Checkpointed.into());
+            }
+            other => other?,
+        };
         let m = &outcome.manifest;
         if rank == 0 {
             eprintln!(
@@ -513,13 +590,17 @@ fn run(a: RunArgs) -> Result<()> {
                 m.flows_started,
                 m.ranks,
                 m.shards,
-                a.out.display()
+                a_out.display()
             );
         }
         Ok(())
-    })();
+    }
+}
+
+/// Passes a run's result on; an MPI rank prints its own error first.
+fn report(result: Result<()>, rank: u32, ranks: u32) -> Result<()> {
     if ranks > 1 {
-        if let Err(e) = &result {
+        if let Some(e) = result.as_ref().err().filter(|e| !e.is::<Checkpointed>()) {
             // Every rank reports its own failure, named by rank, at once: mpirun
             // aborts the job when the first rank exits, so wait a moment for the
             // others, which usually fail the same way, to say so too.
@@ -530,6 +611,19 @@ fn run(a: RunArgs) -> Result<()> {
     }
     result
 }
+
+/// The run stopped after a checkpoint, as asked: exit status
+/// [`psim::engine::checkpoint::EXIT_CHECKPOINTED`].
+#[derive(Debug)]
+struct Checkpointed;
+
+impl std::fmt::Display for Checkpointed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("stopped after a checkpoint")
+    }
+}
+
+impl std::error::Error for Checkpointed {}
 
 /// An error this process has already printed (an MPI rank's own line).
 #[derive(Debug)]

@@ -10,7 +10,7 @@
 pub const HEADER_BYTES: u32 = 64;
 
 /// What a packet is, as far as switches and endpoints care.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[repr(u8)]
 pub enum PacketKind {
     /// Carries payload.
@@ -61,7 +61,7 @@ pub mod flags {
 }
 
 /// One packet.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Packet {
     /// Flow the packet belongs to.
     pub flow: u64,

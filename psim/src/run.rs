@@ -12,6 +12,7 @@
 //! instead of leaving the others waiting.
 
 use crate::config::Scenario;
+use crate::engine::checkpoint::{self, CheckpointError, Policy};
 use crate::engine::{Comm, Progress, RunSummary, SimError, SimOptions, Simulation, SingleProcess};
 use crate::trace::{self, Manifest, OutputError, QueueFormat};
 use std::path::Path;
@@ -28,6 +29,9 @@ pub enum RunError {
     /// The trace settings cannot be honoured by this run.
     #[error("{0}")]
     Trace(String),
+    /// A checkpoint to resume from cannot be used.
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
     /// Another rank failed while writing outputs (it prints its own message).
     #[error("rank {rank}: stopping because another rank failed to write its outputs")]
     RemoteOutput {
@@ -56,6 +60,28 @@ pub fn execute(
     execute_with(scn, opts, out, force, progress, Box::new(SingleProcess))
 }
 
+/// Checkpoints of a run (`engine/checkpoint.rs`): when to take them, and
+/// the set a resumed run starts from.
+#[derive(Default)]
+pub struct Checkpointing {
+    /// When to take checkpoints; None: never.
+    pub policy: Option<Policy>,
+    /// Resume from this checkpoint instead of starting at time zero.
+    pub resume: Option<Resume>,
+}
+
+/// Where a resumed run starts.
+pub struct Resume {
+    /// The checkpoint set (`checkpoint::current`).
+    pub set: std::path::PathBuf,
+    /// The run's [`checkpoint::scenario_hash`].
+    pub hash: u64,
+    /// Simulated time of the checkpoint, ps.
+    pub sim_ps: u64,
+    /// Resumes before this one.
+    pub resumes: u32,
+}
+
 /// Builds, runs and writes one simulation as one rank of `comm`.
 pub fn execute_with(
     scn: &Scenario,
@@ -65,6 +91,28 @@ pub fn execute_with(
     progress: &mut dyn FnMut(Progress),
     comm: Box<dyn Comm>,
 ) -> Result<RunOutcome, RunError> {
+    execute_checkpointed(
+        scn,
+        opts,
+        out,
+        force,
+        progress,
+        comm,
+        Checkpointing::default(),
+    )
+}
+
+/// [`execute_with`], taking checkpoints, or resuming from one: then the
+/// output directory holds the checkpoint and is not prepared again.
+pub fn execute_checkpointed(
+    scn: &Scenario,
+    opts: SimOptions,
+    out: &Path,
+    force: bool,
+    progress: &mut dyn FnMut(Progress),
+    comm: Box<dyn Comm>,
+    ckpt: Checkpointing,
+) -> Result<RunOutcome, RunError> {
     let mut sim = Simulation::with_comm(scn, opts, comm)?;
     let (rank, ranks) = sim.rank();
     if ranks > 1 && scn.trace.queues.as_ref().map(|q| q.format) == Some(QueueFormat::Hdf5) {
@@ -73,14 +121,35 @@ pub fn execute_with(
             "trace.queues.format = \"hdf5\" is not supported with {ranks} MPI ranks; use format = \"parquet\""
         )));
     }
-    let prepared = if rank == 0 {
-        trace::prepare_out_dir(out, force)
+    let log = ckpt.policy.as_ref().is_some_and(|p| p.log);
+    if let Some(p) = ckpt.policy {
+        sim.set_checkpoints(p);
+    }
+    if let Some(r) = &ckpt.resume {
+        let started = std::time::Instant::now();
+        let restored = sim.restore(&r.set, r.hash);
+        if sim.any_rank_failed(restored.is_err()) {
+            restored?;
+            return Err(RunError::RemoteOutput { rank });
+        }
+        if rank == 0 && log {
+            eprintln!(
+                "resumed from {}: {} bytes (rank 0) read in {:.2} s",
+                r.set.display(),
+                restored.unwrap_or(0),
+                started.elapsed().as_secs_f64()
+            );
+        }
     } else {
-        Ok(())
-    };
-    if sim.any_rank_failed(prepared.is_err()) {
-        prepared?;
-        return Err(RunError::RemoteOutput { rank });
+        let prepared = if rank == 0 {
+            trace::prepare_out_dir(out, force)
+        } else {
+            Ok(())
+        };
+        if sim.any_rank_failed(prepared.is_err()) {
+            prepared?;
+            return Err(RunError::RemoteOutput { rank });
+        }
     }
     let summary = sim.run(progress)?;
     let wall_s = summary.ranks.iter().map(|r| r.wall_s).fold(0.0, f64::max);
@@ -173,6 +242,8 @@ pub fn execute_with(
                 completed_ps: g.completed_ps,
             })
             .collect(),
+        resumed_from_ps: ckpt.resume.as_ref().map(|r| r.sim_ps),
+        resumes: ckpt.resume.as_ref().map_or(0, |r| r.resumes + 1),
         complete: true,
     };
     let wrote = if rank == 0 {
@@ -183,6 +254,10 @@ pub fn execute_with(
     if sim.any_rank_failed(wrote.is_err()) {
         wrote?;
         return Err(RunError::RemoteOutput { rank });
+    }
+    if rank == 0 {
+        // The run is complete: its checkpoints are of no further use.
+        let _ = std::fs::remove_dir_all(out.join(checkpoint::CHECKPOINT_DIR));
     }
     Ok(RunOutcome { summary, manifest })
 }

@@ -16,14 +16,14 @@ use crate::plan::{Closed, Collective, Incast, Inner, Mesh, MeshKind, Plan, Poiss
 use crate::rng::{stream, Stream};
 use crate::{flow_id, split_flow_id, FlowSpec, GroupCompletion};
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 enum Cont {
     None,
     Mesh { k: u32 },
     Poisson { slot: u32 },
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct Item {
     flow: FlowSpec,
     cont: Cont,
@@ -46,7 +46,7 @@ impl Ord for Item {
     }
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 struct PoissonSlot {
     host: u32,
     rng: Stream,
@@ -54,13 +54,13 @@ struct PoissonSlot {
     counter: u32,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
 struct TrigState {
     fired: bool,
     used: u32,
 }
 
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 enum State {
     None,
     Incast {
@@ -83,8 +83,11 @@ enum State {
 }
 
 /// Lazily yields the flows of the hosts one shard owns. `Send`; one per shard.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct FlowGenerator {
+    /// The validated plan, shared by every shard: a checkpoint leaves it out
+    /// and [`FlowGenerator::reattach`] takes it from the rebuilt workload.
+    #[serde(skip, default = "detached")]
     inner: Arc<Inner>,
     owned: Vec<u64>,
     heap: BinaryHeap<Reverse<Item>>,
@@ -93,7 +96,25 @@ pub struct FlowGenerator {
     completions: Vec<GroupCompletion>,
 }
 
+/// The plan of a generator read back from a checkpoint, until it is
+/// re-attached: no entries, so it generates nothing.
+fn detached() -> Arc<Inner> {
+    Arc::new(Inner {
+        hosts: 0,
+        seed: 0,
+        stop_ps: None,
+        plans: Vec::new(),
+    })
+}
+
 impl FlowGenerator {
+    /// Re-attaches a generator read back from a checkpoint (its dynamic
+    /// state: heaps, counters, random streams) to the static plan of
+    /// `fresh`, a generator built anew from the same scenario.
+    pub fn reattach(&mut self, fresh: &FlowGenerator) {
+        self.inner = fresh.inner.clone();
+    }
+
     pub(crate) fn new(inner: Arc<Inner>, owns: &dyn Fn(u32) -> bool) -> FlowGenerator {
         let mut owned = vec![0u64; (inner.hosts as usize).div_ceil(64)];
         for h in 0..inner.hosts {

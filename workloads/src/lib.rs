@@ -49,7 +49,7 @@ pub use sizes::{EmpiricalCdf, SizeDist};
 pub use spec::PatternSpec;
 
 /// One flow to simulate.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FlowSpec {
     /// Unique, deterministic id: `entry << 56 | src << 32 | per-(entry, src) counter`.
     pub id: u64,
@@ -88,7 +88,7 @@ pub struct WorkloadEnv {
 }
 
 /// A collective, incast round or `.cm` trigger group that completed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct GroupCompletion {
     /// Index of the `[[traffic]]` entry.
     pub entry: u16,

@@ -37,7 +37,7 @@ pub(crate) fn stream(seed: u64, parts: &[u64]) -> Stream {
 }
 
 /// A random stream with the few draws the generators need.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Stream(Xoshiro256PlusPlus);
 
 impl Stream {

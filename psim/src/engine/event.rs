@@ -25,7 +25,9 @@ pub const CHIP_RECIRCULATED: u8 = 1;
 pub const CHIP_NOTICE: u8 = 2;
 
 /// The total order key of an event.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub struct EventKey {
     /// Simulated time, picoseconds.
     pub time: u64,
@@ -38,7 +40,7 @@ pub struct EventKey {
 }
 
 /// What happens. Kept small: the heap holds one of these per busy port.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum EventKind {
     /// The head packet of the entity's inbound link on `port` has fully arrived.
     LinkArrival {
@@ -87,7 +89,7 @@ pub enum EventKind {
 }
 
 /// A scheduled event.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Event {
     /// Order key.
     pub key: EventKey,
@@ -114,7 +116,7 @@ impl Ord for Event {
 }
 
 /// The pending-event set of one shard.
-#[derive(Default)]
+#[derive(Default, serde::Serialize, serde::Deserialize)]
 pub struct EventQueue {
     heap: std::collections::BinaryHeap<Event>,
 }

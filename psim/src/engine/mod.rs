@@ -8,6 +8,8 @@
 //! One shard runs the same code as many: there is no separate sequential
 //! engine.
 
+pub mod as_json;
+pub mod checkpoint;
 pub mod comm;
 pub mod event;
 pub mod shard;

@@ -21,9 +21,10 @@ use crate::transport::{SinkStats, SourceStats, Transport};
 use std::sync::Arc;
 
 mod chip;
+mod state;
 
 /// Shard-level packet counters, for the conservation check.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PacketCounters {
     /// Packets created by transports.
     pub created: u64,
@@ -67,7 +68,7 @@ pub struct Shared {
 }
 
 /// A model error found while running (reported by the simulation).
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ShardError {
     /// A flow names a host that does not exist, or sends to itself.
     #[error("flow {flow}: {message}")]

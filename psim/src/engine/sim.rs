@@ -58,6 +58,15 @@ pub enum SimError {
     /// packets held by PFC pauses.
     #[error("{0}")]
     Stalled(String),
+    /// A checkpoint could not be written.
+    #[error("{0}")]
+    Checkpoint(String),
+    /// The run stopped after a checkpoint, as asked (`--checkpoint-and-exit`).
+    #[error("stopped after a checkpoint at {} s of simulated time; continue with psim resume", *sim_ps as f64 / 1e12)]
+    Checkpointed {
+        /// Simulated time of the checkpoint, ps.
+        sim_ps: u64,
+    },
     /// The thread pool could not start.
     #[error("cannot start {threads} worker threads: {message}")]
     Threads {
@@ -151,20 +160,24 @@ impl RunSummary {
 
 /// A simulation built from a scenario: this rank's shards.
 pub struct Simulation {
-    shards: Vec<Shard>,
+    pub(super) shards: Vec<Shard>,
     shared: Arc<Shared>,
-    pool: rayon::ThreadPool,
-    comm: Box<dyn Comm>,
+    pub(super) pool: rayon::ThreadPool,
+    pub(super) comm: Box<dyn Comm>,
     rank_of_shard: Vec<u32>,
     /// Index in `shards` of each global shard this rank runs (None elsewhere).
     local_of: Vec<Option<usize>>,
     lookahead: Option<u64>,
     report: partition::Report,
-    windows: u64,
-    now: u64,
+    pub(super) windows: u64,
+    pub(super) now: u64,
     wall: std::time::Duration,
-    opts: SimOptions,
+    pub(super) opts: SimOptions,
     fault_after_windows: Option<u64>,
+    /// The watchdog's last count of packets that reached hosts, and when.
+    pub(super) watch: (u64, u64),
+    /// When to write checkpoints (None: never).
+    pub(super) checkpoints: Option<super::checkpoint::Policy>,
 }
 
 impl Simulation {
@@ -267,6 +280,8 @@ impl Simulation {
             wall: std::time::Duration::ZERO,
             opts,
             fault_after_windows,
+            watch: (0, 0),
+            checkpoints: None,
         })
     }
 
@@ -363,8 +378,6 @@ impl Simulation {
             .lookahead
             .unwrap_or(MAX_WINDOW_PS)
             .min(self.shared.notice_ps);
-        // The watchdog: how many packets had reached hosts, and when.
-        let (mut delivered, mut progress_ps) = (0u64, 0u64);
         loop {
             self.exchange()?;
             // One allreduce: the earliest work anywhere, and whether any rank failed.
@@ -375,7 +388,12 @@ impl Simulation {
                 .filter_map(Shard::next_time)
                 .min()
                 .unwrap_or(u64::MAX);
-            let g = self.comm.all_min(&[t_local, u64::from(!failed)]);
+            // Checkpoint wishes ride on the same allreduce: any rank's wish
+            // (a signal, its timer) makes every rank write at this boundary.
+            let w = super::checkpoint::wishes(&mut self.checkpoints);
+            let g = self
+                .comm
+                .all_min(&[t_local, u64::from(!failed), w[0], w[1]]);
             if g[1] == 0 {
                 return Err(self.local_error());
             }
@@ -390,13 +408,17 @@ impl Simulation {
             if t == u64::MAX || t >= stop {
                 break;
             }
+            // Here no packet is between shards: the state a checkpoint holds.
+            if g[2] == 0 && (self.take_checkpoint()? || g[3] == 0) {
+                return Err(SimError::Checkpointed { sim_ps: self.now });
+            }
             if let Some(span) = self.shared.watchdog_ps {
                 if self.windows.is_multiple_of(stall::WATCHDOG_WINDOWS) {
                     let now = self.sum_over_ranks(&[self.delivered_local()])[0];
-                    if now != delivered || self.windows == 0 {
-                        (delivered, progress_ps) = (now, self.now);
-                    } else if t.saturating_sub(progress_ps) > span {
-                        return Err(self.stalled(span, progress_ps));
+                    if now != self.watch.0 || self.windows == 0 {
+                        self.watch = (now, self.now);
+                    } else if t.saturating_sub(self.watch.1) > span {
+                        return Err(self.stalled(span, self.watch.1));
                     }
                 }
             }

@@ -3,7 +3,7 @@
 use crate::queue::{Outcome, Report};
 
 /// Per-port counters.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PortCounters {
     /// Packets accepted by the queue.
     pub enqueued: u64,

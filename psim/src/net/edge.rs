@@ -131,7 +131,7 @@ pub enum SlackConfig {
 }
 
 /// What a policy writes into `rank`, so which disciplines can read it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Writes {
     Priority,
     Slack,
@@ -293,7 +293,7 @@ fn reads(q: &QueueConfig, w: Writes) -> bool {
 
 /// A source endpoint's edge state: what its policy remembers between
 /// packets (kept in the host's slot; sinks have the inert default).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct EdgeFlow {
     /// A source (sinks are never stamped).
     source: bool,

@@ -14,7 +14,7 @@ use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams, Tr
 use rustc_hash::FxHashMap;
 
 /// One transport endpoint on a host.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Slot {
     /// Flow id.
     pub flow: u64,
@@ -37,7 +37,7 @@ pub struct Slot {
 }
 
 /// Host-only state: the transport endpoints.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct HostState {
     /// Endpoints, never removed during a run (their counters go to the outputs).
     pub slots: Vec<Slot>,
@@ -46,12 +46,14 @@ pub struct HostState {
     /// Schedulers shared by the host's endpoints (NDP's pull pacer).
     pub services: HostServices,
     /// The rank or slack policy for the data packets it sends (`[host.slack]`).
+    /// (Its serde layout is made for TOML: a checkpoint stores it as JSON.)
+    #[serde(with = "crate::engine::as_json")]
     pub slack: SlackConfig,
 }
 
 /// What one endpoint input asks the engine to do (besides the packets it
 /// emitted, which go to the NIC).
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Called {
     /// Schedule the endpoint's timer: (time, generation). A deadline that
     /// moved later or was cleared needs nothing: the old event is stale.
@@ -63,7 +65,7 @@ pub struct Called {
 }
 
 /// What a due timer event is for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TimerDue {
     /// Superseded by a later deadline or a newer generation: nothing to do.
     Stale,

@@ -48,7 +48,7 @@ impl LinkFile {
 }
 
 /// A port's random loss: the probability and the port's own stream.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LinkLoss {
     p: f64,
     rng: Rng,
@@ -71,7 +71,7 @@ impl LinkLoss {
 }
 
 /// A packet on a wire, waiting to arrive.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct InFlight {
     /// Arrival time at the far end.
     pub arrive: u64,
@@ -84,7 +84,7 @@ pub struct InFlight {
 }
 
 /// A packet crossing to another shard.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Message {
     /// Receiving entity.
     pub dst: u32,
@@ -96,7 +96,7 @@ pub struct Message {
 
 /// The inbound FIFOs of every input port of a shard's entities, indexed by
 /// the entity's first input port plus the port number.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct Inbound {
     fifos: Vec<VecDeque<InFlight>>,
 }

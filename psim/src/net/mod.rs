@@ -31,7 +31,7 @@ pub use port::{Offered, PauseState, Port, PortCx, Started};
 use crate::rng::Rng;
 
 /// A host or a switch.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Node {
     /// Entity id (hosts: the host address).
     pub id: u32,

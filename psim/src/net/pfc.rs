@@ -223,7 +223,7 @@ impl PfcConfig {
 }
 
 /// What the switch must do after admitting or releasing a packet.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Signal {
     /// Nothing.
     None,
@@ -244,7 +244,7 @@ pub enum Signal {
 }
 
 /// Per-switch PFC counters.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PfcCounters {
     /// Lossless packets dropped because the headroom overflowed (should be 0).
     pub headroom_drops: u64,
@@ -253,7 +253,7 @@ pub struct PfcCounters {
 }
 
 /// One admitted packet's charge, in its egress port's order.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Charge {
     in_port: u16,
     size: u32,
@@ -263,7 +263,7 @@ struct Charge {
 }
 
 /// One switch's ingress accounting.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Mmu {
     xoff_static: u64,
     threshold: Threshold,

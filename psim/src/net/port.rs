@@ -32,7 +32,7 @@ pub struct PortCx<'a> {
 }
 
 /// What an offer did.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Offered {
     /// Packets the discipline discarded (dropped or evicted).
     pub dropped: u64,
@@ -41,7 +41,7 @@ pub struct Offered {
 }
 
 /// What an attempt to start the next transmission did.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Started {
     /// Packets the discipline discarded at dequeue (CoDel's head drops).
     pub dropped: u64,
@@ -51,7 +51,7 @@ pub struct Started {
 
 /// Per-priority pause state (PFC). Allocated on a port's first pause (sent
 /// or received), so ports that never see one carry one pointer.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PauseState {
     /// Paused priorities, one bit each.
     pub mask: u8,
@@ -75,7 +75,7 @@ pub struct PauseState {
 }
 
 /// An output port.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Port {
     /// Waiting packets.
     pub queue: Queue,

@@ -12,7 +12,7 @@ use crate::packet::Packet;
 use crate::topo::Topology;
 
 /// Where a packet that came in on a switch port goes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Ingress {
     /// The input port it came in on.
     pub in_port: u16,

@@ -196,7 +196,7 @@ impl Default for TofinoConfig {
 }
 
 /// The checked configuration in engine units.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct TofinoParams {
     /// The design.
     pub variant: Variant,
@@ -335,7 +335,7 @@ impl ChipCounters {
 }
 
 /// The mode of a (pipeline, port), as traced.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[repr(u8)]
 pub enum Mode {
     /// Line-rate meter.
@@ -352,14 +352,14 @@ pub use crate::trace::ChipRow;
 
 /// A token bucket in bit·ps units (exact integers: one bit is 10^12 units,
 /// a bucket at rate r gains r units per ps).
-#[derive(Copy, Clone, Debug, Default)]
+#[derive(Copy, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Bucket {
     tokens: u128,
     last: u64,
 }
 
 /// The three meters and the mode state of one (ingress pipeline, egress port).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct PortState {
     meters: [Bucket; 3],
     /// Pessimistic (or trim-all) until this time, ps.
@@ -373,7 +373,7 @@ struct PortState {
 }
 
 /// A packet on a DoD or MoD line, with where it came from and goes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Held {
     pkt: Packet,
     in_port: u16,
@@ -382,7 +382,7 @@ struct Held {
 
 /// One recirculation line: a FIFO served at the recirculation rate, then a
 /// fixed latency.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Line {
     waiting: VecDeque<Held>,
     in_service: Option<Held>,
@@ -391,7 +391,7 @@ struct Line {
 }
 
 /// What the ingress step decided for a packet.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Decision {
     /// Offer it to the egress port as it is.
     Forward,
@@ -409,7 +409,7 @@ pub enum Decision {
 }
 
 /// What serving a line started.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Served {
     /// When the packet's last bit has gone into recirculation, ps.
     pub done: u64,
@@ -418,7 +418,7 @@ pub struct Served {
 }
 
 /// A notice on its way to the pipelines.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Notice {
     due: u64,
     port: u16,
@@ -427,7 +427,7 @@ struct Notice {
 }
 
 /// The chip of one switch.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Chip {
     p: TofinoParams,
     id: u32,

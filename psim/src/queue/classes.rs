@@ -185,7 +185,7 @@ impl DisciplineConfig for ClassesConfig {
 }
 
 /// Per-class queues under a scheduler.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct ClassQueue {
     classes: Vec<Queue>,
     /// Credit of each class in its turn: bytes (DRR) or packets (WRR).

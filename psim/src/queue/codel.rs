@@ -61,7 +61,7 @@ pub const DEFAULT_INTERVAL_PS: u64 = 100_000 * PS_PER_US;
 const REENTRY_INTERVALS: u64 = 16;
 
 /// CoDel's parameters, shared by every queue a discipline runs CoDel on.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct CodelParams {
     /// Target sojourn time, ps.
     pub target: u64,
@@ -93,7 +93,7 @@ pub trait CodelSource {
 
 /// One queue's CoDel state ([CODEL] §5.2). An idle queue keeps it and
 /// costs nothing: CoDel acts only at dequeue.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Codel {
     /// When the sojourn time will have been above target for an interval; 0: not above.
     first_above_time: u64,
@@ -314,7 +314,7 @@ impl DisciplineConfig for CodelConfig {
 }
 
 /// A FIFO with enqueue times, as CoDel reads it.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Fifo {
     q: VecDeque<(Packet, u64)>,
     bytes: u64,
@@ -334,7 +334,7 @@ impl CodelSource for Fifo {
 }
 
 /// A tail-drop FIFO under CoDel.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CodelQueue {
     cap: Capacity,
     params: CodelParams,

@@ -85,7 +85,7 @@ impl DisciplineConfig for CpConfig {
 }
 
 /// A cut-payload FIFO. See the module documentation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CpQueue {
     threshold: Capacity,
     cap: Capacity,

@@ -55,7 +55,7 @@ impl DisciplineConfig for DropTailConfig {
 }
 
 /// A FIFO that drops arrivals when full.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct DropTail {
     cap: Capacity,
     q: VecDeque<Packet>,

@@ -26,7 +26,7 @@ use crate::packet::Packet;
 use std::collections::VecDeque;
 
 /// Which list a queue is on.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum List {
     #[default]
     None,
@@ -34,14 +34,14 @@ enum List {
     Old,
 }
 
-#[derive(Copy, Clone, Debug, Default)]
+#[derive(Copy, Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Slot {
     deficit: i64,
     list: List,
 }
 
 /// The DRR lists over `n` queues numbered 0..n.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct DrrLists {
     n: u32,
     quantum: i64,

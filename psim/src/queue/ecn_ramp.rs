@@ -147,7 +147,7 @@ impl DisciplineConfig for EcnRampConfig {
 }
 
 /// A FIFO that ECN-marks ECT packets on a Kmin/Kmax/Pmax ramp.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EcnRampQueue {
     /// Thresholds at the reference rate, bytes.
     kmin: f64,

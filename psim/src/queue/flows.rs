@@ -24,7 +24,7 @@ use crate::packet::Packet;
 const NONE: u32 = u32::MAX;
 
 /// One queued packet and what the discipline stores beside it.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Node {
     pkt: Option<Packet>,
     /// The discipline's time stamp (enqueue time, or an arrival number).
@@ -36,7 +36,7 @@ struct Node {
 }
 
 /// A packet taken out of the table, with its stamp and tag.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Entry {
     /// The packet.
     pub pkt: Packet,
@@ -47,7 +47,7 @@ pub struct Entry {
 }
 
 /// One bucket's queue.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Bucket {
     head: u32,
     tail: u32,
@@ -69,7 +69,7 @@ impl Default for Bucket {
 }
 
 /// Buckets of FIFOs over one packet slab, with the longest bucket known.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct FlowTable {
     n: u32,
     /// Empty until the first packet.

@@ -170,7 +170,7 @@ impl DisciplineConfig for FqConfig {
 }
 
 /// Start-time fair queueing's state.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct Stfq {
     /// One entry per backlogged bucket: (its head's start tag, arrival
     /// number, bucket); entries whose head was evicted are skipped.
@@ -187,14 +187,14 @@ struct Stfq {
     arrivals: u64,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 enum Sched {
     Drr(DrrLists),
     Stfq(Stfq),
 }
 
 /// Per-flow fair queueing.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct FqQueue {
     cap: Capacity,
     overflow: Overflow,

@@ -176,7 +176,7 @@ impl CodelSource for Bucket<'_> {
 }
 
 /// FQ-CoDel.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct FqCodelQueue {
     cap: Capacity,
     memory_limit: u64,

@@ -19,7 +19,7 @@ impl From<Capacity> for LifoQueue {
 }
 
 /// A stack of packets.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LifoQueue {
     cap: Capacity,
     q: Vec<Packet>,

@@ -69,7 +69,7 @@ pub enum LstfMode {
 }
 
 /// How a queue reads and updates `rank` (LSTF's two forms and FIFO+).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Form {
     /// `rank` = slack (i64 ps); key = now + slack + T; slack −= wait.
     Lstf,
@@ -131,7 +131,7 @@ impl DisciplineConfig for LstfConfig {
 }
 
 /// Packets served by least slack (or earliest deadline, or FIFO+ time).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct LstfQueue {
     cap: Capacity,
     form: Form,

@@ -52,7 +52,7 @@ use crate::packet::Packet;
 use crate::rng::Rng;
 
 /// A capacity limit, in packets or in bytes.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Capacity {
     /// At most this many packets.
     Packets(u32),
@@ -72,7 +72,7 @@ impl Capacity {
 }
 
 /// What a discipline did to one packet.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Outcome {
     /// The offered packet entered the queue (reported as offered).
     Queued,
@@ -106,7 +106,7 @@ impl Outcome {
 }
 
 /// One reported outcome and the packet it happened to.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Report {
     /// What happened.
     pub outcome: Outcome,
@@ -227,7 +227,7 @@ pub enum MarkAt {
 }
 
 /// What a discipline's build step may need from the rest of the scenario.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueEnv {
     /// NDP's MTU payload, bytes: sizes NDP's header budget and CP's memory
     /// ([P] §3.2.4, A3) and the classes' DRR quantum.
@@ -301,7 +301,7 @@ pub(crate) fn resolve_capacity(packets: &mut Option<u32>, bytes: Option<u64>, de
 macro_rules! disciplines {
     ($( $(#[$doc:meta])* $variant:ident($ty:ty, $cfg:ty) = $name:literal ),* $(,)?) => {
         /// The queue disciplines psim implements (generated from one list).
-        #[derive(Clone, Debug)]
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
         pub enum Queue {
             $( $(#[$doc])* $variant($ty), )*
         }

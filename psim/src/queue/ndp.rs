@@ -216,7 +216,7 @@ impl DisciplineConfig for NdpConfig {
 }
 
 /// Event counters of one NDP port.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct NdpCounters {
     /// Payloads cut off (arrivals or queue tails).
     pub trims: u64,
@@ -227,7 +227,7 @@ pub struct NdpCounters {
 }
 
 /// One FIFO with its byte count.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Fifo {
     cap: Capacity,
     q: VecDeque<Packet>,
@@ -284,7 +284,7 @@ struct InService {
 }
 
 /// An NDP switch output port. See the module documentation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NdpQueue {
     data: Fifo,
     hdr: Fifo,

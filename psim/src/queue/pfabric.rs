@@ -102,7 +102,7 @@ impl DisciplineConfig for PfabricConfig {
 }
 
 /// pFabric's priority queue with eviction; see the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PfabricQueue {
     cap: Capacity,
     starvation_prevention: bool,

@@ -98,7 +98,7 @@ impl DisciplineConfig for PrioDropConfig {
 }
 
 /// One FIFO per priority over a shared capacity, pushing out the lowest.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PrioDropQueue {
     cap: Capacity,
     /// Ignores priorities: every packet in class 0, drop-tail.

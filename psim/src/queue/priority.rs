@@ -71,7 +71,7 @@ impl DisciplineConfig for PriorityConfig {
 }
 
 /// Two FIFOs, control first, one shared capacity.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PriorityQueue {
     cap: Capacity,
     control: VecDeque<Packet>,

@@ -22,7 +22,7 @@ impl From<Capacity> for RandomQueue {
 }
 
 /// Packets served in uniformly random order.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RandomQueue {
     cap: Capacity,
     q: Vec<Packet>,

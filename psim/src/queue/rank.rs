@@ -71,7 +71,7 @@ impl DisciplineConfig for RankConfig {
 }
 
 /// Packets served by (rank, arrival).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RankQueue {
     cap: Capacity,
     store: RankStore,

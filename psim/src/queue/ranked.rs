@@ -34,7 +34,7 @@ pub fn signed_key(k: i64) -> u64 {
 /// A flow as pFabric's ns-2 queue matches it: (source, destination, flow id).
 type FlowKey = (u32, u32, u64);
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Slot {
     /// The packet; None when the slot is free.
     pkt: Option<Packet>,
@@ -51,7 +51,7 @@ struct Slot {
 type Ent = (u64, u64, u32);
 
 /// Packets ordered by (key, arrival number); see the module docs.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RankStore {
     slots: Vec<Slot>,
     free: Vec<u32>,

@@ -204,7 +204,7 @@ impl DisciplineConfig for RedConfig {
 }
 
 /// How a marking queue decides to signal congestion.
-#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub enum Marking {
     /// Signal when the instantaneous occupancy exceeds the threshold (DCTCP).
     Threshold {
@@ -225,7 +225,7 @@ pub enum Marking {
 }
 
 /// A FIFO that ECN-marks (or early-drops) on congestion and tail-drops when full.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RedQueue {
     marking: Marking,
     /// Mark ECT packets (true) or drop every signalled packet (false).

@@ -21,7 +21,7 @@ pub use graph_file::{GraphError, QueueLimit};
 pub use leafspine::LeafSpine;
 
 /// Rate and propagation delay of one tier of links.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct LinkSpec {
     /// Line rate, bits per second.
     pub rate_bps: u64,
@@ -43,7 +43,7 @@ pub enum EntityKind {
 }
 
 /// One end of a link as seen from an output port.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PortInfo {
     /// Entity at the far end.
     pub peer: u32,

@@ -40,7 +40,7 @@ pub const TOFINO: Table = Table {
 };
 
 /// One row (see the module table).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ChipRow {
     /// Time, ps.
     pub time_ps: u64,

@@ -64,8 +64,19 @@ pub struct Manifest {
     /// `.cm` trigger groups. Sorted by completion time.
     #[serde(default)]
     pub groups: Vec<GroupRecord>,
+    /// Simulated time of the checkpoint the run last resumed from
+    /// (`psim resume`); absent for a run that was never interrupted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resumed_from_ps: Option<u64>,
+    /// How many times the run was resumed; absent when never.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub resumes: u32,
     /// True once every file is written.
     pub complete: bool,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// One data file of a run, as the manifest records it after the file was
@@ -210,6 +221,8 @@ mod tests {
             flows_started: 100,
             flows_finished: 98,
             packets: json!({"sent": 10, "received": 8, "dropped": 1, "queued": 1, "in_flight": 0}),
+            resumed_from_ps: None,
+            resumes: 0,
             parts: vec![
                 PartEntry {
                     path: "flows/part-00000.parquet".into(),

@@ -51,7 +51,7 @@ pub const PACKETS: Table = Table {
 pub const KIND_NAMES: [&str; 6] = ["data", "header", "ack", "nack", "pull", "pause"];
 
 /// One packet event.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PacketRow {
     /// When, ps.
     pub time_ps: u64,
@@ -69,8 +69,9 @@ pub struct PacketRow {
     pub flow: u64,
     /// The packet's transport sequence number.
     pub seq: u64,
-    /// The packet's kind, one of [`KIND_NAMES`].
-    pub kind: &'static str,
+    /// The packet's kind, one of [`KIND_NAMES`] (a checkpoint stores its index).
+    #[serde(with = "kind_index")]
+    pub kind: KindName,
     /// The packet's flag bits (`crate::packet::flags`: 1 ECN CE, 2 ECE, 4
     /// last, 8 bounced, 16 retransmission, 32 SYN, 64 piggybacked PULL).
     pub flags: u8,
@@ -88,6 +89,30 @@ pub struct PacketRow {
     pub queue_pkts: u32,
 }
 
+/// A row's `kind`: one of [`KIND_NAMES`]. Named through an alias so that
+/// serde's derive does not treat it as a string borrowed from its input.
+pub type KindName = &'static str;
+
+/// A row's `kind` in a checkpoint: its index in [`KIND_NAMES`], so that the
+/// row read back points at the same static name.
+mod kind_index {
+    use super::KIND_NAMES;
+    use serde::{de::Error, Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(kind: &&'static str, s: S) -> Result<S::Ok, S::Error> {
+        let i = KIND_NAMES.iter().position(|k| k == kind).unwrap_or(0);
+        s.serialize_u8(i as u8)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+        let i = u8::deserialize(d)?;
+        KIND_NAMES
+            .get(i as usize)
+            .copied()
+            .ok_or_else(|| D::Error::custom(format!("packet kind {i} out of range")))
+    }
+}
+
 impl PacketRow {
     /// The total order of rows: time, entity, then the entity's own event
     /// order, which is the causal order of rows that tie on time.
@@ -98,7 +123,7 @@ impl PacketRow {
 
 /// The fields of a packet a trace row needs, copied before the packet is
 /// moved into a queue.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PacketFields {
     flow: u64,
     seq: u64,
@@ -136,8 +161,11 @@ impl PacketFields {
 /// A shard's packet-event recorder. Filters are applied at record time, so
 /// memory holds only the rows that will be written; past `max_rows` rows are
 /// counted but no longer stored (the run then fails, see [`Self::seen`]).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct PacketTracer {
+    /// Shared by every shard: a checkpoint leaves it out (a default filter,
+    /// recording nothing, until [`PacketTracer::reattach`]).
+    #[serde(skip)]
     filter: Arc<PacketFilter>,
     counts: rustc_hash::FxHashMap<u32, u64>,
     rows: Vec<PacketRow>,
@@ -145,6 +173,12 @@ pub struct PacketTracer {
 }
 
 impl PacketTracer {
+    /// Re-attaches a recorder read back from a checkpoint to the filter of
+    /// `fresh`, a recorder built anew from the same scenario.
+    pub fn reattach(&mut self, fresh: &PacketTracer) {
+        self.filter = fresh.filter.clone();
+    }
+
     /// A recorder applying `filter`.
     pub fn new(filter: Arc<PacketFilter>) -> PacketTracer {
         PacketTracer {

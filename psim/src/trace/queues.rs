@@ -53,7 +53,7 @@ pub const QUEUES: Table = Table {
 };
 
 /// The dense series of one port: element `k` of each vector is interval `k`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PortSeries {
     /// Entity owning the port.
     pub node: u32,
@@ -114,7 +114,7 @@ impl PortSeries {
 }
 
 /// A shard's queue-series recorder.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct QueueSeries {
     interval: u64,
     index: FxHashMap<(u32, u16), u32>,
@@ -196,7 +196,7 @@ pub fn intervals(sim_end_ps: u64, interval_ps: u64) -> usize {
 }
 
 /// One row of the long format.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueSample {
     /// Interval start `k * interval`, ps.
     pub time_ps: u64,

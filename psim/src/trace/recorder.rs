@@ -22,7 +22,7 @@ pub struct TraceOutput {
 }
 
 /// A shard's trace recorders.
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct ShardTrace {
     /// Packet events, if traced.
     pub packets: Option<PacketTracer>,

@@ -90,7 +90,9 @@ pub struct QueueTraceFile {
 
 /// A packet event kind. The discriminant is the sort order of rows that tie
 /// on time, entity and port.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(
+    Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 #[repr(u8)]
 pub enum PacketEvent {
     /// Admitted to an output queue unchanged.
@@ -143,7 +145,7 @@ impl PacketEvent {
 }
 
 /// Which packet events to record: the validated `[trace.packets]`.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct PacketFilter {
     /// Bit `e as u8` set: keep event `e`.
     pub events: u8,

@@ -86,7 +86,7 @@ impl ProtocolDef for Cbr {
 }
 
 /// Sender of a CBR flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct CbrSource {
     flow: u64,
     src: u32,
@@ -171,7 +171,7 @@ impl Transport for CbrSource {
 }
 
 /// Receiver of a CBR flow.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct CbrSink {
     expected: Option<u64>,
     /// Counters.

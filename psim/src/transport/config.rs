@@ -44,15 +44,25 @@ impl Micros {
     }
 }
 
+/// Scenario files and the manifest hold the microseconds; binary formats
+/// (checkpoints) hold both fields, so a value reads back exactly.
 impl Serialize for Micros {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        self.us.serialize(s)
+        if s.is_human_readable() {
+            self.us.serialize(s)
+        } else {
+            (self.us, self.ps).serialize(s)
+        }
     }
 }
 
 impl<'de> Deserialize<'de> for Micros {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        f64::deserialize(d).map(Micros::from_us)
+        if d.is_human_readable() {
+            f64::deserialize(d).map(Micros::from_us)
+        } else {
+            <(f64, u64)>::deserialize(d).map(|(us, ps)| Micros { us, ps })
+        }
     }
 }
 

@@ -66,7 +66,7 @@ pub struct Ctx<'a> {
 }
 
 /// Sender-side counters of one flow.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SourceStats {
     /// Payload bytes transmitted, retransmissions included.
     pub bytes_sent: u64,
@@ -99,7 +99,7 @@ impl SourceStats {
 }
 
 /// Receiver-side counters of one flow.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SinkStats {
     /// Distinct payload bytes delivered.
     pub bytes_received: u64,
@@ -110,7 +110,7 @@ pub struct SinkStats {
 }
 
 /// Static description of a flow that a source endpoint is built from.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct FlowInfo {
     /// Flow id.
     pub id: u64,
@@ -194,7 +194,7 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
 
 /// Which class a protocol's packets take at a two-class switch port
 /// (`queue/classes.rs`): NDP's trimming class, or the other one.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[repr(u8)]
 pub enum SwitchClass {
     /// Receiver-driven, trimming-aware traffic (NDP, pHost).
@@ -231,7 +231,7 @@ macro_rules! registry {
     ) => {
         /// The endpoint kinds psim implements (static dispatch: one `match`
         /// per call, no virtual calls on the hot path).
-        #[derive(Clone, Debug)]
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
         pub enum Endpoint {
             $( $(#[$em])* $E($ET), )*
         }

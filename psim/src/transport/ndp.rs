@@ -187,14 +187,14 @@ const PENALTY_MIN_FEEDBACK: u64 = 100;
 const PENALTY_MEAN_FACTOR: f64 = 1.25;
 const PENALTY_MIN_RATIO: f64 = 0.30;
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct PathScore {
     acks: u64,
     nacks: u64,
     avoid: u32,
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Sent {
     at: u64,
     deadline: u64,
@@ -204,7 +204,7 @@ struct Sent {
 }
 
 /// Sender of an NDP flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NdpSource {
     info: FlowInfo,
     proto: Protocol,
@@ -528,7 +528,7 @@ fn shuffle(paths: &mut [u32], rng: &mut crate::rng::Rng) {
 }
 
 /// Receiver of an NDP flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NdpSink {
     flow: u64,
     sender: u32,

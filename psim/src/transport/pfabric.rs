@@ -151,7 +151,7 @@ impl ProtocolDef for Pfabric {
 }
 
 /// Sender of a pFabric flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PfabricSource {
     info: FlowInfo,
     proto: Protocol,

@@ -21,7 +21,7 @@ use rustc_hash::FxHashMap;
 use std::collections::VecDeque;
 
 /// A host's pull pacer.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PullQueue {
     interval_ps: u64,
     jitter: f64,
@@ -34,7 +34,7 @@ pub struct PullQueue {
 }
 
 /// What a host's pull pacer did (NDP V10: pull spacing).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PullStats {
     /// PULLs sent, piggybacked ones included.
     pub sent: u64,

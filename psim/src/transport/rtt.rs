@@ -2,7 +2,7 @@
 //! (RFC 6298 §2: alpha = 1/8, beta = 1/4, RTO = SRTT + max(G, 4·RTTVAR)).
 
 /// Smoothed RTT and its variation, in picoseconds.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RttEstimator {
     srtt: Option<u64>,
     rttvar: u64,

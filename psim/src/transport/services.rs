@@ -29,7 +29,7 @@ pub trait HostScheduler {
 }
 
 /// Every service of one host, and the one deadline they hold in the engine.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct HostServices {
     /// The receiver's pull pacer, shared by every receiver-driven flow (NDP, pHost).
     pub pulls: PullQueue,

@@ -126,7 +126,7 @@ pub struct DcqcnParams {
 }
 
 /// Every constant of one controller, resolved from the section and the NIC rate.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct DcqcnConfig {
     /// Style.
     pub style: Style,
@@ -275,7 +275,7 @@ impl DcqcnParams {
 }
 
 /// One flow's reaction point.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Dcqcn {
     c: DcqcnConfig,
     /// Current rate Rc, b/s.

@@ -75,7 +75,7 @@ impl DctcpParams {
 }
 
 /// The sender's running estimate of the extent of congestion.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct DctcpAlpha {
     g: f64,
     /// Current estimate, in [0, 1].
@@ -127,7 +127,7 @@ impl DctcpAlpha {
 }
 
 /// DCTCP's congestion response.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Dctcp {
     w: Window,
     est: DctcpAlpha,

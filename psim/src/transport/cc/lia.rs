@@ -22,7 +22,7 @@
 use super::{AckEvent, CcMetrics, CongestionControl, Loss, Reno};
 
 /// What LIA needs to know about one subflow.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct SubflowWindow {
     /// Congestion window, bytes.
     pub cwnd: f64,
@@ -33,7 +33,7 @@ pub struct SubflowWindow {
 
 /// The coupling term shared by all subflows: RFC 6356's `alpha` and the
 /// total window.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LiaCoupling {
     /// Aggressiveness factor.
     pub alpha: f64,
@@ -70,7 +70,7 @@ impl LiaCoupling {
 
 /// LIA: NewReno per subflow, with the congestion-avoidance increase
 /// coupled through [`AckEvent::coupling`] (uncoupled without one).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Lia {
     reno: Reno,
 }

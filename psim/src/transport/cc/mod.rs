@@ -43,7 +43,7 @@ pub use reno::Reno;
 pub use timely::{Timely, TimelyParams};
 
 /// What one ACK told the sender, as a controller sees it.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct AckEvent {
     /// Bytes newly acknowledged (cumulatively) by this ACK.
     pub bytes_acked: u64,
@@ -65,7 +65,7 @@ impl AckEvent {
 }
 
 /// How the sender found a loss.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Loss {
     /// Duplicate ACKs or SACK: fast retransmit, entering recovery.
     FastRetransmit,
@@ -74,7 +74,7 @@ pub enum Loss {
 }
 
 /// A controller's state, for tests and traces.
-#[derive(Copy, Clone, Debug, Default, PartialEq)]
+#[derive(Copy, Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct CcMetrics {
     /// Congestion window, bytes.
     pub cwnd: f64,
@@ -129,7 +129,7 @@ pub trait CongestionControl {
 
 /// The window arithmetic every loss-based controller shares: slow start
 /// with appropriate byte counting and the NewReno loss response.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Window {
     /// Congestion window, bytes.
     pub cwnd: f64,
@@ -200,7 +200,7 @@ impl Window {
 macro_rules! controllers {
     ( $( $(#[$m:meta])* $V:ident($T:ty), )* ) => {
         /// The congestion controllers psim implements.
-        #[derive(Clone, Debug)]
+        #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
         pub enum Controller {
             $( $(#[$m])* $V($T), )*
         }

@@ -11,7 +11,7 @@
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 
 /// pFabric's congestion window, bytes.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct PfabricWindow {
     cwnd: f64,
     ssthresh: f64,

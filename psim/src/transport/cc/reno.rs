@@ -11,7 +11,7 @@
 use super::{AckEvent, CcMetrics, CongestionControl, Loss, Window};
 
 /// NewReno.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Reno {
     w: Window,
     ecn: bool,

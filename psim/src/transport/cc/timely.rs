@@ -152,8 +152,10 @@ impl TimelyParams {
 }
 
 /// One flow's TIMELY rate computation.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Timely {
+    /// (Its serde layout is made for TOML: a checkpoint stores it as JSON.)
+    #[serde(with = "crate::engine::as_json")]
     p: TimelyParams,
     line: f64,
     delta: f64,

@@ -24,7 +24,7 @@ use crate::transport::services::HostScheduler;
 /// SRPT order: (remaining packets, flow start, flow id), smaller first.
 pub type SrptKey = (u64, u64, u64);
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
 struct Entry {
     slot: u32,
     key: SrptKey,
@@ -48,7 +48,7 @@ fn best(v: &[Entry], ok: impl Fn(&Entry) -> bool) -> Option<u32> {
 }
 
 /// The receiver's token clock (one per host).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct TokenClock {
     flows: Vec<Entry>,
     /// One slot after the last token: the earliest next decision.
@@ -113,7 +113,7 @@ impl TokenClock {
 }
 
 /// The sender's arbiter (one per host).
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct SendArbiter {
     flows: Vec<Entry>,
     /// When the NIC finishes the last data packet granted.
@@ -159,7 +159,7 @@ impl SendArbiter {
 }
 
 /// Both pHost schedulers of one host.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct PhostSched {
     /// The receiver's token clock.
     pub rx: TokenClock,

@@ -7,7 +7,7 @@ use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use crate::transport::{Ctx, SinkStats, Transport};
 
 /// Receiver of a pHost flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PhostSink {
     flow: u64,
     sender: u32,

@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 const MAX_BACKOFF: u32 = 6;
 
 /// Sender of a pHost flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PhostSource {
     info: FlowInfo,
     proto: Protocol,

@@ -155,7 +155,7 @@ impl Rc3Params {
 
 /// What the sender knows of the bytes the RLP loop sent: which were
 /// delivered (from low-priority ACKs), and where the RLP's bytes start.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct LowSeen {
     /// Delivered byte ranges [start, end), merged, keyed by start.
     delivered: BTreeMap<u64, u64>,
@@ -219,7 +219,7 @@ impl LowSeen {
 }
 
 /// RC3's counters beyond the TCP sender's.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Rc3Stats {
     /// Packets the RLP loop sent, per priority (index 0 unused).
     pub low_sent: [u64; 8],
@@ -248,7 +248,7 @@ impl ProtocolDef for Rc3 {
 }
 
 /// Sender of an RC3 flow: the TCP sender plus the RLP loop.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Rc3Source {
     tcp: TcpSource,
     p: Rc3Params,

@@ -10,7 +10,7 @@
 //!   is this difference over the RC3 time without its RTT term.
 
 /// The model's inputs. Flow sizes are in packets of `packet_bytes` on the wire.
-#[derive(Copy, Clone, Debug, PartialEq)]
+#[derive(Copy, Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LooseModel {
     /// Round-trip time, seconds.
     pub rtt_s: f64,

@@ -122,7 +122,7 @@ impl IrnParams {
 
 /// Sender of an IRN flow: the RoCE sender's pacing and controller with
 /// selective repeat (module documentation above).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct IrnSource {
     base: RoceSource,
     /// Bit i: PSN `una + i` was selectively ACKed.
@@ -371,7 +371,7 @@ impl Transport for IrnSource {
 
 /// Receiver of an IRN flow: keeps out-of-order packets, ACKs each in-order
 /// one and NACKs each out-of-order one (module documentation above).
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct IrnSink {
     base: RoceSink,
     /// Bit i: PSN `expected + 1 + i` is held.

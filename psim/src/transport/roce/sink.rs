@@ -6,7 +6,7 @@ use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use crate::transport::{Ctx, SinkStats, Transport};
 
 /// Receiver of a RoCE, DCQCN or TIMELY flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RoceSink {
     flow: u64,
     /// This host (the data's destination) and the sender.

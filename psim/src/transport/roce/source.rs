@@ -8,7 +8,7 @@ use crate::transport::{Ctx, FlowInfo, SourceStats, Transport};
 use crate::units::tx_time_ps;
 
 /// Sender of a RoCE, DCQCN or TIMELY flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct RoceSource {
     flow: u64,
     src: u32,

@@ -227,7 +227,7 @@ pub fn split_seq(seq: u64) -> (u8, u64) {
 }
 
 /// Connection set-up state.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Setup {
     /// SYN sent at this time, awaiting the SYN-ACK.
     SynSent { at: u64, deadline: u64, tries: u32 },
@@ -236,7 +236,7 @@ enum Setup {
 }
 
 /// Sender of a TCP, DCTCP or MPTCP flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TcpSource {
     pub(crate) info: FlowInfo,
     pub(crate) proto: Protocol,

@@ -9,7 +9,7 @@ use crate::transport::{Ctx, SinkStats, Transport};
 use std::collections::BTreeMap;
 
 /// Receive state of one subflow.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct RecvState {
     rcv_nxt: u64,
     /// Out-of-order ranges [start, end), merged.
@@ -25,7 +25,7 @@ struct RecvState {
 }
 
 /// Receiver of a TCP, DCTCP or MPTCP flow.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct TcpSink {
     flow: u64,
     sender: u32,

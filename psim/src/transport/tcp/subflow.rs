@@ -19,7 +19,7 @@ const RETX: u8 = 4;
 /// it does not count towards IsLost.
 const PRESACKED: u8 = 8;
 
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Seg {
     len: u32,
     flags: u8,
@@ -39,7 +39,7 @@ impl Seg {
 }
 
 /// Where a subflow's new data comes from: the connection's unsent bytes.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Supply {
     pub(crate) next: u64,
     pub(crate) total: Option<u64>,
@@ -50,7 +50,7 @@ pub(crate) struct Supply {
 }
 
 /// What is known of a segment before the subflow first sends it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub(crate) enum Seen {
     /// Nothing: new data.
     New,
@@ -79,7 +79,7 @@ impl Supply {
 }
 
 /// The sender side of one TCP byte stream.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Subflow {
     pub(super) id: u8,
     pub(super) path: u32,
@@ -478,7 +478,7 @@ impl Subflow {
 }
 
 /// What an ACK tells the sender.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct AckInfo {
     /// Cumulative ACK: the next byte expected.
     pub(crate) ack: u64,
@@ -491,7 +491,7 @@ pub(crate) struct AckInfo {
 }
 
 /// One segment to put on the wire.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub(crate) struct Send {
     pub(crate) sub: u8,
     pub(crate) path: u32,
