@@ -187,7 +187,7 @@ impl DisciplineConfig for EdgeCodelConfig {
 }
 
 /// FQ-CoDel on the used slack, refreshed by send-time gaps.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct EdgeCodelQueue {
     inner: FqCodelQueue,
     used: UsedSlackReader,

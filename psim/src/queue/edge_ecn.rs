@@ -224,7 +224,7 @@ impl DisciplineConfig for EdgeEcnConfig {
 }
 
 /// An LSTF (or FIFO+) queue that marks at dequeue on the used slack.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Deserialize, Serialize)]
 pub struct EdgeEcnQueue {
     inner: LstfQueue,
     used: UsedSlackReader,

@@ -274,7 +274,7 @@ pub fn trim(p: &mut Packet) {
 }
 
 /// The packet on the wire, for `count_in_service`.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct InService {
     /// It left the data queue (else the header queue).
     data: bool,
