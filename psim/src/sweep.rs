@@ -37,7 +37,9 @@
 //! a grown grid still finds the tasks already done. A task whose directory
 //! holds a complete manifest, every data file it lists, and the task's own
 //! resolved scenario is skipped; any other directory (a partial run, or a run
-//! of a base scenario that has since changed) is redone (`psim run --force`).
+//! of a base scenario that has since changed) is redone (`psim run --force`),
+//! except that a directory holding a checkpoint (the sweep file's
+//! `checkpoint_every`) resumes from it (`psim resume`).
 //!
 //! Everything that can be checked before running is: the sweep file's
 //! schema, empty axes, and every task's scenario (each key must exist in the
@@ -131,6 +133,10 @@ pub struct SweepFile {
     /// Settings for a SLURM job array.
     #[serde(default)]
     pub slurm: SlurmSettings,
+    /// Wall time between checkpoints of each task (`"30m"`, `"90s"`; none by
+    /// default). A task stopped part-way resumes from its checkpoint the next
+    /// time the sweep runs it, instead of starting again (docs/checkpoint.md).
+    pub checkpoint_every: Option<String>,
 }
 
 /// `[local]`: running the tasks on this machine.
@@ -257,6 +263,12 @@ impl Sweep {
                 message: "[local] jobs and threads must be at least 1".into(),
             });
         }
+        if let Some(d) = &file.checkpoint_every {
+            crate::engine::checkpoint::parse_duration(d).map_err(|e| SweepError::Invalid {
+                path: path.clone(),
+                message: format!("checkpoint_every = {d:?}: {e}"),
+            })?;
+        }
         if file.slurm.cpus_per_task == Some(0) || file.slurm.max_parallel == Some(0) {
             return Err(SweepError::Invalid {
                 path,
@@ -360,6 +372,14 @@ impl Sweep {
         Ok(path)
     }
 
+    /// Whether a task's directory holds a checkpoint to resume from.
+    pub fn resumable(&self, t: &Task) -> bool {
+        self.task_dir(t)
+            .join("checkpoint")
+            .join("current")
+            .is_file()
+    }
+
     /// The `psim run` command of a task, for the psim binary `exe`.
     pub fn task_command(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Command {
         let mut cmd = Command::new(exe);
@@ -373,31 +393,71 @@ impl Sweep {
         if let Some(n) = threads {
             cmd.arg("--threads").arg(n.to_string());
         }
+        if let Some(d) = &self.file.checkpoint_every {
+            cmd.arg("--checkpoint-every").arg(d);
+        }
         for s in t.sets() {
             cmd.arg("--set").arg(s);
         }
         cmd
     }
 
+    /// The `psim resume` command of a task that holds a checkpoint.
+    pub fn resume_command(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Command {
+        let mut cmd = Command::new(exe);
+        cmd.arg("resume").arg(self.task_dir(t)).arg("--quiet");
+        if let Some(n) = threads {
+            cmd.arg("--threads").arg(n.to_string());
+        }
+        cmd
+    }
+
     /// Runs one task as a child process, its output going to the task's
-    /// `psim.log`. An error names the task and quotes the log's last line.
+    /// `psim.log`. A task with a checkpoint resumes from it; if the resume
+    /// fails (a checkpoint of another scenario or psim version, a damaged
+    /// file), the log says so and the task runs again from the start, which
+    /// removes the checkpoint. An error names the task and quotes the log's
+    /// last line.
     pub fn run_task(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Result<(), String> {
         let dir = self.task_dir(t);
         let fail = |m: String| format!("task {} ({}) FAILED: {m}", t.id, t.dir);
         std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
         let log_path = dir.join(TASK_LOG);
-        let log = std::fs::File::create(&log_path)
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
             .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
-        let log2 = log
-            .try_clone()
-            .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
-        let status = self
-            .task_command(exe, t, threads)
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            .status()
-            .map_err(|e| fail(format!("cannot start {}: {e}", exe.display())))?;
+        let child = |mut cmd: Command| -> Result<std::process::ExitStatus, String> {
+            let out = log
+                .try_clone()
+                .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
+            let err = log
+                .try_clone()
+                .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
+            cmd.stdin(Stdio::null())
+                .stdout(out)
+                .stderr(err)
+                .status()
+                .map_err(|e| fail(format!("cannot start {}: {e}", exe.display())))
+        };
+        let mut status = None;
+        if self.resumable(t) {
+            let s = child(self.resume_command(exe, t, threads))?;
+            if s.success() {
+                status = Some(s);
+            } else {
+                use std::io::Write as _;
+                let _ = writeln!(
+                    &mut &log,
+                    "psim sweep: the resume failed ({s}); running the task again from the start"
+                );
+            }
+        }
+        let status = match status {
+            Some(s) => s,
+            None => child(self.task_command(exe, t, threads))?,
+        };
         if status.success() && self.state(t) == TaskState::Complete {
             return Ok(());
         }

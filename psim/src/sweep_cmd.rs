@@ -48,6 +48,13 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
             "{stale} of them hold a complete run of another scenario (the base scenario or psim changed): redone"
         );
     }
+    let resumable = pending
+        .iter()
+        .filter(|&&id| sw.resumable(&sw.tasks[id]))
+        .count();
+    if resumable > 0 {
+        println!("{resumable} of them resume from a checkpoint");
+    }
     match a.backend {
         Backend::Local => local(&sw, &exe, &a, &pending),
         Backend::Slurm => slurm(&sw, &exe, &a, &pending),

@@ -371,3 +371,77 @@ fn tasks_of_a_changed_base_scenario_are_redone() {
         assert_eq!(m["config"]["traffic"][0]["size_bytes"], 90000);
     }
 }
+
+/// A task stopped after a checkpoint resumes from it the next time the sweep
+/// runs, and ends with the flows of an uninterrupted run; a task whose
+/// checkpoint is damaged runs again from the start, and says so in its log.
+#[test]
+fn a_task_stopped_after_a_checkpoint_resumes_from_it() {
+    let grid = "\"traffic.0.senders\" = [4]\n";
+    let file = sweep_text(grid).replace("[local]\n", "checkpoint_every = \"0s\"\n[local]\n");
+    let (d, sweep) = setup(&file);
+    let sweep_s = sweep.to_str().unwrap();
+    let task = d.path().join("out").join("traffic.0.senders=4");
+    let base = base_scenario();
+    let base_s = base.to_str().unwrap();
+
+    let reference = d.path().join("reference");
+    assert_ok(&psim(&[
+        "run",
+        base_s,
+        "--out",
+        reference.to_str().unwrap(),
+        "--quiet",
+        "--set",
+        "traffic.0.senders=4",
+    ]));
+    let flows = |dir: &Path| assert_ok(&psim(&["flows", dir.to_str().unwrap()]));
+    let want = flows(&reference);
+
+    // What an interrupted task leaves: a checkpoint and no manifest.
+    let interrupt = || {
+        let o = Command::new(env!("CARGO_BIN_EXE_psim"))
+            .args(["run", base_s, "--out", task.to_str().unwrap(), "--quiet"])
+            .args(["--force", "--set", "traffic.0.senders=4"])
+            .args(["--checkpoint-every", "0s"])
+            .env("PSIM_CKPT_EXIT_AFTER", "3")
+            .output()
+            .expect("start psim");
+        assert_eq!(o.status.code(), Some(75), "{}", text(&o.stderr));
+        assert!(task.join("checkpoint").join("current").is_file());
+    };
+
+    interrupt();
+    let out = assert_ok(&psim(&["sweep", sweep_s]));
+    assert!(out.contains("1 of them resume from a checkpoint"), "{out}");
+    assert!(out.contains("ran 1, skipped 0, failed 0"), "{out}");
+    assert_eq!(manifest(&task)["resumes"], 1);
+    assert_eq!(flows(&task), want);
+
+    // A flipped byte in the checkpoint: the resume is refused, the task runs
+    // from the start, and its outputs are still right.
+    interrupt();
+    let current = fs::read_to_string(task.join("checkpoint").join("current")).unwrap();
+    let rank = task
+        .join("checkpoint")
+        .join(current.trim())
+        .join("rank-00000.ckpt");
+    let mut bytes = fs::read(&rank).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    fs::write(&rank, bytes).unwrap();
+    let out = assert_ok(&psim(&["sweep", sweep_s]));
+    assert!(out.contains("ran 1, skipped 0, failed 0"), "{out}");
+    let log = fs::read_to_string(task.join("psim.log")).unwrap();
+    assert!(log.contains("the resume failed"), "{log}");
+    assert!(manifest(&task).get("resumes").is_none());
+    assert_eq!(flows(&task), want);
+
+    // A bad duration is refused before anything runs.
+    let bad = sweep_text(grid).replace("[local]\n", "checkpoint_every = \"soon\"\n[local]\n");
+    let (_d, sweep) = setup(&bad);
+    assert_fails(
+        &psim(&["sweep", sweep.to_str().unwrap()]),
+        &["sweep.toml", "checkpoint_every"],
+    );
+}
