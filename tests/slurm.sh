@@ -7,9 +7,10 @@
 # The cluster's MaxArraySize is 3, so the four tasks go as two job arrays.
 # Also runs slurm/single_node.sbatch, and slurm/multi_node_mpi.sbatch with
 # two ranks (an MPI build of psim, when mpicc is there; else one rank).
-# Finally, time limits: a single_node.sbatch job and a sweep task, each with
-# a one-minute limit, are signalled by SLURM before it, checkpoint, requeue
-# themselves, resume and finish with the flows of an uninterrupted run.
+# Finally, time limits: a single_node.sbatch job, a sweep task and an MPI
+# job, each with a one-minute limit, are signalled by SLURM before it,
+# checkpoint, requeue themselves, resume and finish with the flows of an
+# uninterrupted run.
 #
 # Without `sbatch` this prints "skipped", unless PSIM_REQUIRE_SLURM=1 (CI sets
 # it). Needs root to start the daemons (CI runs as root).
@@ -113,7 +114,7 @@ SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 ReturnToService=2
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(( $(nproc) < 2 ? 2 : $(nproc) )) RealMemory=1000 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(( $(nproc) < 4 ? 4 : $(nproc) )) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
     slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start (log: $(tail -3 "$work/slurmctld.log" 2>/dev/null))"
@@ -258,8 +259,10 @@ else
 fi
 
 # ---------------------------------------------------------------------------
-# Time limits (docs/checkpoint.md): a single_node.sbatch job and a one-task
-# sweep, each limited to one minute and asking for USR1 20 s before it, are
+# Time limits (docs/checkpoint.md): a single_node.sbatch job, a one-task
+# sweep and (with mpicc) a two-rank multi_node_mpi.sbatch job, at once (the
+# node declares at least 4 CPUs; the runs mostly sleep), each limited to one
+# minute and asking for USR1 20 s before it, are
 # signalled by SLURM (not by this script), checkpoint, requeue themselves,
 # resume and finish, with the flows of an uninterrupted run.
 #
@@ -293,20 +296,28 @@ sweep_pid=$!
 job=$(PSIM=$psim sbatch --parsable --cpus-per-task=1 --time=00:01:00 --signal=B:USR1@20 \
     --output="$work/limit.out" slurm/single_node.sbatch "$limit_scn" "$work/limit" --checkpoint-every 0s --quiet) \
     || fail "time limits: sbatch single_node.sbatch"
+if [[ $ranks == 2 ]]; then
+    mpi_job=$(PSIM=$work/psim-mpi SRUN_MPI=pmix sbatch --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 \
+        --time=00:01:00 --signal=B:USR1@20 --output="$work/limit-mpi.out" slurm/multi_node_mpi.sbatch \
+        "$limit_scn" "$work/limit-mpi" --checkpoint-every 0s --quiet) || fail "time limits: sbatch multi_node_mpi.sbatch"
+fi
 unset PSIM_CKPT_PAUSE_MS
 job_field() { scontrol show job -o "$1" 2>/dev/null | grep -o "$2=[A-Z0-9_]*" | cut -d= -f2; }
-state=""
-for _ in $(seq 480); do
-    state=$(job_field "$job" JobState)
-    [[ $state =~ ^(COMPLETED|FAILED|TIMEOUT|CANCELLED|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)$ ]] && break
-    sleep 1
-done
-[[ $state == COMPLETED ]] \
-    || fail "time limits: single_node.sbatch job $job is '$state' after 480 s, not COMPLETED: $(cat "$work/limit.out")"
-restarts=$(job_field "$job" Restarts)
-[[ $restarts -ge 1 ]] || fail "time limits: job $job was never requeued (Restarts=$restarts): $(cat "$work/limit.out")"
-grep -q "requeueing job $job" "$work/limit.out" || fail "time limits: the job did not requeue itself: $(cat "$work/limit.out")"
-python3 - "$work/limit/manifest.json" "$restarts" <<'PY' || fail "time limits: single_node.sbatch manifest: $(cat "$work/limit.out")"
+# check_limit_job NAME JOB LOG DIR: JOB completed after requeueing itself at
+# least once, each requeued start resumed, and its flows are those of the
+# uninterrupted run.
+check_limit_job() {
+    local name=$1 job=$2 log=$3 dir=$4 state="" restarts
+    for _ in $(seq 480); do
+        state=$(job_field "$job" JobState)
+        [[ $state =~ ^(COMPLETED|FAILED|TIMEOUT|CANCELLED|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)$ ]] && break
+        sleep 1
+    done
+    [[ $state == COMPLETED ]] || fail "time limits: $name job $job is '$state' after 480 s, not COMPLETED: $(cat "$log")"
+    restarts=$(job_field "$job" Restarts)
+    [[ $restarts -ge 1 ]] || fail "time limits: $name job $job was never requeued (Restarts=$restarts): $(cat "$log")"
+    grep -q "requeueing job $job" "$log" || fail "time limits: $name did not requeue itself: $(cat "$log")"
+    python3 - "$dir/manifest.json" "$restarts" <<'PY' || fail "time limits: $name manifest: $(cat "$log")"
 import json, sys
 m = json.load(open(sys.argv[1]))
 assert m["complete"] is True, "not complete"
@@ -314,10 +325,15 @@ assert m["complete"] is True, "not complete"
 assert m.get("resumes") == int(sys.argv[2]), ("resumes", m.get("resumes"), "restarts", sys.argv[2])
 assert m.get("resumed_from_ps", 0) > 0, "resumed_from_ps"
 PY
-[[ ! -e $work/limit/checkpoint ]] || fail "time limits: the finished run kept its checkpoint folder"
-cmp -s <("$psim" flows "$work/limit") <("$psim" flows "$work/limit-ref") \
-    || fail "time limits: the requeued single_node.sbatch job's flows differ from an uninterrupted run"
-echo "slurm: single_node.sbatch signalled before its time limit: requeued $restarts time(s), flows identical"
+    [[ ! -e $dir/checkpoint ]] || fail "time limits: $name: the finished run kept its checkpoint folder"
+    cmp -s <("$psim" flows "$dir") <("$psim" flows "$work/limit-ref") \
+        || fail "time limits: the requeued $name job's flows differ from an uninterrupted run"
+    echo "slurm: $name signalled before its time limit: requeued $restarts time(s), resumed, flows identical"
+}
+check_limit_job single_node.sbatch "$job" "$work/limit.out" "$work/limit"
+if [[ $ranks == 2 ]]; then
+    check_limit_job "multi_node_mpi.sbatch (2 ranks)" "$mpi_job" "$work/limit-mpi.out" "$work/limit-mpi"
+fi
 
 wait "$sweep_pid" || fail "time limits: psim sweep --wait: $(cat "$work/limit-sweep.txt" "$work"/limit-sweep/logs/* 2>/dev/null)"
 grep -q "ran 1, skipped 0, failed 0" "$work/limit-sweep.txt" \
