@@ -273,7 +273,9 @@ fi
 # pause PSIM_CKPT_PAUSE_MS in each checkpoint (a test hook), so they take at
 # least windows x 200 ms > 50 s of wall time whatever the CPU, and so does a
 # resumed run's remainder: a job may be signalled and requeued more than once
-# before it finishes. The outputs depend on neither.
+# before it finishes. The outputs depend on neither. Here a requeued job
+# starts again about 12 s later (cred_expire=10 above); a cluster started
+# elsewhere may wait 120 s, hence the long timeouts.
 limit_scn=$repo/scenarios/small/cbr_permutation_k4.toml
 "$psim" run "$limit_scn" --out "$work/limit-ref" -q 2> "$work/limit-ref.err" || fail "time limits: uninterrupted run: $(cat "$work/limit-ref.err")"
 windows=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["packets"]["windows"])' "$work/limit-ref/manifest.json")
@@ -291,7 +293,7 @@ sbatch_args = ["--signal=B:USR1@20"]
 seed = [7]
 TOML
 export PSIM_CKPT_PAUSE_MS=200
-timeout 480 "$psim" sweep "$work/limit-sweep.toml" --backend slurm --wait > "$work/limit-sweep.txt" 2>&1 &
+timeout 900 "$psim" sweep "$work/limit-sweep.toml" --backend slurm --wait > "$work/limit-sweep.txt" 2>&1 &
 sweep_pid=$!
 job=$(PSIM=$psim sbatch --parsable --cpus-per-task=1 --time=00:01:00 --signal=B:USR1@20 \
     --output="$work/limit.out" slurm/single_node.sbatch "$limit_scn" "$work/limit" --checkpoint-every 0s --quiet) \
@@ -308,12 +310,12 @@ job_field() { scontrol show job -o "$1" 2>/dev/null | grep -o "$2=[A-Z0-9_]*" | 
 # uninterrupted run.
 check_limit_job() {
     local name=$1 job=$2 log=$3 dir=$4 state="" restarts
-    for _ in $(seq 480); do
+    for _ in $(seq 900); do
         state=$(job_field "$job" JobState)
         [[ $state =~ ^(COMPLETED|FAILED|TIMEOUT|CANCELLED|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)$ ]] && break
         sleep 1
     done
-    [[ $state == COMPLETED ]] || fail "time limits: $name job $job is '$state' after 480 s, not COMPLETED: $(cat "$log")"
+    [[ $state == COMPLETED ]] || fail "time limits: $name job $job is '$state' after 900 s, not COMPLETED: $(cat "$log")"
     restarts=$(job_field "$job" Restarts)
     [[ $restarts -ge 1 ]] || fail "time limits: $name job $job was never requeued (Restarts=$restarts): $(cat "$log")"
     grep -q "requeueing job $job" "$log" || fail "time limits: $name did not requeue itself: $(cat "$log")"
