@@ -7,6 +7,10 @@
 # The cluster's MaxArraySize is 3, so the four tasks go as two job arrays.
 # Also runs slurm/single_node.sbatch, and slurm/multi_node_mpi.sbatch with
 # two ranks (an MPI build of psim, when mpicc is there; else one rank).
+# Finally, time limits: a single_node.sbatch job, a sweep task and an MPI
+# job, each with a one-minute limit, are signalled by SLURM before it,
+# checkpoint, requeue themselves, resume and finish with the flows of an
+# uninterrupted run.
 #
 # Without `sbatch` this prints "skipped", unless PSIM_REQUIRE_SLURM=1 (CI sets
 # it). Needs root to start the daemons (CI runs as root).
@@ -88,6 +92,9 @@ SlurmctldHost=$host(127.0.0.1)
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
+# A requeued job waits cred_expire seconds before it starts again (default
+# 120): the time-limit test requeues jobs.
+AuthInfo=cred_expire=10
 StateSaveLocation=$work/state
 SlurmdSpoolDir=$work/spool
 SlurmctldPidFile=$work/slurmctld.pid
@@ -100,12 +107,14 @@ JobAcctGatherType=jobacct_gather/none
 AccountingStorageType=accounting_storage/none
 MpiDefault=none
 SchedulerType=sched/backfill
+# Start a requeued job within seconds of its becoming eligible (default 60 s).
+SchedulerParameters=sched_interval=2,bf_interval=1
 MaxArraySize=3
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
 ReturnToService=2
-NodeName=$host NodeAddr=127.0.0.1 CPUs=$(( $(nproc) < 2 ? 2 : $(nproc) )) RealMemory=1000 State=UNKNOWN
+NodeName=$host NodeAddr=127.0.0.1 CPUs=$(( $(nproc) < 4 ? 4 : $(nproc) )) RealMemory=1000 State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 CONF
     slurmctld -f "$SLURM_CONF" || fail "slurmctld did not start (log: $(tail -3 "$work/slurmctld.log" 2>/dev/null))"
@@ -248,5 +257,100 @@ else
         > /dev/null || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
     check_run "$work/mpi" 5 1 1 || fail "multi_node_mpi.sbatch: $(cat "$work/mpi.out")"
 fi
+
+# ---------------------------------------------------------------------------
+# Time limits (docs/checkpoint.md): a single_node.sbatch job, a one-task
+# sweep and (with mpicc) a two-rank multi_node_mpi.sbatch job, at once (the
+# node declares at least 4 CPUs; the runs mostly sleep), each limited to one
+# minute and asking for USR1 20 s before it, are
+# signalled by SLURM (not by this script), checkpoint, requeue themselves,
+# resume and finish, with the flows of an uninterrupted run.
+#
+# slurmctld checks time limits every 30 s and sends the signal at the first
+# check within 20 + 30 s of the limit (sbatch(1): "up to 60 seconds earlier"),
+# so 10 to 40 s after the job starts. The runs must still be running then, on
+# any machine: they checkpoint at every window (--checkpoint-every 0s) and
+# pause PSIM_CKPT_PAUSE_MS in each checkpoint (a test hook), so they take at
+# least windows x 200 ms > 50 s of wall time whatever the CPU, and so does a
+# resumed run's remainder: a job may be signalled and requeued more than once
+# before it finishes. The outputs depend on neither. Here a requeued job
+# starts again about 12 s later (cred_expire=10 above); a cluster started
+# elsewhere may wait 120 s, hence the long timeouts.
+limit_scn=$repo/scenarios/small/cbr_permutation_k4.toml
+"$psim" run "$limit_scn" --out "$work/limit-ref" -q 2> "$work/limit-ref.err" || fail "time limits: uninterrupted run: $(cat "$work/limit-ref.err")"
+windows=$(python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))["packets"]["windows"])' "$work/limit-ref/manifest.json")
+[[ $windows -ge 250 ]] || fail "time limits: $limit_scn has $windows windows, expected at least 250 (pick a longer scenario)"
+grep -q "^seed = 7$" "$limit_scn" || fail "time limits: the sweep's one task must be the scenario itself (seed 7)"
+cat > "$work/limit-sweep.toml" <<TOML
+base = "$limit_scn"
+out = "limit-sweep"
+checkpoint_every = "0s"
+[slurm]
+time = "00:01:00"
+cpus_per_task = 1
+sbatch_args = ["--signal=B:USR1@20"]
+[grid]
+seed = [7]
+TOML
+export PSIM_CKPT_PAUSE_MS=200
+timeout 900 "$psim" sweep "$work/limit-sweep.toml" --backend slurm --wait > "$work/limit-sweep.txt" 2>&1 &
+sweep_pid=$!
+job=$(PSIM=$psim sbatch --parsable --cpus-per-task=1 --time=00:01:00 --signal=B:USR1@20 \
+    --output="$work/limit.out" slurm/single_node.sbatch "$limit_scn" "$work/limit" --checkpoint-every 0s --quiet) \
+    || fail "time limits: sbatch single_node.sbatch"
+if [[ $ranks == 2 ]]; then
+    mpi_job=$(PSIM=$work/psim-mpi SRUN_MPI=pmix sbatch --parsable --nodes=1 --ntasks-per-node=2 --cpus-per-task=1 \
+        --time=00:01:00 --signal=B:USR1@20 --output="$work/limit-mpi.out" slurm/multi_node_mpi.sbatch \
+        "$limit_scn" "$work/limit-mpi" --checkpoint-every 0s --quiet) || fail "time limits: sbatch multi_node_mpi.sbatch"
+fi
+unset PSIM_CKPT_PAUSE_MS
+job_field() { scontrol show job -o "$1" 2>/dev/null | grep -o "$2=[A-Z0-9_]*" | cut -d= -f2; }
+# check_limit_job NAME JOB LOG DIR: JOB completed after requeueing itself at
+# least once, each requeued start resumed, and its flows are those of the
+# uninterrupted run.
+check_limit_job() {
+    local name=$1 job=$2 log=$3 dir=$4 state="" restarts
+    for _ in $(seq 900); do
+        state=$(job_field "$job" JobState)
+        [[ $state =~ ^(COMPLETED|FAILED|TIMEOUT|CANCELLED|NODE_FAIL|OUT_OF_MEMORY|BOOT_FAIL|DEADLINE)$ ]] && break
+        sleep 1
+    done
+    [[ $state == COMPLETED ]] || fail "time limits: $name job $job is '$state' after 900 s, not COMPLETED: $(cat "$log")"
+    restarts=$(job_field "$job" Restarts)
+    [[ $restarts -ge 1 ]] || fail "time limits: $name job $job was never requeued (Restarts=$restarts): $(cat "$log")"
+    grep -q "requeueing job $job" "$log" || fail "time limits: $name did not requeue itself: $(cat "$log")"
+    python3 - "$dir/manifest.json" "$restarts" <<'PY' || fail "time limits: $name manifest: $(cat "$log")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["complete"] is True, "not complete"
+# Each requeued start resumed from the checkpoint its predecessor wrote.
+assert m.get("resumes") == int(sys.argv[2]), ("resumes", m.get("resumes"), "restarts", sys.argv[2])
+assert m.get("resumed_from_ps", 0) > 0, "resumed_from_ps"
+PY
+    [[ ! -e $dir/checkpoint ]] || fail "time limits: $name: the finished run kept its checkpoint folder"
+    cmp -s <("$psim" flows "$dir") <("$psim" flows "$work/limit-ref") \
+        || fail "time limits: the requeued $name job's flows differ from an uninterrupted run"
+    echo "slurm: $name signalled before its time limit: requeued $restarts time(s), resumed, flows identical"
+}
+check_limit_job single_node.sbatch "$job" "$work/limit.out" "$work/limit"
+if [[ $ranks == 2 ]]; then
+    check_limit_job "multi_node_mpi.sbatch (2 ranks)" "$mpi_job" "$work/limit-mpi.out" "$work/limit-mpi"
+fi
+
+wait "$sweep_pid" || fail "time limits: psim sweep --wait: $(cat "$work/limit-sweep.txt" "$work"/limit-sweep/logs/* 2>/dev/null)"
+grep -q "ran 1, skipped 0, failed 0" "$work/limit-sweep.txt" \
+    || fail "time limits: sweep summary: $(cat "$work/limit-sweep.txt")"
+task_log=$(find "$work/limit-sweep/logs" -name '*.out' | head -1)
+grep -q "task 0 stopped before the time limit; requeueing" "$task_log" \
+    || fail "time limits: the sweep task did not requeue itself: $(cat "$task_log")"
+python3 - "$work/limit-sweep/seed=7/manifest.json" <<'PY' || fail "time limits: sweep task manifest: $(cat "$task_log")"
+import json, sys
+m = json.load(open(sys.argv[1]))
+assert m["complete"] is True, "not complete"
+assert m.get("resumes", 0) >= 1, ("resumes", m.get("resumes"))
+PY
+cmp -s <("$psim" flows "$work/limit-sweep/seed=7") <("$psim" flows "$work/limit-ref") \
+    || fail "time limits: the requeued sweep task's flows differ from an uninterrupted run"
+echo "slurm: sweep_array.sbatch task signalled before its time limit: requeued, resumed, flows identical"
 
 echo "slurm: 1 passed, 0 failed"

@@ -40,6 +40,10 @@ pub struct ResumeArgs {
     /// Replace the interrupted run's --checkpoint-every (0s: at every window).
     #[arg(long, value_name = "DURATION", value_parser = checkpoint::parse_duration)]
     pub checkpoint_every: Option<Duration>,
+    /// After the checkpoint the signal asked for, stop with exit status 75,
+    /// even if the interrupted run did not (`psim sweep --task` passes it).
+    #[arg(long)]
+    pub checkpoint_and_exit: bool,
     /// No progress display.
     #[arg(long, short)]
     pub quiet: bool,
@@ -184,6 +188,7 @@ pub fn prepare(a: &ResumeArgs, ranks: u32) -> Result<(Scenario, SimOptions, Chec
         threads: opts.threads,
         checkpoint_every_s: every.map(|d| d.as_secs_f64()),
         resumes: meta.resumes + 1,
+        exit_on_signal: meta.exit_on_signal || a.checkpoint_and_exit,
         ..meta
     };
     let mut policy = Policy::new(a.dir.clone(), every, flag, next.exit_on_signal, next, hash);

@@ -126,6 +126,8 @@ struct SweepArgs {
     #[arg(long)]
     threads: Option<u32>,
     /// Run only the task with this index (what each job-array task does).
+    /// SIGUSR1 is passed on to the task's psim, which checkpoints and
+    /// stops; the command then exits with status 75.
     #[arg(long, value_name = "ID")]
     task: Option<usize>,
     /// Validate and list what would run; with --backend slurm, write the

@@ -49,13 +49,15 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::Scenario;
 use crate::trace::outdir::TMP_SUFFIX;
+
+mod child;
+pub use child::{ChildOptions, TaskOutcome};
 
 /// File name of the sweep's task index inside the sweep folder.
 pub const INDEX_FILE: &str = "sweep.json";
@@ -378,102 +380,6 @@ impl Sweep {
             .join("checkpoint")
             .join("current")
             .is_file()
-    }
-
-    /// The `psim run` command of a task, for the psim binary `exe`.
-    pub fn task_command(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Command {
-        let mut cmd = Command::new(exe);
-        cmd.arg("run")
-            .arg(&self.base)
-            .arg("--out")
-            .arg(self.task_dir(t))
-            // A leftover directory is a partial run: replace psim's outputs in it.
-            .arg("--force")
-            .arg("--quiet");
-        if let Some(n) = threads {
-            cmd.arg("--threads").arg(n.to_string());
-        }
-        if let Some(d) = &self.file.checkpoint_every {
-            cmd.arg("--checkpoint-every").arg(d);
-        }
-        for s in t.sets() {
-            cmd.arg("--set").arg(s);
-        }
-        cmd
-    }
-
-    /// The `psim resume` command of a task that holds a checkpoint.
-    pub fn resume_command(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Command {
-        let mut cmd = Command::new(exe);
-        cmd.arg("resume").arg(self.task_dir(t)).arg("--quiet");
-        if let Some(n) = threads {
-            cmd.arg("--threads").arg(n.to_string());
-        }
-        cmd
-    }
-
-    /// Runs one task as a child process, its output going to the task's
-    /// `psim.log`. A task with a checkpoint resumes from it; if the resume
-    /// fails (a checkpoint of another scenario or psim version, a damaged
-    /// file), the log says so and the task runs again from the start, which
-    /// removes the checkpoint. An error names the task and quotes the log's
-    /// last line.
-    pub fn run_task(&self, exe: &Path, t: &Task, threads: Option<u32>) -> Result<(), String> {
-        let dir = self.task_dir(t);
-        let fail = |m: String| format!("task {} ({}) FAILED: {m}", t.id, t.dir);
-        std::fs::create_dir_all(&dir).map_err(|e| fail(format!("{}: {e}", dir.display())))?;
-        let log_path = dir.join(TASK_LOG);
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&log_path)
-            .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
-        let child = |mut cmd: Command| -> Result<std::process::ExitStatus, String> {
-            let out = log
-                .try_clone()
-                .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
-            let err = log
-                .try_clone()
-                .map_err(|e| fail(format!("{}: {e}", log_path.display())))?;
-            cmd.stdin(Stdio::null())
-                .stdout(out)
-                .stderr(err)
-                .status()
-                .map_err(|e| fail(format!("cannot start {}: {e}", exe.display())))
-        };
-        let mut status = None;
-        if self.resumable(t) {
-            let s = child(self.resume_command(exe, t, threads))?;
-            if s.success() {
-                status = Some(s);
-            } else {
-                use std::io::Write as _;
-                let _ = writeln!(
-                    &mut &log,
-                    "psim sweep: the resume failed ({s}); running the task again from the start"
-                );
-            }
-        }
-        let status = match status {
-            Some(s) => s,
-            None => child(self.task_command(exe, t, threads))?,
-        };
-        if status.success() && self.state(t) == TaskState::Complete {
-            return Ok(());
-        }
-        let last = std::fs::read_to_string(&log_path)
-            .ok()
-            .and_then(|s| {
-                s.lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(str::to_owned)
-            })
-            .unwrap_or_default();
-        Err(fail(format!(
-            "psim run {status}: {last} (log: {})",
-            log_path.display()
-        )))
     }
 
     /// The `sbatch` arguments (without the program name) that submit the

@@ -2,10 +2,12 @@
 //! run, runs it locally or hands it to SLURM, and reports.
 
 use anyhow::{bail, Context, Result};
-use psim::sweep::{shell_quote, Sweep, TaskState, SCRIPT_FILE};
+use psim::sweep::{shell_quote, ChildOptions, Sweep, TaskOutcome, TaskState, SCRIPT_FILE};
 use rayon::prelude::*;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::{Backend, SweepArgs};
@@ -61,21 +63,43 @@ pub(crate) fn sweep(a: SweepArgs) -> Result<()> {
     }
 }
 
-/// One task (a job-array element): skipped when already complete.
+/// One task (a job-array element): skipped when already complete. A
+/// `SIGUSR1` (SLURM's warning before the time limit, passed on by
+/// `sweep_array.sbatch`) is passed on to the child psim, which checkpoints
+/// and stops; this then exits with status 75 so that the script requeues
+/// the job, and the requeued task resumes from the checkpoint.
 fn one_task(sw: &Sweep, exe: &Path, id: usize, threads: Option<u32>) -> Result<()> {
     let t = &sw.tasks[id];
     if sw.state(t) == TaskState::Complete {
         println!("task {id} ({}): skipped (complete)", t.dir);
         return Ok(());
     }
+    let flag = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGUSR1, flag.clone())
+        .context("cannot install the SIGUSR1 handler")?;
+    let opts = ChildOptions {
+        threads,
+        forward: Some(flag),
+    };
     let start = Instant::now();
-    sw.run_task(exe, t, threads).map_err(anyhow::Error::msg)?;
-    println!(
-        "task {id} ({}): done in {:.1} s",
-        t.dir,
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
+    match sw.run_task(exe, t, &opts).map_err(anyhow::Error::msg)? {
+        TaskOutcome::Done => {
+            println!(
+                "task {id} ({}): done in {:.1} s",
+                t.dir,
+                start.elapsed().as_secs_f64()
+            );
+            Ok(())
+        }
+        TaskOutcome::Stopped => {
+            println!(
+                "task {id} ({}): stopped by SIGUSR1 after {:.1} s; its next run resumes from its last checkpoint",
+                t.dir,
+                start.elapsed().as_secs_f64()
+            );
+            Err(super::Checkpointed.into())
+        }
+    }
 }
 
 fn local(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()> {
@@ -109,8 +133,12 @@ fn local(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
             .filter_map(|&id| {
                 let t = &sw.tasks[id];
                 let start = Instant::now();
-                match sw.run_task(exe, t, Some(threads)) {
-                    Ok(()) => {
+                let opts = ChildOptions {
+                    threads: Some(threads),
+                    forward: None,
+                };
+                match sw.run_task(exe, t, &opts) {
+                    Ok(_) => {
                         println!(
                             "task {id} ({}): done in {:.1} s",
                             t.dir,

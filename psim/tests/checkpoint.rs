@@ -4,10 +4,9 @@
 
 mod common;
 
-use common::text;
+use common::{paused_run, text, wait_for};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::time::{Duration, Instant};
 
 /// Exit status after `--checkpoint-and-exit` (and the test hook).
 const CHECKPOINTED: i32 = 75;
@@ -205,26 +204,12 @@ fn sigusr1_with_checkpoint_and_exit_stops_and_resumes_identically() {
     let reference = tmp.path().join("ref");
     ok(&run(&scn, &reference, 3, &[], &[]), "reference run");
     let dir = tmp.path().join("signalled");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_psim"));
-    // A checkpoint at every window, each paused: the run lasts long enough
-    // to be signalled while it runs.
-    c.args([
-        "run",
-        scn.to_str().unwrap(),
-        "--out",
-        dir.to_str().unwrap(),
-        "--quiet",
-        "--shards",
-        "3",
-        "--threads",
-        "1",
-        "--checkpoint-every",
-        "0s",
-        "--checkpoint-and-exit",
-    ])
-    .args(TRACES)
-    .env("PSIM_CKPT_PAUSE_MS", "20")
-    .stderr(std::process::Stdio::piped());
+    // Each window's checkpoint paused: the run lasts long enough to be
+    // signalled while it runs.
+    let mut c = paused_run(&scn, &dir, 20, &["--shards", "3", "--threads", "1"]);
+    c.arg("--checkpoint-and-exit")
+        .args(TRACES)
+        .stderr(std::process::Stdio::piped());
     let child = c.spawn().unwrap();
     let current = dir.join("checkpoint").join("current");
     wait_for(|| current.exists().then_some(()));
@@ -251,23 +236,8 @@ fn a_kill_during_the_write_leaves_the_previous_checkpoint_usable() {
     let reference = tmp.path().join("ref");
     ok(&run(&scn, &reference, 3, &[], &[]), "reference run");
     let dir = tmp.path().join("killed");
-    let mut c = Command::new(env!("CARGO_BIN_EXE_psim"));
-    c.args([
-        "run",
-        scn.to_str().unwrap(),
-        "--out",
-        dir.to_str().unwrap(),
-        "--quiet",
-        "--shards",
-        "3",
-        "--threads",
-        "1",
-        "--checkpoint-every",
-        "0s",
-    ])
-    .args(TRACES)
-    .env("PSIM_CKPT_PAUSE_MS", "400")
-    .stderr(std::process::Stdio::null());
+    let mut c = paused_run(&scn, &dir, 400, &["--shards", "3", "--threads", "1"]);
+    c.args(TRACES).stderr(std::process::Stdio::null());
     let mut child = c.spawn().unwrap();
     let ckpt = dir.join("checkpoint");
     let first = wait_for(|| std::fs::read_to_string(ckpt.join("current")).ok());
@@ -288,17 +258,6 @@ fn a_kill_during_the_write_leaves_the_previous_checkpoint_usable() {
         "resume after kill -9",
     );
     assert_same_outputs(&reference, &dir, "killed mid-write");
-}
-
-fn wait_for<T>(mut f: impl FnMut() -> Option<T>) -> T {
-    let t = Instant::now();
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(t.elapsed() < Duration::from_secs(60), "timed out");
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 /// A run stopped after its second checkpoint, in its own folder with a

@@ -445,3 +445,90 @@ fn a_task_stopped_after_a_checkpoint_resumes_from_it() {
         &["sweep.toml", "checkpoint_every"],
     );
 }
+
+/// `psim sweep --task` (what each job-array task runs) passes `SIGUSR1` on
+/// to its task's psim, which checkpoints and stops; the command then exits
+/// with status 75 (the array script requeues on it). The next `--task` run
+/// resumes from the checkpoint, again stoppable by the signal, and the task
+/// ends with the flows of an uninterrupted run.
+#[test]
+fn sweep_task_passes_sigusr1_on_and_exits_75_then_resumes() {
+    let d = tempfile::tempdir().expect("temporary directory");
+    let base = d.path().join("base.toml");
+    fs::write(&base, common::CBR_K4).unwrap();
+    // One task, the base scenario itself (its seed is 1).
+    let sweep = d.path().join("sweep.toml");
+    fs::write(
+        &sweep,
+        format!(
+            "base = {:?}\nout = \"out\"\ncheckpoint_every = \"0s\"\n[grid]\nseed = [1]\n",
+            base.display().to_string()
+        ),
+    )
+    .unwrap();
+    let task = d.path().join("out").join("seed=1");
+    let reference = d.path().join("reference");
+    let flows = |dir: &Path| assert_ok(&psim(&["flows", dir.to_str().unwrap()]));
+    assert_ok(&psim(&[
+        "run",
+        base.to_str().unwrap(),
+        "--out",
+        reference.to_str().unwrap(),
+        "--quiet",
+    ]));
+    let current = task.join("checkpoint").join("current");
+
+    // Twice: a fresh run, then a resumed one, each signalled once it has
+    // written a checkpoint of its own (every checkpoint paused 100 ms, so
+    // it is still running then).
+    for (round, resumes) in [(1, None), (2, Some(1))] {
+        let before = fs::read_to_string(&current).ok();
+        let child = Command::new(env!("CARGO_BIN_EXE_psim"))
+            .args(["sweep", sweep.to_str().unwrap(), "--task", "0"])
+            .env("PSIM_CKPT_PAUSE_MS", "100")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start psim sweep");
+        common::wait_for(|| {
+            fs::read_to_string(&current)
+                .ok()
+                .filter(|c| Some(c) != before.as_ref())
+        });
+        let pid = libc::pid_t::try_from(child.id()).unwrap();
+        // SAFETY: kill(2) on our own child's pid, not yet waited for.
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGUSR1) }, 0);
+        let o = child.wait_with_output().unwrap();
+        let out = text(&o.stdout);
+        assert_eq!(
+            o.status.code(),
+            Some(75),
+            "round {round}: {out}{}",
+            text(&o.stderr)
+        );
+        assert!(out.contains("stopped by SIGUSR1"), "round {round}: {out}");
+        assert!(current.is_file(), "round {round}: no checkpoint");
+        assert!(!task.join("manifest.json").exists(), "round {round}");
+        let log = fs::read_to_string(task.join("psim.log")).unwrap();
+        assert!(log.contains("psim resume"), "round {round}: {log}");
+        if let Some(n) = resumes {
+            // The resumed run's checkpoint records that it was resumed.
+            let meta = fs::read_to_string(
+                task.join("checkpoint")
+                    .join(fs::read_to_string(&current).unwrap().trim())
+                    .join("meta.json"),
+            )
+            .unwrap();
+            let meta: serde_json::Value = serde_json::from_str(&meta).unwrap();
+            assert_eq!(meta["resumes"], n, "round {round}: {meta}");
+        }
+    }
+
+    let out = assert_ok(&psim(&["sweep", sweep.to_str().unwrap(), "--task", "0"]));
+    assert!(out.contains("done in"), "{out}");
+    assert_eq!(manifest(&task)["resumes"], 2);
+    assert_eq!(flows(&task), flows(&reference));
+    // Complete now: skipped.
+    let out = assert_ok(&psim(&["sweep", sweep.to_str().unwrap(), "--task", "0"]));
+    assert!(out.contains("skipped (complete)"), "{out}");
+}
