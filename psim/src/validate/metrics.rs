@@ -164,6 +164,20 @@ pub enum ChipField {
     ModDropped,
 }
 
+/// A Tofino control-loop mode (`net/tofino.rs`, [TRIM] Fig 3).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChipMode {
+    /// The line-rate meter decides.
+    Optimistic,
+    /// The 1/2 meter decides.
+    HalfPessimistic,
+    /// The 1/4 meter decides.
+    Pessimistic,
+    /// Every data packet is trimmed (`trim_all`).
+    TrimAll,
+}
+
 /// A figure of the hosts' pull pacers (NDP, pHost).
 #[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "snake_case")]
@@ -385,6 +399,17 @@ pub enum Metric {
         #[serde(default)]
         since_us: f64,
     },
+    /// The share of the run that a Tofino egress port spends in a mode,
+    /// averaged over the pipelines ([TRIM] Fig 7; needs `trace.tofino`;
+    /// `super::traced::mode_share`).
+    ModeShare {
+        /// Run name.
+        run: String,
+        /// Egress port.
+        port: u16,
+        /// Which mode.
+        mode: ChipMode,
+    },
     /// A pull-pacer figure summed over the hosts.
     Pulls {
         /// Run name.
@@ -520,6 +545,7 @@ impl Metric {
             | Metric::HeaderLatency { run, .. }
             | Metric::FirstHeader { run, .. }
             | Metric::FirstDeflection { run, .. }
+            | Metric::ModeShare { run, .. }
             | Metric::FctMean { run, .. } => into.push(run.clone()),
             Metric::Rc3Model { .. } => {}
         }
@@ -729,6 +755,13 @@ impl Metric {
                 let t = get(run)?.traced.first_dod_ps;
                 t.ok_or(format!("no DoD queue in the chip trace of `{run}`"))? as f64 / 1e6
                     - since_us
+            }
+            Metric::ModeShare { run, port, mode } => {
+                let d = get(run)?;
+                if !d.traced.chip_traced {
+                    return Err(format!("no chip trace in `{run}` (trace.tofino.enabled)"));
+                }
+                super::traced::mode_share(&d.traced.modes, *port, *mode as u32, d.sim_end_ps)
             }
             Metric::Pulls { run, field } => {
                 let p = &get(run)?.pulls;

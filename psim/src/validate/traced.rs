@@ -7,9 +7,10 @@
 //! `trace.tofino.enabled=true` for the DoD queues); they are reduced here to
 //! a few numbers per header so that a validation pass keeps no packet rows.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use crate::trace::chip::ChipRow;
 use crate::trace::packets::PacketRow;
 use crate::trace::spec::PacketEvent;
 
@@ -34,6 +35,39 @@ pub struct Traced {
     /// When a DoD queue of any chip first held a packet, ps (None: never, or
     /// no chip trace).
     pub first_dod_ps: Option<u64>,
+    /// Whether the run wrote a chip trace.
+    pub chip_traced: bool,
+    /// The chip trace's mode rows (series 0), in trace order.
+    pub modes: Vec<ChipRow>,
+}
+
+/// The share of `[0, end_ps)` that egress port `port` spends in `mode`
+/// (0 optimistic, 1 half-pessimistic, 2 pessimistic, 3 trim-all;
+/// docs/tofino.md, "Trace"), averaged over the (switch, pipeline) pairs with
+/// a mode row for the port. Each pair is optimistic until its first row and
+/// then in the mode of its latest row. A port no pipeline ever left
+/// optimistic is wholly optimistic.
+pub fn mode_share(rows: &[ChipRow], port: u16, mode: u32, end_ps: u64) -> f64 {
+    let mut by_pair: BTreeMap<(u32, u16), (u64, u32, u64)> = BTreeMap::new();
+    for r in rows.iter().filter(|r| r.series == 0 && r.port == port) {
+        let (since, cur, acc) = by_pair.entry((r.switch, r.pipeline)).or_insert((0, 0, 0));
+        let t = r.time_ps.min(end_ps);
+        if *cur == mode {
+            *acc += t - *since;
+        }
+        (*since, *cur) = (t, r.value);
+    }
+    if by_pair.is_empty() {
+        return if mode == 0 { 1.0 } else { 0.0 };
+    }
+    let total: f64 = by_pair
+        .values()
+        .map(|&(since, cur, acc)| {
+            let tail = if cur == mode { end_ps - since } else { 0 };
+            (acc + tail) as f64 / end_ps as f64
+        })
+        .sum();
+    total / by_pair.len() as f64
 }
 
 /// The headers of a packet trace, rows in the trace's (causal) order. A
@@ -77,6 +111,8 @@ pub fn read(dir: &Path) -> Result<Traced, String> {
             .filter(|r| r.series == 1 && r.value > 0)
             .map(|r| r.time_ps)
             .min();
+        t.chip_traced = true;
+        t.modes = rows.into_iter().filter(|r| r.series == 0).collect();
     }
     Ok(t)
 }
@@ -103,6 +139,29 @@ mod tests {
             queue_bytes: 0,
             queue_pkts: 0,
         }
+    }
+
+    /// Mode shares: a step function per pipeline, averaged over the
+    /// pipelines that have rows for the port; other ports are optimistic.
+    #[test]
+    fn mode_shares_follow_the_rows() {
+        let m = |t: u64, pipeline: u16, value: u32| ChipRow {
+            time_ps: t,
+            switch: 64,
+            pipeline,
+            port: 3,
+            series: 0,
+            value,
+        };
+        // Pipeline 0: optimistic 0-20, pessimistic 20-50, half 50-100.
+        // Pipeline 1: optimistic 0-60, pessimistic 60-100.
+        let rows = vec![m(20, 0, 2), m(50, 0, 1), m(60, 1, 2)];
+        let share = |mode| mode_share(&rows, 3, mode, 100);
+        assert!((share(2) - (0.3 + 0.4) / 2.0).abs() < 1e-12);
+        assert!((share(1) - 0.5 / 2.0).abs() < 1e-12);
+        assert!((share(0) - (0.2 + 0.6) / 2.0).abs() < 1e-12);
+        assert_eq!(mode_share(&rows, 4, 0, 100), 1.0);
+        assert_eq!(mode_share(&rows, 4, 2, 100), 0.0);
     }
 
     /// A header's latency runs from its data packet's latest NIC departure
