@@ -27,6 +27,8 @@ pub struct RunData {
     pub pulls: PullStats,
     /// The Tofino chips' counters (None: no chip).
     pub chip: Option<crate::net::tofino::ChipCounters>,
+    /// What the run's traces show, where it had them on ([`super::traced`]).
+    pub traced: super::traced::Traced,
 }
 
 /// Which flows a metric looks at. Every field that is set must match.
@@ -156,6 +158,24 @@ pub enum ChipField {
     Mirrored,
     /// The largest DoD queue, packets.
     DodMaxPackets,
+    /// Packets lost at a full DoD queue.
+    DodDropped,
+    /// Headers lost at a full MoD queue.
+    ModDropped,
+}
+
+/// A Tofino control-loop mode (`net/tofino.rs`, [TRIM] Fig 3).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ChipMode {
+    /// The line-rate meter decides.
+    Optimistic,
+    /// The 1/2 meter decides.
+    HalfPessimistic,
+    /// The 1/4 meter decides.
+    Pessimistic,
+    /// Every data packet is trimmed (`trim_all`).
+    TrimAll,
 }
 
 /// A figure of the hosts' pull pacers (NDP, pHost).
@@ -350,6 +370,46 @@ pub enum Metric {
         /// Which counter.
         field: ChipField,
     },
+    /// A percentile of the trimmed headers' latency, µs: from the data
+    /// packet's last departure from its sender to the header's departure
+    /// from the switch ([TRIM] Fig 5's header arrivals, less one constant 64 B
+    /// serialisation and link in a one-switch run). Needs the run's packet
+    /// trace with dequeue events (`super::traced`).
+    HeaderLatency {
+        /// Run name.
+        run: String,
+        /// Quantile in [0, 1].
+        q: f64,
+    },
+    /// When the first trimmed header left a switch, µs after `since_us`
+    /// (needs the packet trace).
+    FirstHeader {
+        /// Run name.
+        run: String,
+        /// The time that counts as 0, µs.
+        #[serde(default)]
+        since_us: f64,
+    },
+    /// When a Tofino DoD queue first held a packet, µs after `since_us`
+    /// (needs `trace.tofino`).
+    FirstDeflection {
+        /// Run name.
+        run: String,
+        /// The time that counts as 0, µs.
+        #[serde(default)]
+        since_us: f64,
+    },
+    /// The share of the run that a Tofino egress port spends in a mode,
+    /// averaged over the pipelines ([TRIM] Fig 7; needs `trace.tofino`;
+    /// `super::traced::mode_share`).
+    ModeShare {
+        /// Run name.
+        run: String,
+        /// Egress port.
+        port: u16,
+        /// Which mode.
+        mode: ChipMode,
+    },
     /// A pull-pacer figure summed over the hosts.
     Pulls {
         /// Run name.
@@ -482,6 +542,10 @@ impl Metric {
             | Metric::Port { run, .. }
             | Metric::Chip { run, .. }
             | Metric::Pulls { run, .. }
+            | Metric::HeaderLatency { run, .. }
+            | Metric::FirstHeader { run, .. }
+            | Metric::FirstDeflection { run, .. }
+            | Metric::ModeShare { run, .. }
             | Metric::FctMean { run, .. } => into.push(run.clone()),
             Metric::Rc3Model { .. } => {}
         }
@@ -667,7 +731,37 @@ impl Metric {
                     ChipField::Deflected => c.deflected,
                     ChipField::Mirrored => c.mirrored,
                     ChipField::DodMaxPackets => c.dod_max_packets,
+                    ChipField::DodDropped => c.dod_dropped,
+                    ChipField::ModDropped => c.mod_dropped,
                 }) as f64
+            }
+            Metric::HeaderLatency { run, q } => {
+                let mut v: Vec<f64> = get(run)?
+                    .traced
+                    .headers
+                    .iter()
+                    .map(|h| h.latency_ps as f64 / 1e6)
+                    .collect();
+                if v.is_empty() {
+                    return Err(format!("no traced header in `{run}`"));
+                }
+                quantile(&mut v, *q)
+            }
+            Metric::FirstHeader { run, since_us } => {
+                let t = get(run)?.traced.headers.iter().map(|h| h.at_ps).min();
+                t.ok_or(format!("no traced header in `{run}`"))? as f64 / 1e6 - since_us
+            }
+            Metric::FirstDeflection { run, since_us } => {
+                let t = get(run)?.traced.first_dod_ps;
+                t.ok_or(format!("no DoD queue in the chip trace of `{run}`"))? as f64 / 1e6
+                    - since_us
+            }
+            Metric::ModeShare { run, port, mode } => {
+                let d = get(run)?;
+                if !d.traced.chip_traced {
+                    return Err(format!("no chip trace in `{run}` (trace.tofino.enabled)"));
+                }
+                super::traced::mode_share(&d.traced.modes, *port, *mode as u32, d.sim_end_ps)
             }
             Metric::Pulls { run, field } => {
                 let p = &get(run)?.pulls;
@@ -773,6 +867,7 @@ mod tests {
             ports: PortCounters::default(),
             pulls: PullStats::default(),
             chip: None,
+            traced: Default::default(),
         };
         BTreeMap::from([("r".to_string(), data)])
     }

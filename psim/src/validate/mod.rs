@@ -12,6 +12,7 @@
 pub mod metrics;
 pub mod report;
 pub mod targets;
+pub mod traced;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -221,6 +222,7 @@ pub fn run_target(
             .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
         let flows =
             crate::trace::read_flows(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let traced = traced::read(&dir)?;
         let wall_s = started.elapsed().as_secs_f64();
         log(&format!(
             "{} {}: {} simulated, {} flows, {wall_s:.1} s",
@@ -245,6 +247,7 @@ pub fn run_target(
             ports: outcome.summary.ports,
             pulls: outcome.summary.pulls,
             chip: outcome.summary.tofino,
+            traced,
         };
         cache.insert(key, (result.clone(), d.clone()));
         runs.push(result);
