@@ -27,6 +27,8 @@ pub struct RunData {
     pub pulls: PullStats,
     /// The Tofino chips' counters (None: no chip).
     pub chip: Option<crate::net::tofino::ChipCounters>,
+    /// The record-and-replay comparison (None: no `[replay]`).
+    pub replay: Option<crate::replay::ReplayReport>,
 }
 
 /// Which flows a metric looks at. Every field that is set must match.
@@ -156,6 +158,24 @@ pub enum ChipField {
     Mirrored,
     /// The largest DoD queue, packets.
     DodMaxPackets,
+}
+
+/// A figure of a `[replay]` run's comparison (`replay.rs`).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayField {
+    /// Fraction of packets that exit later than in the original.
+    OverdueFraction,
+    /// Fraction that exit more than T later.
+    OverdueBeyondTFraction,
+    /// The latest packet's lateness, µs.
+    MaxLateUs,
+    /// Mean queueing per packet in the original, µs.
+    OriginalMeanQueueingUs,
+    /// Mean queueing per packet in the replay, µs.
+    ReplayMeanQueueingUs,
+    /// Packets compared.
+    Packets,
 }
 
 /// A figure of the hosts' pull pacers (NDP, pHost).
@@ -350,6 +370,13 @@ pub enum Metric {
         /// Which counter.
         field: ChipField,
     },
+    /// A figure of the record-and-replay comparison.
+    Replay {
+        /// Run name.
+        run: String,
+        /// Which figure.
+        field: ReplayField,
+    },
     /// A pull-pacer figure summed over the hosts.
     Pulls {
         /// Run name.
@@ -481,6 +508,7 @@ impl Metric {
             | Metric::PerFlowRatio { run, .. }
             | Metric::Port { run, .. }
             | Metric::Chip { run, .. }
+            | Metric::Replay { run, .. }
             | Metric::Pulls { run, .. }
             | Metric::FctMean { run, .. } => into.push(run.clone()),
             Metric::Rc3Model { .. } => {}
@@ -669,6 +697,20 @@ impl Metric {
                     ChipField::DodMaxPackets => c.dod_max_packets,
                 }) as f64
             }
+            Metric::Replay { run, field } => {
+                let r = get(run)?
+                    .replay
+                    .as_ref()
+                    .ok_or_else(|| format!("run `{run}` has no [replay]"))?;
+                match field {
+                    ReplayField::OverdueFraction => r.overdue_fraction,
+                    ReplayField::OverdueBeyondTFraction => r.overdue_beyond_t_fraction,
+                    ReplayField::MaxLateUs => r.max_late_us,
+                    ReplayField::OriginalMeanQueueingUs => r.original_mean_queueing_us,
+                    ReplayField::ReplayMeanQueueingUs => r.replay_mean_queueing_us,
+                    ReplayField::Packets => r.packets as f64,
+                }
+            }
             Metric::Pulls { run, field } => {
                 let p = &get(run)?.pulls;
                 match field {
@@ -773,6 +815,7 @@ mod tests {
             ports: PortCounters::default(),
             pulls: PullStats::default(),
             chip: None,
+            replay: None,
         };
         BTreeMap::from([("r".to_string(), data)])
     }
