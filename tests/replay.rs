@@ -153,7 +153,6 @@ fn the_record_limit_is_an_error_naming_its_key() {
         false,
         &mut |_| {},
     )
-    .err()
-    .expect("over the limit");
+    .expect_err("over the limit");
     assert!(e.to_string().contains("replay.max_packets = 100"), "{e}");
 }
