@@ -397,7 +397,7 @@ impl ReplayReport {
     /// One line for the terminal.
     pub fn line(&self) -> String {
         format!(
-            "replay: {} packets of a {} original replayed by {:?}: {:.4} overdue, {:.4} by more than {} us (max {:.1} us late); mean queueing {:.1} -> {:.1} us",
+            "replay: {} packets of a {} original replayed by {}: {:.4} overdue, {:.4} by more than {} us (max {:.1} us late); mean queueing {:.1} -> {:.1} us",
             self.packets,
             self.original.get(1).map_or("?", String::as_str),
             format!("{:?}", self.replay).to_lowercase(),
