@@ -109,6 +109,43 @@ fn every_rdma_scenario_is_identical_across_partitions() {
     }
 }
 
+/// The record-and-replay scenarios of scenarios/ups/ (psim/src/replay.rs),
+/// cut to 1 ms of arrivals: the replay run's flows and its comparison with
+/// the original are byte-identical across shards and threads.
+#[test]
+fn every_replay_scenario_is_identical_across_partitions() {
+    let dir = psim_integration_tests::repo_root().join("scenarios/ups");
+    let mut paths: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    assert!(!paths.is_empty());
+    for path in paths {
+        let scn = Scenario::load(&path, &["traffic.0.stop_us=1000".into()])
+            .unwrap_or_else(|e| panic!("{e}"));
+        let reference = run(&scn, 1, 1);
+        let replay = |r: &psim_integration_tests::Ran| {
+            r.outcome.manifest.packets.get("replay").cloned().unwrap()
+        };
+        assert!(replay(&reference)["packets"].as_u64().unwrap() > 1000);
+        for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
+            let other = run(&scn, shards, threads);
+            assert!(
+                other.csv == reference.csv,
+                "{}: {shards} shards x {threads} threads differs from 1 shard",
+                path.display()
+            );
+            assert_eq!(replay(&other), replay(&reference), "{}", path.display());
+            assert_eq!(
+                other.outcome.summary.events,
+                reference.outcome.summary.events
+            );
+        }
+    }
+}
+
 #[test]
 fn a_different_seed_gives_a_different_run() {
     // Guards the determinism test against comparing runs that ignore the seed.
@@ -124,7 +161,7 @@ fn every_shipped_scenario_is_valid() {
     // and partition (the checks `psim check` makes).
     let root = psim_integration_tests::repo_root().join("scenarios");
     let mut n = 0;
-    for dir in ["small", "example", "bench", "ndp", "tcp", "rdma"] {
+    for dir in ["small", "example", "bench", "ndp", "tcp", "rdma", "ups"] {
         for e in std::fs::read_dir(root.join(dir)).unwrap() {
             let path = e.unwrap().path();
             if path.extension().is_some_and(|x| x == "toml") {

@@ -14,6 +14,7 @@ pub mod net;
 pub mod packet;
 pub mod progress;
 pub mod queue;
+pub mod replay;
 pub mod rng;
 pub mod run;
 pub mod sweep;

@@ -594,6 +594,13 @@ fn finish(
                 m.shards,
                 a_out.display()
             );
+            if let Some(r) = m
+                .packets
+                .get("replay")
+                .and_then(|r| serde_json::from_value::<psim::replay::ReplayReport>(r.clone()).ok())
+            {
+                eprintln!("{}", r.line());
+            }
         }
         Ok(())
     }

@@ -32,6 +32,9 @@ pub enum RunError {
     /// A checkpoint to resume from cannot be used.
     #[error(transparent)]
     Checkpoint(#[from] CheckpointError),
+    /// A `[replay]` run cannot be done as asked.
+    #[error("{0}")]
+    Replay(String),
     /// Another rank failed while writing outputs (it prints its own message).
     #[error("rank {rank}: stopping because another rank failed to write its outputs")]
     RemoteOutput {
@@ -111,9 +114,36 @@ pub fn execute_checkpointed(
     force: bool,
     progress: &mut dyn FnMut(Progress),
     comm: Box<dyn Comm>,
-    ckpt: Checkpointing,
+    mut ckpt: Checkpointing,
 ) -> Result<RunOutcome, RunError> {
-    let mut sim = Simulation::with_comm(scn, opts, comm)?;
+    // Record and replay: the original runs first, here, writing nothing;
+    // then this run is the replay (`replay.rs`).
+    let replay = match &scn.replay {
+        None => None,
+        Some(spec) => {
+            if comm.size() > 1 || ckpt.resume.is_some() {
+                return Err(RunError::Replay(
+                    "replay: a [replay] scenario runs in one process and cannot resume from a checkpoint".into(),
+                ));
+            }
+            // Neither run takes checkpoints: the record lives in memory.
+            ckpt.policy = None;
+            let table = record(scn, opts, spec, progress)?;
+            Some((*spec, std::sync::Arc::new(table)))
+        }
+    };
+    let replay_scn = replay
+        .as_ref()
+        .map(|(spec, _)| crate::replay::replay_scenario(scn, spec));
+    let mut sim = Simulation::with_comm(replay_scn.as_ref().unwrap_or(scn), opts, comm)?;
+    if let Some((spec, table)) = &replay {
+        sim.set_replay(|| crate::replay::ShardReplay::Replay {
+            table: table.clone(),
+            exit_as_rank: spec.discipline == crate::replay::ReplayDiscipline::Priority,
+            threshold_ps: spec.threshold_ps,
+            counts: Default::default(),
+        });
+    }
     let (rank, ranks) = sim.rank();
     if ranks > 1 && scn.trace.queues.as_ref().map(|q| q.format) == Some(QueueFormat::Hdf5) {
         // One dense file would need the series gathered on one rank.
@@ -210,6 +240,11 @@ pub fn execute_checkpointed(
         "windows": summary.windows,
         "ranks": summary.ranks,
     });
+    if let Some((spec, table)) = &replay {
+        let counts = crate::replay::counts_of(&sim.take_replay());
+        let report = crate::replay::ReplayReport::new(scn, spec, table.len() as u64, &counts);
+        packets["replay"] = serde_json::json!(report);
+    }
     if let Some(chip) = summary.tofino {
         // Only runs with a Tofino chip (`[switch.tofino]`) carry its counters.
         packets["tofino"] = serde_json::json!(chip);
@@ -260,6 +295,28 @@ pub fn execute_checkpointed(
         let _ = std::fs::remove_dir_all(out.join(checkpoint::CHECKPOINT_DIR));
     }
     Ok(RunOutcome { summary, manifest })
+}
+
+/// Runs the original schedule of a `[replay]` scenario in this process and
+/// returns its record.
+fn record(
+    scn: &Scenario,
+    opts: SimOptions,
+    spec: &crate::replay::ReplaySpec,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<crate::replay::Table, RunError> {
+    let mut sim = Simulation::new(scn, opts)?;
+    let max = spec.max_packets;
+    sim.set_replay(|| crate::replay::ShardReplay::Record {
+        rows: Vec::new(),
+        max,
+    });
+    sim.run(progress)?;
+    crate::replay::table_of(sim.take_replay(), max).map_err(|m| {
+        RunError::Replay(format!(
+            "replay.max_packets = {m}: the original delivered more data packets; raise it or shorten the run"
+        ))
+    })
 }
 
 /// Flows started and finished, summed over ranks.

@@ -68,6 +68,10 @@ pub struct ScenarioFile {
     /// Packet-event and queue traces (off by default); see `trace/spec.rs`.
     #[serde(default)]
     pub trace: crate::trace::TraceFile,
+    /// `[replay]`: run the scenario, then replay its schedule with LSTF
+    /// (`replay.rs`); absent: one ordinary run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<crate::replay::ReplayFile>,
 }
 
 fn default_seed() -> u64 {
@@ -119,6 +123,8 @@ pub struct Scenario {
     pub workload: std::sync::Arc<workloads::Workload>,
     /// What to trace.
     pub trace: crate::trace::TraceSpec,
+    /// Record and replay (`[replay]`), when set.
+    pub replay: Option<crate::replay::ReplaySpec>,
 }
 
 impl std::fmt::Debug for Scenario {
@@ -317,7 +323,12 @@ impl Scenario {
         )?;
         let workload = workloads::Workload::new(patterns, env)?;
         let trace = crate::trace::spec::validate(&file.trace, file.seed, topology.entities())?;
+        let replay = match &file.replay {
+            Some(r) => Some(r.validate(&queues, &traffic_protocols)?),
+            None => None,
+        };
         Ok(Scenario {
+            replay,
             trace,
             path: path.into(),
             seed: file.seed,

@@ -159,6 +159,10 @@ pub struct Shard {
     pub error: Option<ShardError>,
     /// Trace recorders; None (one branch per port operation) when nothing is traced.
     pub trace: Option<Box<crate::trace::ShardTrace>>,
+    /// Record and replay (`replay.rs`); None (one branch per endpoint call
+    /// and delivery) in ordinary runs. Not checkpointed: replay runs refuse
+    /// checkpoints.
+    pub replay: Option<Box<crate::replay::ShardReplay>>,
 }
 
 impl Shard {
@@ -253,6 +257,7 @@ impl Shard {
             counters: PacketCounters::default(),
             error: None,
             trace,
+            replay: None,
         }
     }
 
@@ -538,6 +543,9 @@ impl Shard {
             return;
         }
         self.counters.delivered += 1;
+        if let Some(r) = self.replay.as_deref_mut() {
+            r.on_exit(&pkt, now, &self.shared.topo);
+        }
         let host = node.host.as_mut().expect("host");
         let slot = host.slot_for(&pkt, &self.shared.protocols);
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_packet(pkt, cx));
@@ -557,6 +565,9 @@ impl Shard {
         let nic_bps = node.nic_bps();
         let host = node.host.as_mut().expect("endpoints live on hosts");
         let called: Called = host.call(node.id, slot, now, nic_bps, &mut node.rng, &mut out, f);
+        if let Some(r) = self.replay.as_deref() {
+            r.stamp(&mut out);
+        }
         if let Some((t, gen)) = called.timer {
             schedule_own(&mut self.events, node, t, EventKind::Timer { slot, gen });
         }

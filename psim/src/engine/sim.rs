@@ -723,6 +723,21 @@ impl Simulation {
             .collect())
     }
 
+    /// Gives every shard a record-and-replay role (`replay.rs`), built by `make`.
+    pub fn set_replay(&mut self, make: impl Fn() -> crate::replay::ShardReplay) {
+        for s in &mut self.shards {
+            s.replay = Some(Box::new(make()));
+        }
+    }
+
+    /// Takes back every shard's record-and-replay state, in shard order.
+    pub fn take_replay(&mut self) -> Vec<crate::replay::ShardReplay> {
+        self.shards
+            .iter_mut()
+            .filter_map(|s| s.replay.take().map(|b| *b))
+            .collect()
+    }
+
     /// Ends every local shard's trace recorders at `sim_end_ps`: (global shard
     /// id, what it recorded), empty when nothing is traced.
     pub fn finish_traces(&mut self, sim_end_ps: u64) -> Vec<(u32, crate::trace::TraceOutput)> {

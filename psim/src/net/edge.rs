@@ -32,9 +32,9 @@
 //! offered yet).
 //!
 //! State: one [`EdgeFlow`] per source endpoint, in its host slot, updated
-//! only when the flow sends: no timers, nothing per idle flow. **Not
-//! here:** replay's slack o − i − t_min needs a recorded schedule (the
-//! record-and-replay part of issue 15). Edge-ECN and Edge-CoDel
+//! only when the flow sends: no timers, nothing per idle flow. Replay's
+//! slack o − i − t_min is not a policy here: a `[replay]` scenario stamps
+//! it from its recorded original (`replay.rs`). Edge-ECN and Edge-CoDel
 //! (`queue/edge_ecn.rs`, `queue/edge_codel.rs`) read the used slack at the
 //! receiving edge; with `used_slack = "lstf"` they read a `tail` slack.
 //!

@@ -78,6 +78,27 @@ impl Topology {
         hops
     }
 
+    /// t_min of one `bytes`-byte packet from host `src` to host `dst` along
+    /// path id `path`: its store-and-forward transmission plus propagation on
+    /// every link, the first (the source's NIC) and the last (into `dst`)
+    /// included, with no queueing ([TH] §5.1: t_min(p, α, α) = T(p, α)).
+    /// Walks the routes without allocating: record and replay calls it per
+    /// delivered packet (`replay.rs`).
+    pub fn t_min_ps(&self, src: u32, dst: u32, path: u32, bytes: u64) -> u64 {
+        let (mut at, mut port, mut t) = (src, 0u16, 0u64);
+        loop {
+            let info = self.port(at, port);
+            t = t
+                .saturating_add(tx_time_ps(bytes, info.link.rate_bps))
+                .saturating_add(info.link.delay_ps);
+            if info.peer == dst {
+                return t;
+            }
+            at = info.peer;
+            port = self.route(at, dst, path);
+        }
+    }
+
     /// The ideal completion time of a `size`-byte flow from `src` to `dst`
     /// in `mtu`-byte payloads: a lower bound no schedule can beat, over any
     /// of the pair's equal-cost paths (derivation in the module doc).

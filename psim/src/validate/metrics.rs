@@ -29,6 +29,8 @@ pub struct RunData {
     pub chip: Option<crate::net::tofino::ChipCounters>,
     /// What the run's traces show, where it had them on ([`super::traced`]).
     pub traced: super::traced::Traced,
+    /// The record-and-replay comparison (None: no `[replay]`).
+    pub replay: Option<crate::replay::ReplayReport>,
 }
 
 /// Which flows a metric looks at. Every field that is set must match.
@@ -176,6 +178,24 @@ pub enum ChipMode {
     Pessimistic,
     /// Every data packet is trimmed (`trim_all`).
     TrimAll,
+}
+
+/// A figure of a `[replay]` run's comparison (`replay.rs`).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayField {
+    /// Fraction of packets that exit later than in the original.
+    OverdueFraction,
+    /// Fraction that exit more than T later.
+    OverdueBeyondTFraction,
+    /// The latest packet's lateness, µs.
+    MaxLateUs,
+    /// Mean queueing per packet in the original, µs.
+    OriginalMeanQueueingUs,
+    /// Mean queueing per packet in the replay, µs.
+    ReplayMeanQueueingUs,
+    /// Packets compared.
+    Packets,
 }
 
 /// A figure of the hosts' pull pacers (NDP, pHost).
@@ -410,6 +430,13 @@ pub enum Metric {
         /// Which mode.
         mode: ChipMode,
     },
+    /// A figure of the record-and-replay comparison.
+    Replay {
+        /// Run name.
+        run: String,
+        /// Which figure.
+        field: ReplayField,
+    },
     /// A pull-pacer figure summed over the hosts.
     Pulls {
         /// Run name.
@@ -541,6 +568,7 @@ impl Metric {
             | Metric::PerFlowRatio { run, .. }
             | Metric::Port { run, .. }
             | Metric::Chip { run, .. }
+            | Metric::Replay { run, .. }
             | Metric::Pulls { run, .. }
             | Metric::HeaderLatency { run, .. }
             | Metric::FirstHeader { run, .. }
@@ -763,6 +791,20 @@ impl Metric {
                 }
                 super::traced::mode_share(&d.traced.modes, *port, *mode as u32, d.sim_end_ps)
             }
+            Metric::Replay { run, field } => {
+                let r = get(run)?
+                    .replay
+                    .as_ref()
+                    .ok_or_else(|| format!("run `{run}` has no [replay]"))?;
+                match field {
+                    ReplayField::OverdueFraction => r.overdue_fraction,
+                    ReplayField::OverdueBeyondTFraction => r.overdue_beyond_t_fraction,
+                    ReplayField::MaxLateUs => r.max_late_us,
+                    ReplayField::OriginalMeanQueueingUs => r.original_mean_queueing_us,
+                    ReplayField::ReplayMeanQueueingUs => r.replay_mean_queueing_us,
+                    ReplayField::Packets => r.packets as f64,
+                }
+            }
             Metric::Pulls { run, field } => {
                 let p = &get(run)?.pulls;
                 match field {
@@ -868,6 +910,7 @@ mod tests {
             pulls: PullStats::default(),
             chip: None,
             traced: Default::default(),
+            replay: None,
         };
         BTreeMap::from([("r".to_string(), data)])
     }

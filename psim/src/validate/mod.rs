@@ -248,6 +248,11 @@ pub fn run_target(
             pulls: outcome.summary.pulls,
             chip: outcome.summary.tofino,
             traced,
+            replay: outcome
+                .manifest
+                .packets
+                .get("replay")
+                .and_then(|r| serde_json::from_value(r.clone()).ok()),
         };
         cache.insert(key, (result.clone(), d.clone()));
         runs.push(result);

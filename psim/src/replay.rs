@@ -1,0 +1,515 @@
+//! Record and replay ([TH] §5.1–5.2, Table 5.1; [UPSP]): the test of
+//! universal packet scheduling. A scenario with a `[replay]` table runs
+//! twice in one process:
+//!
+//! 1. **The original**, as the scenario says (any discipline at the switches
+//!    and NICs). At its destination every data packet p records its exit
+//!    time o(p) (last bit received) and its slack
+//!    `slack(p) = o(p) − i(p) − t_min(p)`, where i(p) is when the source
+//!    handed p to its NIC (the packet's `sent_ps`) and t_min(p) is p's
+//!    transmission plus propagation time on every link of its path, the
+//!    NIC's and the last one into the destination included, with no
+//!    queueing ([TH] §5.1: t_min(p, α, α) = T(p, α); `Topology::t_min_ps`).
+//!    So the slack is exactly the time p spent queued. Only the slack and
+//!    o(p) are kept, in memory (32 bytes per packet), keyed by (flow, seq).
+//! 2. **The replay**: the same scenario with LSTF (`queue/lstf.rs`) on every
+//!    port, NICs included, `queue_packets` deep, and no `[host.slack]`
+//!    policy; each source stamps every data packet's `rank` with its
+//!    recorded slack. The traffic is the same packets at the same times on
+//!    the same paths: the workload draws from its own stream, the transport
+//!    must be open-loop (`cbr`: paced, no feedback), and ECMP paths are per
+//!    flow. At the destination the replay compares o′(p) with o(p).
+//!
+//! The replay run writes the run's outputs (flows, traces); the manifest's
+//! `packets.replay` holds the comparison ([`ReplayReport`]): packets
+//! replayed, the fraction **overdue** (o′ > o) and the fraction overdue by
+//! more than T, with T = `threshold_us`, one transmission time at the
+//! bottleneck ([TH] Table 5.1: 12 µs, 1460 B at 1 Gb/s), and both runs'
+//! mean queueing per packet ([TH] Fig 5.1: most packets queue less in the
+//! replay).
+//!
+//! | key (`[replay]`) | default | source |
+//! |---|---|---|
+//! | `threshold_us` | 12 | [TH] Table 5.1: T = one transmission time at the bottleneck, 12 µs (1460 B at 1 Gb/s = 11.68 µs) |
+//! | `max_packets` | 10,000,000 | psim: memory bound of the record (32 B a packet, 320 MB); a run that delivers more stops with an error naming the key |
+//! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
+//!
+//! Limits: one process (no MPI ranks), no checkpoints, no PFC or Tofino
+//! chip, open-loop transports only (`cbr`); each is refused with an error
+//! naming `replay`. The LSTF is non-preemptive (the thesis's simulations;
+//! the preemptive rows of T34 need a port that aborts a packet on the wire).
+
+use crate::config::{bad, ConfigError, PortQueues, Scenario};
+use crate::packet::{Packet, PacketKind, Protocol};
+use crate::queue::lstf::LstfConfig;
+use crate::queue::rank::RankConfig;
+use crate::queue::QueueConfig;
+use crate::topo::Topology;
+use serde::{Deserialize, Serialize};
+use std::sync::Arc;
+
+/// What the replay runs at every port.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayDiscipline {
+    /// LSTF with slack = o − i − t_min ([TH] §5.1).
+    #[default]
+    Lstf,
+    /// "Simple priorities": the `rank` queue with priority = o(p), FIFO
+    /// among equals ([TH] §5.1, T34: 21% overdue against LSTF's 0.21%).
+    Priority,
+}
+
+/// `[replay]` as written.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ReplayFile {
+    /// What the replay runs at every port.
+    pub discipline: ReplayDiscipline,
+    /// T of "overdue by more than T", µs.
+    pub threshold_us: f64,
+    /// Most packets the original may deliver.
+    pub max_packets: u64,
+    /// Capacity of the replay's LSTF queues, packets.
+    pub queue_packets: u32,
+}
+
+/// Default T, µs ([TH] Table 5.1).
+pub const DEFAULT_THRESHOLD_US: f64 = 12.0;
+/// Default record limit, packets.
+pub const DEFAULT_MAX_PACKETS: u64 = 10_000_000;
+/// Default replay queue capacity, packets (`UPS` `maxq`).
+pub const DEFAULT_QUEUE_PACKETS: u32 = 100_000_000;
+
+impl Default for ReplayFile {
+    fn default() -> Self {
+        ReplayFile {
+            discipline: ReplayDiscipline::Lstf,
+            threshold_us: DEFAULT_THRESHOLD_US,
+            max_packets: DEFAULT_MAX_PACKETS,
+            queue_packets: DEFAULT_QUEUE_PACKETS,
+        }
+    }
+}
+
+/// The validated `[replay]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplaySpec {
+    /// What the replay runs.
+    pub discipline: ReplayDiscipline,
+    /// T, ps.
+    pub threshold_ps: u64,
+    /// Record limit, packets.
+    pub max_packets: u64,
+    /// Replay LSTF capacity, packets.
+    pub queue_packets: u32,
+}
+
+impl ReplayFile {
+    /// Checks the table against the scenario's ports and traffic.
+    pub fn validate(
+        &self,
+        queues: &PortQueues,
+        protocols: &[Protocol],
+    ) -> Result<ReplaySpec, ConfigError> {
+        let t = self.threshold_us;
+        if !(t.is_finite() && t >= 0.0) {
+            return Err(bad("replay.threshold_us", t, "must be 0 or positive"));
+        }
+        if self.max_packets == 0 {
+            return Err(bad("replay.max_packets", 0, "must be at least 1"));
+        }
+        if self.queue_packets == 0 {
+            return Err(bad("replay.queue_packets", 0, "must be at least 1"));
+        }
+        if let Some(p) = protocols.iter().find(|p| **p != Protocol::Cbr) {
+            return Err(bad(
+                "replay",
+                format!("protocol {:?}", p.name()),
+                "a replay needs open-loop traffic that the schedule cannot change: use protocol = \"cbr\"",
+            ));
+        }
+        if queues.pfc.is_some() || queues.tofino.is_some() {
+            return Err(bad(
+                "replay",
+                "[switch.pfc]/[switch.tofino]",
+                "a replay runs LSTF on plain output queues: remove PFC and the Tofino chip",
+            ));
+        }
+        Ok(ReplaySpec {
+            discipline: self.discipline,
+            threshold_ps: (t * 1e6).round() as u64,
+            max_packets: self.max_packets,
+            queue_packets: self.queue_packets,
+        })
+    }
+}
+
+/// The scenario of the replay run: `scn` with LSTF (or priority = o(p))
+/// on every port and no edge policy (the recorded slacks or exit times are
+/// stamped instead).
+pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
+    let mut r = scn.clone();
+    let lstf = match spec.discipline {
+        ReplayDiscipline::Lstf => QueueConfig::Lstf(LstfConfig {
+            queue_packets: Some(spec.queue_packets),
+            ..LstfConfig::default()
+        }),
+        ReplayDiscipline::Priority => QueueConfig::Rank(RankConfig {
+            queue_packets: Some(spec.queue_packets),
+            queue_bytes: None,
+        }),
+    };
+    r.queues.host = lstf.clone();
+    r.queues.tiers = [lstf.clone(), lstf.clone(), lstf];
+    r.queues.slack = crate::net::edge::SlackConfig::None;
+    r
+}
+
+/// slack(p) = o(p) − i(p) − t_min(p), ps, signed ([TH] §5.1).
+#[inline]
+pub fn slack_ps(exit_ps: u64, sent_ps: u64, t_min_ps: u64) -> i64 {
+    exit_ps as i64 - sent_ps as i64 - t_min_ps as i64
+}
+
+/// One packet of the original schedule.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Record {
+    /// Flow id.
+    pub flow: u64,
+    /// Sequence number within the flow.
+    pub seq: u64,
+    /// o(p) − i(p) − t_min(p), ps.
+    pub slack_ps: i64,
+    /// o(p), ps.
+    pub exit_ps: u64,
+}
+
+/// The original schedule, sorted by (flow, seq), looked up by binary search.
+#[derive(Debug, Default)]
+pub struct Table {
+    rows: Vec<Record>,
+}
+
+impl Table {
+    /// The table of `rows` (any order; a packet delivered twice keeps its
+    /// first delivery).
+    pub fn new(mut rows: Vec<Record>) -> Table {
+        rows.sort_by_key(|r| (r.flow, r.seq, r.exit_ps));
+        rows.dedup_by_key(|r| (r.flow, r.seq));
+        Table { rows }
+    }
+    /// The record of packet (`flow`, `seq`).
+    #[inline]
+    pub fn get(&self, flow: u64, seq: u64) -> Option<&Record> {
+        self.rows
+            .binary_search_by_key(&(flow, seq), |r| (r.flow, r.seq))
+            .ok()
+            .map(|i| &self.rows[i])
+    }
+    /// Packets recorded.
+    pub fn len(&self) -> usize {
+        self.rows.len()
+    }
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+}
+
+/// Counters of the replay at one shard's destinations (summed over shards).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Data packets delivered in the replay that the original delivered.
+    pub packets: u64,
+    /// Delivered in the replay, not in the original.
+    pub unmatched: u64,
+    /// o′(p) > o(p).
+    pub overdue: u64,
+    /// o′(p) > o(p) + T.
+    pub overdue_beyond: u64,
+    /// Largest o′(p) − o(p), ps (0 when none is late).
+    pub max_late_ps: u64,
+    /// Σ queueing in the original (Σ slack), ps.
+    pub original_queueing_ps: i128,
+    /// Σ queueing in the replay (o′ − i − t_min), ps.
+    pub replay_queueing_ps: i128,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.packets += o.packets;
+        self.unmatched += o.unmatched;
+        self.overdue += o.overdue;
+        self.overdue_beyond += o.overdue_beyond;
+        self.max_late_ps = self.max_late_ps.max(o.max_late_ps);
+        self.original_queueing_ps += o.original_queueing_ps;
+        self.replay_queueing_ps += o.replay_queueing_ps;
+    }
+}
+
+/// What a shard does for record and replay.
+#[derive(Debug)]
+pub enum ShardReplay {
+    /// The original run: records each delivered data packet.
+    Record {
+        /// The records.
+        rows: Vec<Record>,
+        /// Limit over all shards (each stops at it; the total is checked after).
+        max: u64,
+    },
+    /// The replay run: stamps slacks at sources, compares exits.
+    Replay {
+        /// The original schedule.
+        table: Arc<Table>,
+        /// Stamp o(p) (priority replay) instead of the slack.
+        exit_as_rank: bool,
+        /// T, ps.
+        threshold_ps: u64,
+        /// Counters.
+        counts: Counts,
+    },
+}
+
+impl ShardReplay {
+    /// Stamps the data packets a source just emitted with their recorded
+    /// slacks, or exit times (replay run only). A packet the original never
+    /// delivered gets the largest.
+    #[inline]
+    pub fn stamp(&self, pkts: &mut [Packet]) {
+        let ShardReplay::Replay {
+            table,
+            exit_as_rank,
+            ..
+        } = self
+        else {
+            return;
+        };
+        for p in pkts.iter_mut().filter(|p| p.kind == PacketKind::Data) {
+            let r = table.get(p.flow, p.seq);
+            p.rank = match (r, exit_as_rank) {
+                (Some(r), false) => r.slack_ps.max(0) as u64,
+                (Some(r), true) => r.exit_ps,
+                (None, false) => i64::MAX as u64,
+                (None, true) => u64::MAX,
+            };
+        }
+    }
+
+    /// A data packet reached its destination at `now`.
+    #[inline]
+    pub fn on_exit(&mut self, pkt: &Packet, now: u64, topo: &Topology) {
+        if pkt.kind != PacketKind::Data {
+            return;
+        }
+        let t_min = topo.t_min_ps(pkt.src, pkt.dst, pkt.path, pkt.size as u64);
+        match self {
+            ShardReplay::Record { rows, max } => {
+                if (rows.len() as u64) <= *max {
+                    rows.push(Record {
+                        flow: pkt.flow,
+                        seq: pkt.seq,
+                        slack_ps: slack_ps(now, pkt.sent_ps, t_min),
+                        exit_ps: now,
+                    });
+                }
+            }
+            ShardReplay::Replay {
+                table,
+                threshold_ps,
+                counts,
+                ..
+            } => {
+                let Some(r) = table.get(pkt.flow, pkt.seq) else {
+                    counts.unmatched += 1;
+                    return;
+                };
+                counts.packets += 1;
+                counts.original_queueing_ps += r.slack_ps as i128;
+                counts.replay_queueing_ps += slack_ps(now, pkt.sent_ps, t_min) as i128;
+                if now > r.exit_ps {
+                    let late = now - r.exit_ps;
+                    counts.overdue += 1;
+                    if late > *threshold_ps {
+                        counts.overdue_beyond += 1;
+                    }
+                    counts.max_late_ps = counts.max_late_ps.max(late);
+                }
+            }
+        }
+    }
+}
+
+/// The comparison, for the manifest (`packets.replay`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReplayReport {
+    /// Disciplines of the original: NICs, then ToR/agg/core tiers.
+    pub original: Vec<String>,
+    /// What the replay ran (`lstf` or `priority`).
+    pub replay: ReplayDiscipline,
+    /// Data packets the original delivered (the record).
+    pub recorded: u64,
+    /// Of them, delivered in the replay.
+    pub packets: u64,
+    /// Delivered in the replay only.
+    pub unmatched: u64,
+    /// Packets with o′ > o.
+    pub overdue: u64,
+    /// overdue / packets.
+    pub overdue_fraction: f64,
+    /// Packets with o′ > o + T.
+    pub overdue_beyond_t: u64,
+    /// overdue_beyond_t / packets.
+    pub overdue_beyond_t_fraction: f64,
+    /// T, µs.
+    pub threshold_us: f64,
+    /// Largest o′ − o, µs.
+    pub max_late_us: f64,
+    /// Mean queueing per packet in the original, µs.
+    pub original_mean_queueing_us: f64,
+    /// Mean queueing per packet in the replay, µs.
+    pub replay_mean_queueing_us: f64,
+}
+
+impl ReplayReport {
+    /// The report of `counts` over a record of `recorded` packets.
+    pub fn new(scn: &Scenario, spec: &ReplaySpec, recorded: u64, c: &Counts) -> ReplayReport {
+        let n = c.packets.max(1) as f64;
+        let mut original = vec![scn.queues.host.name().to_string()];
+        original.extend(scn.queues.tiers.iter().map(|q| q.name().to_string()));
+        ReplayReport {
+            original,
+            replay: spec.discipline,
+            recorded,
+            packets: c.packets,
+            unmatched: c.unmatched,
+            overdue: c.overdue,
+            overdue_fraction: c.overdue as f64 / n,
+            overdue_beyond_t: c.overdue_beyond,
+            overdue_beyond_t_fraction: c.overdue_beyond as f64 / n,
+            threshold_us: spec.threshold_ps as f64 / 1e6,
+            max_late_us: c.max_late_ps as f64 / 1e6,
+            original_mean_queueing_us: c.original_queueing_ps as f64 / n / 1e6,
+            replay_mean_queueing_us: c.replay_queueing_ps as f64 / n / 1e6,
+        }
+    }
+
+    /// One line for the terminal.
+    pub fn line(&self) -> String {
+        format!(
+            "replay: {} packets of a {} original replayed by {}: {:.4} overdue, {:.4} by more than {} us (max {:.1} us late); mean queueing {:.1} -> {:.1} us",
+            self.packets,
+            self.original.get(1).map_or("?", String::as_str),
+            format!("{:?}", self.replay).to_lowercase(),
+            self.overdue_fraction,
+            self.overdue_beyond_t_fraction,
+            self.threshold_us,
+            self.max_late_us,
+            self.original_mean_queueing_us,
+            self.replay_mean_queueing_us
+        )
+    }
+}
+
+/// The record of every shard, merged; Err(limit) past `max_packets`.
+pub fn table_of(shards: Vec<ShardReplay>, max: u64) -> Result<Table, u64> {
+    let mut rows = Vec::new();
+    for s in shards {
+        if let ShardReplay::Record { rows: r, .. } = s {
+            rows.extend(r);
+        }
+        if rows.len() as u64 > max {
+            return Err(max);
+        }
+    }
+    Ok(Table::new(rows))
+}
+
+/// The replay counters of every shard, summed.
+pub fn counts_of(shards: &[ShardReplay]) -> Counts {
+    let mut c = Counts::default();
+    for s in shards {
+        if let ShardReplay::Replay { counts, .. } = s {
+            c.add(counts);
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::topo::{LeafSpine, LinkSpec};
+    use crate::units::tx_time_ps;
+
+    #[test]
+    fn slack_of_a_two_hop_packet_worked_by_hand() {
+        // Host 0 → leaf → host 1 on one leaf of a leaf-spine: two links,
+        // 10 Gb/s, 1 µs each. A 1500-byte packet needs 1.2 µs on each.
+        let link = LinkSpec {
+            rate_bps: 10_000_000_000,
+            delay_ps: 1_000_000,
+        };
+        let topo = Topology::LeafSpine(LeafSpine::new(1, 1, 2, link, link));
+        let t_min = topo.t_min_ps(0, 1, 0, 1500);
+        assert_eq!(tx_time_ps(1500, 10_000_000_000), 1_200_000);
+        assert_eq!(t_min, 2 * (1_200_000 + 1_000_000), "4.4 µs");
+        // Sent at 10 µs, out at 20 µs: 5.6 µs of queueing is its slack.
+        assert_eq!(slack_ps(20_000_000, 10_000_000, t_min), 5_600_000);
+        // A packet can never beat t_min, but the arithmetic stays signed.
+        assert_eq!(slack_ps(14_000_000, 10_000_000, t_min), -400_000);
+    }
+
+    #[test]
+    fn the_table_finds_each_packet_and_keeps_a_first_delivery() {
+        let r = |flow, seq, exit_ps| Record {
+            flow,
+            seq,
+            slack_ps: exit_ps as i64,
+            exit_ps,
+        };
+        let t = Table::new(vec![r(2, 0, 5), r(1, 1460, 9), r(1, 0, 3), r(1, 0, 7)]);
+        assert_eq!(t.len(), 3);
+        assert_eq!(t.get(1, 0).map(|x| x.exit_ps), Some(3));
+        assert_eq!(t.get(1, 1460).map(|x| x.exit_ps), Some(9));
+        assert_eq!(t.get(2, 0).map(|x| x.exit_ps), Some(5));
+        assert!(t.get(2, 1).is_none());
+    }
+
+    #[test]
+    fn replay_counts_overdue_and_beyond_t() {
+        let link = LinkSpec {
+            rate_bps: 10_000_000_000,
+            delay_ps: 1_000_000,
+        };
+        let topo = Topology::LeafSpine(LeafSpine::new(1, 1, 2, link, link));
+        let mut rec = ShardReplay::Record {
+            rows: Vec::new(),
+            max: 10,
+        };
+        let mut p = crate::packet::test_packet(PacketKind::Data, 0, 1500);
+        p.sent_ps = 10_000_000;
+        rec.on_exit(&p, 20_000_000, &topo);
+        let mut q = p.clone();
+        q.seq = 1436;
+        rec.on_exit(&q, 30_000_000, &topo);
+        let table = Arc::new(table_of(vec![rec], 10).unwrap());
+        let mut rep = ShardReplay::Replay {
+            table,
+            exit_as_rank: false,
+            threshold_ps: 12_000_000,
+            counts: Counts::default(),
+        };
+        let mut out = [p.clone(), q.clone()];
+        rep.stamp(&mut out);
+        assert_eq!(out[0].rank, 5_600_000);
+        assert_eq!(out[1].rank, 15_600_000);
+        // p 1 µs late; q 13 µs late (beyond T = 12 µs).
+        rep.on_exit(&p, 21_000_000, &topo);
+        rep.on_exit(&q, 43_000_000, &topo);
+        let c = counts_of(&[rep]);
+        assert_eq!((c.packets, c.overdue, c.overdue_beyond), (2, 2, 1));
+        assert_eq!(c.max_late_ps, 13_000_000);
+        assert_eq!(c.original_queueing_ps, 5_600_000 + 15_600_000);
+    }
+}

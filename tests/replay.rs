@@ -1,0 +1,158 @@
+//! Record and replay ([TH] §5.1–5.2; psim/src/replay.rs): a schedule with
+//! one congestion point per packet replays exactly, whatever made it; a
+//! FIFO schedule on Internet2 replays with few packets late; priority =
+//! o(p) misses far more than LSTF; bad input is refused by key.
+
+use psim::config::Scenario;
+use psim::replay::ReplayReport;
+use psim_integration_tests::{repo_root, run, scenario};
+
+fn report(scn: &Scenario) -> ReplayReport {
+    let ran = run(scn, 1, 1);
+    let r = ran.outcome.manifest.packets.get("replay").expect("replay");
+    serde_json::from_value(r.clone()).expect("a replay report")
+}
+
+/// Seven senders, one 60 KB CBR flow each, to host 0 through one switch:
+/// the switch's port to host 0 is the only queue any packet meets (each
+/// NIC sends one flow, paced at its line rate).
+const INCAST: &str = r#"
+seed = 4
+[topology]
+kind = "leafspine"
+leaves = 1
+spines = 1
+hosts_per_leaf = 8
+link_gbps = 10
+latency_ns = 1000
+[switch.queue]
+kind = "random"
+queue_packets = 100000
+[host.queue]
+kind = "droptail"
+queue_packets = 100000
+[replay]
+threshold_us = 1.2
+[[traffic]]
+protocol = "cbr"
+pattern = "incast"
+receiver = 0
+sender_hosts = [1, 2, 3, 4, 5, 6, 7]
+size_bytes = 60000
+jitter_us = 30
+"#;
+
+#[test]
+fn one_congestion_point_replays_exactly_whatever_the_original() {
+    // At one queue, LSTF's key is the packet's arrival plus its recorded wait
+    // plus its transmission time: the time its last bit left in the
+    // original. The replay serves in that order, so by induction every
+    // packet exits exactly when it did ([TH] App. A: one congestion point).
+    // Any error in t_min, the slack or the key breaks the equality.
+    for (kind, slack) in [
+        ("random", "none"),
+        ("lifo", "none"),
+        ("droptail", "none"),
+        ("lstf", "mean_fct"),
+    ] {
+        let sets = [
+            format!("switch.queue.kind={kind}"),
+            format!("host.slack.policy={slack}"),
+        ];
+        let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
+        let r = report(&scenario(INCAST, &sets));
+        assert_eq!(r.original[1], kind);
+        assert!(r.packets > 200, "{kind}: {r:?}");
+        assert_eq!(r.packets, r.recorded, "{kind}: every packet compared");
+        assert!(
+            r.original_mean_queueing_us > 20.0,
+            "{kind}: the packets queue (else the test proves nothing): {r:?}"
+        );
+        assert_eq!(r.overdue, 0, "{kind}: {r:?}");
+        assert_eq!(r.max_late_us, 0.0, "{kind}");
+        // No packet late and the same total queueing: none early either.
+        assert_eq!(
+            r.replay_mean_queueing_us, r.original_mean_queueing_us,
+            "{kind}: exactly the original schedule"
+        );
+    }
+}
+
+fn internet2(sets: &[&str]) -> Scenario {
+    let path = repo_root().join("scenarios/ups/i2_1g10g_replay.toml");
+    let mut all = vec!["traffic.0.stop_us=2000".to_string()];
+    all.extend(sets.iter().map(|s| s.to_string()));
+    Scenario::load(&path, &all).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn a_fifo_schedule_on_internet2_replays_mostly_on_time() {
+    // [TH] Table 5.1: FIFO replayed by LSTF at 70% is 1.4% overdue, 0.06%
+    // by more than T. Here 2 ms of arrivals (about 20,000 packets): several
+    // congestion points per packet, so LSTF is not exact, but close.
+    let r = report(&internet2(&[
+        "switch.queue.kind=droptail",
+        "host.queue.kind=droptail",
+    ]));
+    assert!(r.packets > 10_000, "{r:?}");
+    assert!(r.overdue > 0, "several congestion points: not exact");
+    assert!(r.overdue_fraction < 0.02, "{r:?}");
+    assert!(r.overdue_beyond_t_fraction < 0.002, "{r:?}");
+}
+
+#[test]
+fn priority_by_exit_time_misses_far_more_than_lstf() {
+    // [TH] §5.1 (T34): priority = o(p) leaves 21% of packets overdue (20.69%
+    // by more than T), LSTF 0.21% (0.02%).
+    let lstf = report(&internet2(&[]));
+    let prio = report(&internet2(&["replay.discipline=priority"]));
+    assert_eq!(lstf.packets, prio.packets);
+    assert!(
+        prio.overdue_beyond_t_fraction > 0.05,
+        "priority = o(p): {prio:?}"
+    );
+    assert!(
+        prio.overdue_beyond_t_fraction > 20.0 * lstf.overdue_beyond_t_fraction.max(1e-4),
+        "{prio:?} {lstf:?}"
+    );
+}
+
+#[test]
+fn a_replay_needs_open_loop_traffic_and_sane_keys() {
+    let err = |sets: &[&str]| {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        Scenario::from_str(INCAST, &repo_root().join("inline.toml"), &sets)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let e = err(&["traffic.0.protocol=tcp"]);
+    assert!(e.contains("replay") && e.contains("open-loop"), "{e}");
+    let e = err(&["replay.max_packets=0"]);
+    assert!(e.contains("replay.max_packets"), "{e}");
+    let e = err(&["replay.threshold_us=-1"]);
+    assert!(e.contains("replay.threshold_us"), "{e}");
+    let e = err(&["replay.discipline=\"fifo\""]);
+    assert!(
+        e.contains("replay.discipline") || e.contains("discipline"),
+        "{e}"
+    );
+}
+
+#[test]
+fn the_record_limit_is_an_error_naming_its_key() {
+    let scn = scenario(INCAST, &["replay.max_packets=100"]);
+    let dir = tempfile::tempdir().unwrap();
+    let e = psim::run::execute(
+        &scn,
+        psim::engine::SimOptions {
+            shards: 1,
+            threads: 1,
+        },
+        &dir.path().join("out"),
+        false,
+        &mut |_| {},
+    )
+    .expect_err("over the limit");
+    assert!(e.to_string().contains("replay.max_packets = 100"), "{e}");
+}
