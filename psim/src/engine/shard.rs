@@ -5,7 +5,7 @@
 //! handed over at the next window boundary; the lookahead guarantees it
 //! cannot be due before then.
 
-use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
+use super::event::{EventCounts, EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
 use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
@@ -146,6 +146,8 @@ pub struct Shard {
     /// Events processed so far (completion notices excluded: every shard
     /// processes each of them, so counting them would depend on the partition).
     pub events_processed: u64,
+    /// The same events by kind (they sum to `events_processed`).
+    pub event_counts: EventCounts,
     /// Flows whose source this shard started, and flows whose sink here
     /// finished (summed over shards for progress reports only).
     pub flows: (u64, u64),
@@ -247,6 +249,7 @@ impl Shard {
             bounced: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
+            event_counts: EventCounts::default(),
             flows: (0, 0),
             last_event_ps: 0,
             horizon: 0,
@@ -256,10 +259,40 @@ impl Shard {
         }
     }
 
-    /// Earliest time this shard has work: an event or a flow start.
-    pub fn next_time(&self) -> Option<u64> {
+    /// Earliest time this shard has work: an event or a flow start. Called
+    /// at a window boundary: when the earliest event is a superseded timer,
+    /// it first drops every superseded timer, so that no window runs only
+    /// for them and the run ends once only they remain.
+    ///
+    /// This is exact. A stale timer does nothing when it fires and stays
+    /// stale (its slot's generation only grows), so dropping it early is the
+    /// same as processing it; it is counted as processed, as before, so the
+    /// event count does not change. The end time never depended on stale
+    /// timers (`last_event_ps` skips them). Only timers before the stop time
+    /// are dropped: later ones were never processed. The check costs a peek
+    /// per boundary and nothing per event; the sweep (one pass over the
+    /// heap) runs only at boundaries whose earliest event is stale.
+    pub fn next_time(&mut self) -> Option<u64> {
         if self.error.is_some() {
             return None;
+        }
+        let stop = self.shared.stop_ps.unwrap_or(u64::MAX);
+        let stale = |nodes: &[Node], local: &[u32], ev: &super::event::Event| {
+            let EventKind::Timer { slot, gen } = ev.kind else {
+                return false;
+            };
+            let at = ev.key.time;
+            at < stop
+                && nodes[local[ev.key.target as usize] as usize]
+                    .host
+                    .as_deref()
+                    .is_some_and(|h| h.timer_is_stale(slot, gen, at))
+        };
+        let (nodes, local) = (&self.nodes, &self.shared.local);
+        if self.events.peek().is_some_and(|e| stale(nodes, local, e)) {
+            let n = self.events.remove_where(|e| stale(nodes, local, e));
+            self.events_processed += n;
+            self.event_counts.0[EventCounts::TIMER_STALE] += n;
         }
         match (self.events.next_time(), self.generator.peek_start()) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -325,24 +358,41 @@ impl Shard {
             }
             self.events_processed += 1;
             let local = self.shared.local[ev.key.target as usize] as usize;
+            // Each arm counts its kind at a constant index: one add, no bounds check.
+            let counts = &mut self.event_counts.0;
             match ev.kind {
-                EventKind::LinkArrival { port } => self.on_link_arrival(local, port, now),
+                EventKind::LinkArrival { port } => {
+                    counts[EventCounts::LINK_ARRIVAL] += 1;
+                    self.on_link_arrival(local, port, now);
+                }
                 EventKind::TxDone { port } => {
                     self.nodes[local].ports[port as usize].finish();
                     self.transmit(local, port, now);
+                    if self.nodes[local].ports[port as usize].busy {
+                        self.event_counts.0[EventCounts::TX_DONE] += 1;
+                    } else {
+                        self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
+                    }
                 }
                 EventKind::Timer { slot, gen } => {
                     if !self.on_timer(local, slot, gen, now) {
                         continue; // superseded: it does not extend the run
                     }
                 }
-                EventKind::FlowStart { pending } => self.on_flow_start(local, pending, now),
+                EventKind::FlowStart { pending } => {
+                    counts[EventCounts::FLOW_START] += 1;
+                    self.on_flow_start(local, pending, now);
+                }
                 EventKind::PauseEnd { port, prio } => {
+                    counts[EventCounts::PAUSE_END] += 1;
                     if self.nodes[local].ports[port as usize].pause_expired(prio, now) {
                         self.transmit(local, port, now);
                     }
                 }
-                EventKind::Chip { line, step } => self.on_chip(local, line, step, now),
+                EventKind::Chip { line, step } => {
+                    counts[EventCounts::CHIP] += 1;
+                    self.on_chip(local, line, step, now);
+                }
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
             self.last_event_ps = now;
@@ -450,17 +500,27 @@ impl Shard {
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_start(cx));
     }
 
-    /// Runs a timer; false if it was superseded (stale).
+    /// Runs a timer and counts it by outcome; false if it was superseded (stale).
     fn on_timer(&mut self, local: usize, slot: u32, gen: u32, now: u64) -> bool {
         let host = self.nodes[local]
             .host
             .as_mut()
             .expect("timers live on hosts");
+        let counts = &mut self.event_counts.0;
         match host.timer_due(slot, gen, now) {
-            TimerDue::Stale => return false,
-            TimerDue::Idle => {}
-            TimerDue::Grant(s) => self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx)),
-            TimerDue::Endpoint(s) => self.call_endpoint(local, s, now, |ep, cx| ep.on_timer(cx)),
+            TimerDue::Stale => {
+                counts[EventCounts::TIMER_STALE] += 1;
+                return false;
+            }
+            TimerDue::Idle => counts[EventCounts::TIMER_IDLE] += 1,
+            TimerDue::Grant(s) => {
+                counts[EventCounts::TIMER_GRANT] += 1;
+                self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx));
+            }
+            TimerDue::Endpoint(s) => {
+                counts[EventCounts::TIMER_ENDPOINT] += 1;
+                self.call_endpoint(local, s, now, |ep, cx| ep.on_timer(cx));
+            }
         }
         true
     }
