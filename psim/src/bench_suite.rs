@@ -108,7 +108,7 @@ fn run_in(exe: &Path, dir: &Path, threads: u32, shards: u32) -> Result<()> {
         let text = format!("name = \"bench-{}\"\nseed = 1\n{}", case.name, case.toml);
         std::fs::write(&file, text).with_context(|| format!("writing {}", file.display()))?;
         let out = dir.join(case.name);
-        let status = Command::new(exe)
+        let ran = Command::new(exe)
             .arg("run")
             .arg(&file)
             .arg("--out")
@@ -117,11 +117,15 @@ fn run_in(exe: &Path, dir: &Path, threads: u32, shards: u32) -> Result<()> {
             .arg(threads.to_string())
             .arg("--shards")
             .arg(shards.to_string())
-            .stdout(std::process::Stdio::null())
-            .status()
+            .output()
             .with_context(|| format!("running case {}", case.name))?;
-        if !status.success() {
-            bail!("case {} failed ({status})", case.name);
+        if !ran.status.success() {
+            bail!(
+                "case {} failed ({}): {}",
+                case.name,
+                ran.status,
+                String::from_utf8_lossy(&ran.stderr).trim()
+            );
         }
         let m: serde_json::Value = serde_json::from_slice(
             &std::fs::read(out.join("manifest.json")).context("reading the case's manifest")?,

@@ -16,11 +16,13 @@ use crate::queue::{Discipline, Outcome, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
-use crate::transport::{SinkStats, SourceStats, Transport};
+use crate::transport::{SourceStats, Transport};
 
 use std::sync::Arc;
 
 mod chip;
+mod report;
+mod stale;
 mod state;
 
 /// Shard-level packet counters, for the conservation check.
@@ -259,47 +261,6 @@ impl Shard {
         }
     }
 
-    /// Earliest time this shard has work: an event or a flow start. Called
-    /// at a window boundary: when the earliest event is a superseded timer,
-    /// it first drops every superseded timer, so that no window runs only
-    /// for them and the run ends once only they remain.
-    ///
-    /// This is exact. A stale timer does nothing when it fires and stays
-    /// stale (its slot's generation only grows), so dropping it early is the
-    /// same as processing it; it is counted as processed, as before, so the
-    /// event count does not change. The end time never depended on stale
-    /// timers (`last_event_ps` skips them). Only timers before the stop time
-    /// are dropped: later ones were never processed. The check costs a peek
-    /// per boundary and nothing per event; the sweep (one pass over the
-    /// heap) runs only at boundaries whose earliest event is stale.
-    pub fn next_time(&mut self) -> Option<u64> {
-        if self.error.is_some() {
-            return None;
-        }
-        let stop = self.shared.stop_ps.unwrap_or(u64::MAX);
-        let stale = |nodes: &[Node], local: &[u32], ev: &super::event::Event| {
-            let EventKind::Timer { slot, gen } = ev.kind else {
-                return false;
-            };
-            let at = ev.key.time;
-            at < stop
-                && nodes[local[ev.key.target as usize] as usize]
-                    .host
-                    .as_deref()
-                    .is_some_and(|h| h.timer_is_stale(slot, gen, at))
-        };
-        let (nodes, local) = (&self.nodes, &self.shared.local);
-        if self.events.peek().is_some_and(|e| stale(nodes, local, e)) {
-            let n = self.events.remove_where(|e| stale(nodes, local, e));
-            self.events_processed += n;
-            self.event_counts.0[EventCounts::TIMER_STALE] += n;
-        }
-        match (self.events.next_time(), self.generator.peek_start()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
     /// Accepts a packet from another shard (at a window boundary).
     pub fn receive(&mut self, m: Message) {
         debug_assert!(m.inflight.arrive >= self.horizon, "lookahead violated");
@@ -367,8 +328,7 @@ impl Shard {
                 }
                 EventKind::TxDone { port } => {
                     self.nodes[local].ports[port as usize].finish();
-                    self.transmit(local, port, now);
-                    if self.nodes[local].ports[port as usize].busy {
+                    if self.transmit(local, port, now) {
                         self.event_counts.0[EventCounts::TX_DONE] += 1;
                     } else {
                         self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
@@ -704,7 +664,8 @@ impl Shard {
 
     /// Starts serialising the next packet of a port, if it can start; puts
     /// the packet on the wire and schedules the port's transmit-done.
-    fn transmit(&mut self, local: usize, port: u16, now: u64) {
+    /// Returns whether a packet started (for the event counts).
+    fn transmit(&mut self, local: usize, port: u16, now: u64) -> bool {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
         let mut cx = PortCx {
@@ -718,7 +679,7 @@ impl Shard {
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;
         let Some((pkt, done)) = started.sent else {
-            return;
+            return false;
         };
         let link = p.link;
         let lost = pkt.kind != PacketKind::Pause && p.loss.as_deref_mut().is_some_and(|l| l.lose());
@@ -735,7 +696,7 @@ impl Shard {
             if signal != Signal::None {
                 self.signal(local, signal, now);
             }
-            return;
+            return true;
         }
         let seq = node.next_seq();
         let inflight = InFlight {
@@ -757,6 +718,7 @@ impl Shard {
         if signal != Signal::None {
             self.signal(local, signal, now);
         }
+        true
     }
 
     /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.
@@ -767,91 +729,6 @@ impl Shard {
             let q = &nodes[local[n as usize] as usize].ports[p as usize].queue;
             (q.len_bytes(), q.len_packets())
         }))
-    }
-
-    /// Ports held by a PFC pause with packets waiting: (entity, port, the
-    /// neighbour that paused it, packets waiting). For stall reports.
-    pub fn paused_ports(&self) -> Vec<(u32, u16, u32, u32)> {
-        let mut v = Vec::new();
-        for n in &self.nodes {
-            for (i, p) in n.ports.iter().enumerate() {
-                let held = p.pause.as_deref().is_some_and(|st| st.mask != 0);
-                if held && p.queue.len_packets() > 0 {
-                    v.push((n.id, i as u16, p.link.peer, p.queue.len_packets()));
-                }
-            }
-        }
-        v
-    }
-
-    /// Packets waiting in queues (and on Tofino recirculation lines).
-    pub fn queued_packets(&self) -> u64 {
-        let chips: u64 = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.tofino.as_deref())
-            .map(Chip::held_packets)
-            .sum();
-        self.nodes
-            .iter()
-            .flat_map(|n| &n.ports)
-            .map(|p| p.queue.len_packets() as u64)
-            .sum::<u64>()
-            + chips
-    }
-
-    /// Packets on wires (including those in the outboxes).
-    pub fn in_flight_packets(&self) -> u64 {
-        self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
-    }
-
-    /// Port counters summed over the shard.
-    pub fn port_totals(&self) -> crate::net::PortCounters {
-        let mut t = crate::net::PortCounters::default();
-        for p in self.nodes.iter().flat_map(|n| &n.ports) {
-            t += p.totals();
-        }
-        t
-    }
-
-    /// Source rows (flows that started here) and sink stats (flows received here).
-    pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, u32, SinkStats)>) {
-        let mut sources = Vec::new();
-        let mut sinks = Vec::new();
-        for host in self.nodes.iter().filter_map(|n| n.host.as_deref()) {
-            for s in &host.slots {
-                if let (Some(info), Some(stats)) = (&s.info, s.ep.source_stats()) {
-                    sources.push(SourceRow {
-                        info: (**info).clone(),
-                        proto: s.proto,
-                        stats: stats.clone(),
-                    });
-                }
-                if let Some(st) = s.ep.sink_stats() {
-                    sinks.push((s.flow, s.peers.0, st.clone()));
-                }
-            }
-        }
-        (sources, sinks)
-    }
-
-    /// Pull-pacer statistics of every host that sent a PULL: (host, stats).
-    pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
-        self.nodes
-            .iter()
-            .filter_map(|n| n.host.as_deref().map(|h| (n.id, h.services.pulls.stats)))
-            .filter(|(_, st)| st.sent > 0)
-            .collect()
-    }
-
-    /// Workload groups (collectives) that completed in this shard's generator.
-    pub fn completed_groups(&self) -> Vec<workloads::GroupCompletion> {
-        self.generator.completed_groups().to_vec()
-    }
-
-    /// Number of pending events.
-    pub fn pending_events(&self) -> usize {
-        self.events.len()
     }
 }
 
