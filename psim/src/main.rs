@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
+mod bench_suite;
 mod ckpt_cmd;
 mod sweep_cmd;
 
@@ -199,6 +200,11 @@ struct BenchArgs {
     /// Link rate, Gb/s.
     #[arg(long, default_value_t = 100.0)]
     gbps: f64,
+    /// Run the engine suite instead (NDP permutations at k = 16 and 32, a
+    /// DCTCP permutation, an NDP incast, CBR) at the first of --threads and
+    /// of --shards (default 1 x 1), one table (docs/performance.md).
+    #[arg(long)]
+    suite: bool,
 }
 
 fn main() -> ExitCode {
@@ -686,6 +692,11 @@ fn show_partition(a: ScenarioArgs) -> Result<()> {
 }
 
 fn bench(a: BenchArgs) -> Result<()> {
+    if a.suite {
+        let threads = a.threads.first().copied().unwrap_or(1);
+        let shards = a.shards.first().copied().unwrap_or(1).max(threads);
+        return bench_suite::run(threads, shards);
+    }
     let text = format!(
         "name = \"bench-cbr-k{k}\"\nseed = 1\nstop_us = {us}\n[topology]\nkind = \"fattree\"\nk = {k}\nlink_gbps = {g}\nlatency_ns = 1000\n\
          [protocol.cbr]\npacket_bytes = 1500\n[[traffic]]\nprotocol = \"cbr\"\npattern = \"permutation\"\n",

@@ -237,6 +237,7 @@ pub fn execute_checkpointed(
         "ports": summary.ports,
         "pulls": summary.pulls,
         "events_per_shard": summary.events_per_shard,
+        "events_by_kind": events_by_kind(&summary.event_counts),
         "windows": summary.windows,
         "ranks": summary.ranks,
     });
@@ -417,4 +418,15 @@ fn trace_parts(scn: &Scenario, shards: u32) -> Vec<String> {
         v.extend((0..shards).map(|s| trace::TOFINO.part_name(s)));
     }
     v
+}
+
+/// The events by kind as a JSON object keyed by kind name (the manifest's
+/// `packets.events_by_kind`).
+fn events_by_kind(c: &crate::engine::event::EventCounts) -> serde_json::Value {
+    crate::engine::event::EventCounts::NAMES
+        .iter()
+        .zip(c.0)
+        .map(|(n, v)| (n.to_string(), serde_json::json!(v)))
+        .collect::<serde_json::Map<_, _>>()
+        .into()
 }

@@ -88,6 +88,65 @@ pub enum EventKind {
     },
 }
 
+/// Events processed, by kind (`docs/engine.md` gives each kind's reason).
+/// Timers are split by what they turned out to do. Completion notices are
+/// not counted: every shard processes each of them, so their count would
+/// depend on the partition. One array increment per event.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EventCounts(pub [u64; EventCounts::KINDS]);
+
+impl EventCounts {
+    /// Number of counted kinds.
+    pub const KINDS: usize = 10;
+    /// [`EventKind::LinkArrival`].
+    pub const LINK_ARRIVAL: usize = 0;
+    /// [`EventKind::TxDone`] after which the port started its next packet.
+    pub const TX_DONE: usize = 1;
+    /// [`EventKind::PauseEnd`].
+    pub const PAUSE_END: usize = 2;
+    /// [`EventKind::FlowStart`].
+    pub const FLOW_START: usize = 3;
+    /// [`EventKind::Chip`].
+    pub const CHIP: usize = 4;
+    /// A timer that ran an endpoint's deadline (RTO, pacing, probe).
+    pub const TIMER_ENDPOINT: usize = 5;
+    /// A host-services timer that granted a PULL or token.
+    pub const TIMER_GRANT: usize = 6;
+    /// A host-services timer that found nothing to grant.
+    pub const TIMER_IDLE: usize = 7;
+    /// A superseded timer (processed in a window or dropped at a boundary).
+    pub const TIMER_STALE: usize = 8;
+    /// [`EventKind::TxDone`] after which the port went idle (nothing to
+    /// send): the events a deferred completion could save (docs/engine.md).
+    pub const TX_DONE_IDLE: usize = 9;
+    /// Names, in index order (outputs and the bench table use them).
+    pub const NAMES: [&'static str; Self::KINDS] = [
+        "link_arrival",
+        "tx_done",
+        "pause_end",
+        "flow_start",
+        "chip",
+        "timer_endpoint",
+        "timer_grant",
+        "timer_idle",
+        "timer_stale",
+        "tx_done_idle",
+    ];
+
+    /// Total over kinds.
+    pub fn total(&self) -> u64 {
+        self.0.iter().sum()
+    }
+}
+
+impl std::ops::AddAssign for EventCounts {
+    fn add_assign(&mut self, o: Self) {
+        for (a, b) in self.0.iter_mut().zip(o.0) {
+            *a += b;
+        }
+    }
+}
+
 /// A scheduled event.
 #[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Event {
@@ -141,6 +200,20 @@ impl EventQueue {
             None
         }
     }
+    /// The earliest event.
+    #[inline]
+    pub fn peek(&self) -> Option<&Event> {
+        self.heap.peek()
+    }
+    /// Removes every event for which `drop` holds and returns how many. It
+    /// walks and rebuilds the whole heap, so it is for window boundaries
+    /// only; it does not call the heap's `pop`, so the per-event loop keeps
+    /// its one inlined copy of it.
+    pub fn remove_where(&mut self, mut drop: impl FnMut(&Event) -> bool) -> u64 {
+        let before = self.heap.len();
+        self.heap.retain(|e| !drop(e));
+        (before - self.heap.len()) as u64
+    }
     /// Number of pending events.
     pub fn len(&self) -> usize {
         self.heap.len()
@@ -185,6 +258,20 @@ mod tests {
                 .collect();
             assert_eq!(got, sorted);
         }
+    }
+
+    #[test]
+    fn remove_where_keeps_the_order_of_the_rest() {
+        let mut q = EventQueue::default();
+        for (t, port) in [(30, 1), (10, 0), (20, 1), (5, 0), (40, 0)] {
+            q.push(key(t, 0, 0, t), EventKind::TxDone { port });
+        }
+        let gone = q.remove_where(|e| e.kind == EventKind::TxDone { port: 1 });
+        assert_eq!(gone, 2);
+        let got: Vec<u64> = std::iter::from_fn(|| q.pop_before(u64::MAX))
+            .map(|e| e.key.time)
+            .collect();
+        assert_eq!(got, [5, 10, 40]);
     }
 
     #[test]

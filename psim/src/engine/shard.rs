@@ -5,7 +5,7 @@
 //! handed over at the next window boundary; the lookahead guarantees it
 //! cannot be due before then.
 
-use super::event::{EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
+use super::event::{EventCounts, EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
 use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
@@ -16,11 +16,13 @@ use crate::queue::{Discipline, Outcome, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
-use crate::transport::{SinkStats, SourceStats, Transport};
+use crate::transport::{SourceStats, Transport};
 
 use std::sync::Arc;
 
 mod chip;
+mod report;
+mod stale;
 mod state;
 
 /// Shard-level packet counters, for the conservation check.
@@ -146,6 +148,8 @@ pub struct Shard {
     /// Events processed so far (completion notices excluded: every shard
     /// processes each of them, so counting them would depend on the partition).
     pub events_processed: u64,
+    /// The same events by kind (they sum to `events_processed`).
+    pub event_counts: EventCounts,
     /// Flows whose source this shard started, and flows whose sink here
     /// finished (summed over shards for progress reports only).
     pub flows: (u64, u64),
@@ -251,6 +255,7 @@ impl Shard {
             bounced: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
+            event_counts: EventCounts::default(),
             flows: (0, 0),
             last_event_ps: 0,
             horizon: 0,
@@ -258,17 +263,6 @@ impl Shard {
             error: None,
             trace,
             replay: None,
-        }
-    }
-
-    /// Earliest time this shard has work: an event or a flow start.
-    pub fn next_time(&self) -> Option<u64> {
-        if self.error.is_some() {
-            return None;
-        }
-        match (self.events.next_time(), self.generator.peek_start()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
         }
     }
 
@@ -330,24 +324,40 @@ impl Shard {
             }
             self.events_processed += 1;
             let local = self.shared.local[ev.key.target as usize] as usize;
+            // Each arm counts its kind at a constant index: one add, no bounds check.
+            let counts = &mut self.event_counts.0;
             match ev.kind {
-                EventKind::LinkArrival { port } => self.on_link_arrival(local, port, now),
+                EventKind::LinkArrival { port } => {
+                    counts[EventCounts::LINK_ARRIVAL] += 1;
+                    self.on_link_arrival(local, port, now);
+                }
                 EventKind::TxDone { port } => {
                     self.nodes[local].ports[port as usize].finish();
-                    self.transmit(local, port, now);
+                    if self.transmit(local, port, now) {
+                        self.event_counts.0[EventCounts::TX_DONE] += 1;
+                    } else {
+                        self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
+                    }
                 }
                 EventKind::Timer { slot, gen } => {
                     if !self.on_timer(local, slot, gen, now) {
                         continue; // superseded: it does not extend the run
                     }
                 }
-                EventKind::FlowStart { pending } => self.on_flow_start(local, pending, now),
+                EventKind::FlowStart { pending } => {
+                    counts[EventCounts::FLOW_START] += 1;
+                    self.on_flow_start(local, pending, now);
+                }
                 EventKind::PauseEnd { port, prio } => {
+                    counts[EventCounts::PAUSE_END] += 1;
                     if self.nodes[local].ports[port as usize].pause_expired(prio, now) {
                         self.transmit(local, port, now);
                     }
                 }
-                EventKind::Chip { line, step } => self.on_chip(local, line, step, now),
+                EventKind::Chip { line, step } => {
+                    counts[EventCounts::CHIP] += 1;
+                    self.on_chip(local, line, step, now);
+                }
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
             self.last_event_ps = now;
@@ -455,17 +465,27 @@ impl Shard {
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_start(cx));
     }
 
-    /// Runs a timer; false if it was superseded (stale).
+    /// Runs a timer and counts it by outcome; false if it was superseded (stale).
     fn on_timer(&mut self, local: usize, slot: u32, gen: u32, now: u64) -> bool {
         let host = self.nodes[local]
             .host
             .as_mut()
             .expect("timers live on hosts");
+        let counts = &mut self.event_counts.0;
         match host.timer_due(slot, gen, now) {
-            TimerDue::Stale => return false,
-            TimerDue::Idle => {}
-            TimerDue::Grant(s) => self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx)),
-            TimerDue::Endpoint(s) => self.call_endpoint(local, s, now, |ep, cx| ep.on_timer(cx)),
+            TimerDue::Stale => {
+                counts[EventCounts::TIMER_STALE] += 1;
+                return false;
+            }
+            TimerDue::Idle => counts[EventCounts::TIMER_IDLE] += 1,
+            TimerDue::Grant(s) => {
+                counts[EventCounts::TIMER_GRANT] += 1;
+                self.call_endpoint(local, s, now, |ep, cx| ep.on_grant(cx));
+            }
+            TimerDue::Endpoint(s) => {
+                counts[EventCounts::TIMER_ENDPOINT] += 1;
+                self.call_endpoint(local, s, now, |ep, cx| ep.on_timer(cx));
+            }
         }
         true
     }
@@ -655,7 +675,8 @@ impl Shard {
 
     /// Starts serialising the next packet of a port, if it can start; puts
     /// the packet on the wire and schedules the port's transmit-done.
-    fn transmit(&mut self, local: usize, port: u16, now: u64) {
+    /// Returns whether a packet started (for the event counts).
+    fn transmit(&mut self, local: usize, port: u16, now: u64) -> bool {
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
         let mut cx = PortCx {
@@ -669,7 +690,7 @@ impl Shard {
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;
         let Some((pkt, done)) = started.sent else {
-            return;
+            return false;
         };
         let link = p.link;
         let lost = pkt.kind != PacketKind::Pause && p.loss.as_deref_mut().is_some_and(|l| l.lose());
@@ -686,7 +707,7 @@ impl Shard {
             if signal != Signal::None {
                 self.signal(local, signal, now);
             }
-            return;
+            return true;
         }
         let seq = node.next_seq();
         let inflight = InFlight {
@@ -708,6 +729,7 @@ impl Shard {
         if signal != Signal::None {
             self.signal(local, signal, now);
         }
+        true
     }
 
     /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.
@@ -718,91 +740,6 @@ impl Shard {
             let q = &nodes[local[n as usize] as usize].ports[p as usize].queue;
             (q.len_bytes(), q.len_packets())
         }))
-    }
-
-    /// Ports held by a PFC pause with packets waiting: (entity, port, the
-    /// neighbour that paused it, packets waiting). For stall reports.
-    pub fn paused_ports(&self) -> Vec<(u32, u16, u32, u32)> {
-        let mut v = Vec::new();
-        for n in &self.nodes {
-            for (i, p) in n.ports.iter().enumerate() {
-                let held = p.pause.as_deref().is_some_and(|st| st.mask != 0);
-                if held && p.queue.len_packets() > 0 {
-                    v.push((n.id, i as u16, p.link.peer, p.queue.len_packets()));
-                }
-            }
-        }
-        v
-    }
-
-    /// Packets waiting in queues (and on Tofino recirculation lines).
-    pub fn queued_packets(&self) -> u64 {
-        let chips: u64 = self
-            .nodes
-            .iter()
-            .filter_map(|n| n.tofino.as_deref())
-            .map(Chip::held_packets)
-            .sum();
-        self.nodes
-            .iter()
-            .flat_map(|n| &n.ports)
-            .map(|p| p.queue.len_packets() as u64)
-            .sum::<u64>()
-            + chips
-    }
-
-    /// Packets on wires (including those in the outboxes).
-    pub fn in_flight_packets(&self) -> u64 {
-        self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
-    }
-
-    /// Port counters summed over the shard.
-    pub fn port_totals(&self) -> crate::net::PortCounters {
-        let mut t = crate::net::PortCounters::default();
-        for p in self.nodes.iter().flat_map(|n| &n.ports) {
-            t += p.totals();
-        }
-        t
-    }
-
-    /// Source rows (flows that started here) and sink stats (flows received here).
-    pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, u32, SinkStats)>) {
-        let mut sources = Vec::new();
-        let mut sinks = Vec::new();
-        for host in self.nodes.iter().filter_map(|n| n.host.as_deref()) {
-            for s in &host.slots {
-                if let (Some(info), Some(stats)) = (&s.info, s.ep.source_stats()) {
-                    sources.push(SourceRow {
-                        info: (**info).clone(),
-                        proto: s.proto,
-                        stats: stats.clone(),
-                    });
-                }
-                if let Some(st) = s.ep.sink_stats() {
-                    sinks.push((s.flow, s.peers.0, st.clone()));
-                }
-            }
-        }
-        (sources, sinks)
-    }
-
-    /// Pull-pacer statistics of every host that sent a PULL: (host, stats).
-    pub fn pull_stats(&self) -> Vec<(u32, crate::transport::PullStats)> {
-        self.nodes
-            .iter()
-            .filter_map(|n| n.host.as_deref().map(|h| (n.id, h.services.pulls.stats)))
-            .filter(|(_, st)| st.sent > 0)
-            .collect()
-    }
-
-    /// Workload groups (collectives) that completed in this shard's generator.
-    pub fn completed_groups(&self) -> Vec<workloads::GroupCompletion> {
-        self.generator.completed_groups().to_vec()
-    }
-
-    /// Number of pending events.
-    pub fn pending_events(&self) -> usize {
-        self.events.len()
     }
 }
 

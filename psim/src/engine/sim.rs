@@ -110,6 +110,8 @@ pub struct RunSummary {
     pub events: u64,
     /// Events processed by each shard.
     pub events_per_shard: Vec<u64>,
+    /// Events processed, by kind (they sum to `events`).
+    pub event_counts: super::event::EventCounts,
     /// Windows run.
     pub windows: u64,
     /// Packet counters over the whole network.
@@ -384,7 +386,7 @@ impl Simulation {
             let failed = self.shards.iter().any(|s| s.error.is_some());
             let t_local = self
                 .shards
-                .iter()
+                .iter_mut()
                 .filter_map(Shard::next_time)
                 .min()
                 .unwrap_or(u64::MAX);
@@ -579,6 +581,16 @@ impl Simulation {
             packets.lost_on_link,
         ];
         let g = self.comm.all_sum(&local);
+        let mut counts = super::event::EventCounts::default();
+        for s in &self.shards {
+            counts += s.event_counts;
+        }
+        let counts = super::event::EventCounts(
+            self.comm
+                .all_sum(&counts.0)
+                .try_into()
+                .expect("one sum per kind"),
+        );
         let chip = self.chip_totals();
         let mins = self.comm.all_min(&[
             pulls.min_gap_ps.unwrap_or(u64::MAX),
@@ -616,6 +628,7 @@ impl Simulation {
             sim_end_ps: self.now,
             events: per_shard.iter().sum(),
             events_per_shard: per_shard,
+            event_counts: counts,
             windows: self.windows,
             packets: PacketCounters {
                 created: g[0],

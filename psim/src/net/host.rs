@@ -128,6 +128,18 @@ impl HostState {
         s
     }
 
+    /// Whether a timer event for `slot` with generation `gen` due at `at` is
+    /// superseded ([`TimerDue::Stale`] when it fires). It stays so: a slot's
+    /// generation only grows, and a deadline at `at` cannot come back once
+    /// the timer was moved (that bumps the generation).
+    pub fn timer_is_stale(&self, slot: u32, gen: u32, at: u64) -> bool {
+        if slot == HostServices::TIMER_SLOT {
+            return self.services.is_stale(gen, at);
+        }
+        let s = &self.slots[slot as usize];
+        s.gen != gen || s.timer_at != Some(at)
+    }
+
     /// Classifies a timer event for `slot` with generation `gen` at `now`.
     pub fn timer_due(&mut self, slot: u32, gen: u32, now: u64) -> TimerDue {
         if slot == HostServices::TIMER_SLOT {
@@ -137,11 +149,10 @@ impl HostState {
                 Some(Some(s)) => TimerDue::Grant(s),
             };
         }
-        let s = &mut self.slots[slot as usize];
-        if s.gen != gen || s.timer_at != Some(now) {
+        if self.timer_is_stale(slot, gen, now) {
             return TimerDue::Stale;
         }
-        s.timer_at = None;
+        self.slots[slot as usize].timer_at = None;
         TimerDue::Endpoint(slot)
     }
 

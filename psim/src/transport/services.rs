@@ -65,10 +65,16 @@ impl HostServices {
         want.map(|t| (t, self.gen))
     }
 
+    /// Whether the services' timer event of generation `gen` due at `at` is
+    /// superseded: firing it would do nothing (the check [`Self::on_timer`] makes).
+    pub fn is_stale(&self, gen: u32, at: u64) -> bool {
+        self.gen != gen || self.timer_at != Some(at)
+    }
+
     /// The services' timer of generation `gen` fired at `now`: `None` if it
     /// is stale, else the slot granted a turn (if any is still waiting).
     pub fn on_timer(&mut self, now: u64, gen: u32) -> Option<Option<u32>> {
-        if self.gen != gen || self.timer_at != Some(now) {
+        if self.is_stale(gen, now) {
             return None;
         }
         self.timer_at = None;

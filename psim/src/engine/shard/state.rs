@@ -17,7 +17,7 @@
 //! [`Shared`]: super::Shared
 
 use super::{PacketCounters, Shard, ShardError};
-use crate::engine::event::EventQueue;
+use crate::engine::event::{EventCounts, EventQueue};
 use crate::net::{Inbound, Message, Node};
 use crate::packet::Packet;
 use crate::queue::Report;
@@ -69,6 +69,7 @@ shard_state! {
     bounced: Vec<(u16, Packet)>,
     finished_out: Vec<(u64, u64)>,
     events_processed: u64,
+    event_counts: EventCounts,
     flows: (u64, u64),
     last_event_ps: u64,
     horizon: u64,
