@@ -58,13 +58,7 @@ fn every_small_scenario_is_identical_across_partitions() {
 /// keys (checked at full size by hand: docs/rdma.md, "Reproducing the thesis").
 #[test]
 fn every_rdma_scenario_is_identical_across_partitions() {
-    let dir = psim_integration_tests::repo_root().join("scenarios/rdma");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
+    let paths = psim_integration_tests::scenario_files("scenarios/rdma");
     assert_eq!(paths.len(), 12, "{paths:?}");
     let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
     let mut runs: Vec<_> = paths
@@ -114,13 +108,7 @@ fn every_rdma_scenario_is_identical_across_partitions() {
 /// the original are byte-identical across shards and threads.
 #[test]
 fn every_replay_scenario_is_identical_across_partitions() {
-    let dir = psim_integration_tests::repo_root().join("scenarios/ups");
-    let mut paths: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    paths.sort();
+    let paths = psim_integration_tests::scenario_files("scenarios/ups");
     assert!(!paths.is_empty());
     for path in paths {
         let scn = Scenario::load(&path, &["traffic.0.stop_us=1000".into()])
@@ -159,19 +147,17 @@ fn a_different_seed_gives_a_different_run() {
 fn every_shipped_scenario_is_valid() {
     // The large scenarios are too big to run in tests; they must at least load
     // and partition (the checks `psim check` makes).
-    let root = psim_integration_tests::repo_root().join("scenarios");
     let mut n = 0;
-    for dir in ["small", "example", "bench", "ndp", "tcp", "rdma", "ups"] {
-        for e in std::fs::read_dir(root.join(dir)).unwrap() {
-            let path = e.unwrap().path();
-            if path.extension().is_some_and(|x| x == "toml") {
-                let scn = Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
-                let g = scn.topology.partition_graph();
-                let part = partition::partition(&g, 4).unwrap();
-                part.report(&g)
-                    .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-                n += 1;
-            }
+    for dir in [
+        "small", "example", "bench", "ndp", "tcp", "rdma", "ups", "rc3", "tofino",
+    ] {
+        for path in psim_integration_tests::scenario_files(&format!("scenarios/{dir}")) {
+            let scn = Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
+            let g = scn.topology.partition_graph();
+            let part = partition::partition(&g, 4).unwrap();
+            part.report(&g)
+                .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            n += 1;
         }
     }
     assert!(n >= 37, "{n} scenarios");

@@ -14,15 +14,21 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Every scenario under `scenarios/small/`: the ones small enough for tests.
-pub fn small_scenarios() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(repo_root().join("scenarios/small"))
-        .expect("scenarios/small exists")
+/// Every scenario file (`*.toml`) in `dir`, relative to the repository root,
+/// sorted by name.
+pub fn scenario_files(dir: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(repo_root().join(dir))
+        .unwrap_or_else(|e| panic!("{dir}: {e}"))
         .map(|e| e.expect("readable").path())
         .filter(|p| p.extension().is_some_and(|x| x == "toml"))
         .collect();
     v.sort();
     v
+}
+
+/// Every scenario under `scenarios/small/`: the ones small enough for tests.
+pub fn small_scenarios() -> Vec<PathBuf> {
+    scenario_files("scenarios/small")
 }
 
 /// One finished run: what the engine reported and what it wrote.

@@ -155,13 +155,7 @@ fn the_chip_needs_ndp_ports() {
 /// for 1, 2 and 4 shards and 1 or 2 threads, and conserves packets.
 #[test]
 fn every_tofino_scenario_is_identical_across_partitions() {
-    let dir = psim_integration_tests::repo_root().join("scenarios/tofino");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
-        .collect();
-    files.sort();
+    let files = psim_integration_tests::scenario_files("scenarios/tofino");
     assert!(files.len() >= 10, "{files:?}");
     let sets = vec!["stop_us=20".to_string()];
     for path in files {
