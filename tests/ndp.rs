@@ -28,6 +28,42 @@ fn a_lone_flow_finishes_at_the_store_and_forward_optimum() {
 }
 
 #[test]
+fn a_lone_flows_send_to_ack_latency_is_serialisation_and_propagation() {
+    // Fig. 4's metric (V3) on an idle k = 4 FatTree: 5 full packets from
+    // host 0 to host 10 (6 links each way), all in the first window, so the
+    // sender hands all 5 to its NIC at 0. Packet i leaves the NIC after i
+    // others, crosses 6 store-and-forward links (6 x 9064 B + 6 x 1 µs), and
+    // its 64 B ACK comes straight back over 6 links (6 x 64 B + 6 x 1 µs).
+    let traffic = "[[traffic]]\nprotocol = \"ndp\"\npattern = \"many_to_many\"\nsenders = [0]\nreceivers = [10]\nsize_bytes = 45000\n";
+    let scn = scenario(
+        &format!("seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"ndp\"\n{traffic}"),
+        &["trace.packets.enabled=true", "trace.packets.events=[\"enqueue\", \"dequeue\"]"],
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    psim::run::execute(
+        &scn,
+        psim::engine::SimOptions {
+            shards: 2,
+            threads: 2,
+        },
+        &out,
+        false,
+        &mut |_| {},
+    )
+    .unwrap();
+    let rows = psim::trace::read_packets(&out).unwrap();
+    let l = psim::validate::ack_latency::ack_latencies(&rows, &scn.topology);
+    let rtt = 6 * ser10(9064) + 6 * ser10(64) + 12 * 1_000_000;
+    let expected: Vec<u64> = (0..5).map(|i| i * ser10(9064) + rtt).collect();
+    let mut got = l.send_to_ack_ps.clone();
+    got.sort_unstable();
+    assert_eq!(got, expected);
+    // Each was sent once: its RTT, from the NIC's dequeue, is the same.
+    assert_eq!(l.rtt_ps, vec![rtt; 5]);
+}
+
+#[test]
 fn v15_incast_is_within_about_1_percent_of_optimal_and_fair() {
     // Fig. 16 at reduced scale: 12 senders in other pods, 450 KB each, into host 0.
     // Paper: NDP within about 1% of optimal; slowest flow <= 1.2x the fastest.

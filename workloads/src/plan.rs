@@ -373,6 +373,7 @@ impl Ctx<'_> {
             SizeDistName::Websearch => SizeDist::websearch(),
             SizeDistName::FbHadoop => SizeDist::fb_hadoop(),
             SizeDistName::AliStorage => SizeDist::ali_storage(),
+            SizeDistName::FbWeb => SizeDist::fb_web(),
             SizeDistName::IrnHeavy => SizeDist::IrnHeavy,
             SizeDistName::Fixed => SizeDist::Fixed(
                 self.size("size_bytes", size)?

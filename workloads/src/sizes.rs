@@ -15,6 +15,8 @@ pub const WEBSEARCH_CDF: &str = include_str!("../data/websearch.cdf");
 pub const FB_HADOOP_CDF: &str = include_str!("../data/fb_hadoop.cdf");
 /// Alibaba storage CDF in the project's CDF format.
 pub const ALI_STORAGE_CDF: &str = include_str!("../data/ali_storage.cdf");
+/// Facebook web CDF as NDP's Fig. 23 draws it: a step CDF (ten point masses).
+pub const FB_WEB_CDF: &str = include_str!("../data/fb_web.cdf");
 
 /// A piecewise-linear CDF: points `(size_bytes, cumulative_fraction)`, sampled by linear
 /// interpolation between consecutive points.
@@ -219,6 +221,10 @@ impl SizeDist {
     pub fn ali_storage() -> SizeDist {
         Self::builtin(ALI_STORAGE_CDF, "data/ali_storage.cdf")
     }
+    /// The built-in Facebook web CDF of NDP's Fig. 23 (a step CDF).
+    pub fn fb_web() -> SizeDist {
+        Self::builtin(FB_WEB_CDF, "data/fb_web.cdf")
+    }
 
     fn builtin(text: &str, name: &str) -> SizeDist {
         match EmpiricalCdf::parse(text, Path::new(name)) {
@@ -343,6 +349,30 @@ mod tests {
         assert!((ws - 1_711_250.0).abs() < 1.0, "{ws}");
         assert!(SizeDist::fb_hadoop().mean_bytes() > 0.0);
         assert!(SizeDist::ali_storage().mean_bytes() > 0.0);
+        // Ten equally likely sizes (the data file's header): mean 1,122,250 / 10.
+        let fb = SizeDist::fb_web().mean_bytes();
+        assert!((fb - 112_225.0).abs() < 1e-6, "{fb}");
+    }
+
+    /// A step CDF (each size twice: a point mass, then a flat stretch)
+    /// samples only its sizes, each with its step's probability, and never
+    /// a size in between: the inverse transform at every u of each step
+    /// lands on the step's size.
+    #[test]
+    fn a_step_cdf_samples_only_its_steps() {
+        let SizeDist::Cdf(c) = SizeDist::fb_web() else {
+            unreachable!("fb_web is a CDF")
+        };
+        let sizes = [250.0, 500.0, 1e3, 1.5e3, 2e3, 3e3, 4e3, 1e4, 1e5, 1e6];
+        for (i, &size) in sizes.iter().enumerate() {
+            for frac in [0.0, 0.3, 0.999_999] {
+                let u = (i as f64 + frac) / 10.0;
+                assert_eq!(c.quantile(u), size, "u = {u}");
+            }
+            // The CDF is flat between steps and jumps by 10% at each.
+            assert!((c.cdf(size) - (i + 1) as f64 / 10.0).abs() < 1e-12);
+            assert!((c.cdf(size - 1.0) - i as f64 / 10.0).abs() < 1e-12);
+        }
     }
 
     #[test]

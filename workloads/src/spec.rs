@@ -286,6 +286,8 @@ pub enum SizeDistName {
     FbHadoop,
     /// Alibaba storage.
     AliStorage,
+    /// Facebook web as NDP's Fig. 23 draws it (a step CDF).
+    FbWeb,
     /// IRN heavy-tailed mix.
     IrnHeavy,
     /// Uniform in [`min_size_bytes`, `max_size_bytes`].

@@ -210,6 +210,22 @@ pub enum PullField {
     ShareAtInterval,
 }
 
+/// Where a trim happened ([`super::traced::TierTrims`]).
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
+#[serde(rename_all = "snake_case")]
+pub enum TrimTier {
+    /// The first ToR's uplinks.
+    TorUp,
+    /// A ToR's ports towards hosts.
+    TorDown,
+    /// Aggregation switches.
+    Agg,
+    /// Core switches.
+    Core,
+    /// Everywhere past the first ToR: `tor_down + agg + core`.
+    PastFirstTor,
+}
+
 /// Which statistic of the per-flow or per-host values.
 #[derive(Deserialize, Serialize, Debug, Clone, Copy, PartialEq)]
 #[serde(rename_all = "snake_case")]
@@ -401,6 +417,35 @@ pub enum Metric {
         /// Quantile in [0, 1].
         q: f64,
     },
+    /// A percentile of the per-packet send-to-ACK latency, µs: from a data
+    /// packet's first send to the arrival at its sender of the ACK covering
+    /// it, retransmissions included ([P] §3.2.4, Fig. 4; definition in
+    /// [`super::ack_latency`]). Needs the run's packet trace with `enqueue`
+    /// and `dequeue` events; a sampled trace gives an unbiased estimate.
+    AckLatency {
+        /// Run name.
+        run: String,
+        /// Quantile in [0, 1].
+        q: f64,
+    },
+    /// A percentile of the RTT of data packets sent exactly once, µs: from
+    /// the source NIC's dequeue to the ACK's arrival (the network's share of
+    /// [`Metric::AckLatency`]; q = 1 is the largest, [P] §3.2.4's "maximum
+    /// RTT").
+    Rtt {
+        /// Run name.
+        run: String,
+        /// Quantile in [0, 1].
+        q: f64,
+    },
+    /// Data packets trimmed at one tier, counted from the run's packet trace
+    /// (`trim` events, unsampled; [`super::traced::TierTrims`]).
+    Trims {
+        /// Run name.
+        run: String,
+        /// Where.
+        tier: TrimTier,
+    },
     /// When the first trimmed header left a switch, µs after `since_us`
     /// (needs the packet trace).
     FirstHeader {
@@ -571,6 +616,9 @@ impl Metric {
             | Metric::Replay { run, .. }
             | Metric::Pulls { run, .. }
             | Metric::HeaderLatency { run, .. }
+            | Metric::AckLatency { run, .. }
+            | Metric::Rtt { run, .. }
+            | Metric::Trims { run, .. }
             | Metric::FirstHeader { run, .. }
             | Metric::FirstDeflection { run, .. }
             | Metric::ModeShare { run, .. }
@@ -774,6 +822,41 @@ impl Metric {
                     return Err(format!("no traced header in `{run}`"));
                 }
                 quantile(&mut v, *q)
+            }
+            Metric::AckLatency { run, q } | Metric::Rtt { run, q } => {
+                let d = get(run)?;
+                if !d.traced.packets_traced {
+                    return Err(format!(
+                        "no packet trace in `{run}` (trace.packets.enabled)"
+                    ));
+                }
+                let ps = match self {
+                    Metric::AckLatency { .. } => &d.traced.acks.send_to_ack_ps,
+                    _ => &d.traced.acks.rtt_ps,
+                };
+                let mut v: Vec<f64> = ps.iter().map(|&x| x as f64 / 1e6).collect();
+                if v.is_empty() {
+                    return Err(format!(
+                        "no acknowledged data packet in the trace of `{run}`"
+                    ));
+                }
+                quantile(&mut v, *q)
+            }
+            Metric::Trims { run, tier } => {
+                let d = get(run)?;
+                if !d.traced.packets_traced {
+                    return Err(format!(
+                        "no packet trace in `{run}` (trace.packets.enabled)"
+                    ));
+                }
+                let t = &d.traced.trims;
+                (match tier {
+                    TrimTier::TorUp => t.tor_up,
+                    TrimTier::TorDown => t.tor_down,
+                    TrimTier::Agg => t.agg,
+                    TrimTier::Core => t.core,
+                    TrimTier::PastFirstTor => t.past_first_tor(),
+                }) as f64
             }
             Metric::FirstHeader { run, since_us } => {
                 let t = get(run)?.traced.headers.iter().map(|h| h.at_ps).min();
@@ -1068,5 +1151,34 @@ mod tests {
             filter: Filter::default(),
         };
         assert!(missing.eval(&runs).unwrap_err().contains("nope"));
+    }
+
+    /// Latency percentiles read the trace's reduction, in µs; a run
+    /// without a packet trace is an error naming the missing trace.
+    #[test]
+    fn ack_latency_and_trims_read_the_trace() {
+        let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
+        let m = |q| Metric::AckLatency { run: "r".into(), q };
+        assert!(m(0.5).eval(&runs).unwrap_err().contains("no packet trace"));
+        let d = runs.get_mut("r").unwrap();
+        d.traced.packets_traced = true;
+        d.traced.acks.send_to_ack_ps = vec![300_000_000, 100_000_000, 200_000_000];
+        d.traced.acks.rtt_ps = vec![50_000_000, 70_000_000];
+        d.traced.trims.tor_up = 4;
+        d.traced.trims.agg = 1;
+        d.traced.trims.tor_down = 2;
+        assert_eq!(m(0.5).eval(&runs).unwrap(), 200.0);
+        assert_eq!(m(1.0).eval(&runs).unwrap(), 300.0);
+        let rtt = Metric::Rtt {
+            run: "r".into(),
+            q: 1.0,
+        };
+        assert_eq!(rtt.eval(&runs).unwrap(), 70.0);
+        let trims = |tier| Metric::Trims {
+            run: "r".into(),
+            tier,
+        };
+        assert_eq!(trims(TrimTier::TorUp).eval(&runs).unwrap(), 4.0);
+        assert_eq!(trims(TrimTier::PastFirstTor).eval(&runs).unwrap(), 3.0);
     }
 }

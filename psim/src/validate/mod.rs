@@ -9,6 +9,7 @@
 //! command exits non-zero) or `not_run` (a run it reads was not run at this
 //! scale, or the metric could not be computed, with the reason).
 
+pub mod ack_latency;
 pub mod metrics;
 pub mod report;
 pub mod targets;
@@ -222,7 +223,7 @@ pub fn run_target(
             .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
         let flows =
             crate::trace::read_flows(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let traced = traced::read(&dir)?;
+        let traced = traced::read(&dir, &scn.topology)?;
         let wall_s = started.elapsed().as_secs_f64();
         log(&format!(
             "{} {}: {} simulated, {} flows, {wall_s:.1} s",

@@ -6,10 +6,15 @@
 //! (`trace.packets.enabled=true` with `dequeue` events for headers,
 //! `trace.tofino.enabled=true` for the DoD queues); they are reduced here to
 //! a few numbers per header so that a validation pass keeps no packet rows.
+//! NDP's Fig. 4 latencies (V3, V26) come from the same trace
+//! ([`super::ack_latency`]), and Fig. 23's trims by tier (V25) from its
+//! `trim` rows ([`TierTrims`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+use super::ack_latency::AckLatencies;
+use crate::topo::{EntityKind, Topology};
 use crate::trace::chip::ChipRow;
 use crate::trace::packets::PacketRow;
 use crate::trace::spec::PacketEvent;
@@ -39,6 +44,61 @@ pub struct Traced {
     pub chip_traced: bool,
     /// The chip trace's mode rows (series 0), in trace order.
     pub modes: Vec<ChipRow>,
+    /// Whether the run wrote a packet trace.
+    pub packets_traced: bool,
+    /// Send-to-ACK latencies and RTTs of the traced data packets.
+    pub acks: AckLatencies,
+    /// Traced trims of data packets, by where they happened.
+    pub trims: TierTrims,
+}
+
+/// Data packets trimmed (`trim` rows of `data` packets) by the switch tier
+/// and direction of the port that cut them. In a FatTree a packet climbs
+/// only at its source's ToR, so `tor_up` is "the first ToR" of [P] §6.3
+/// and the rest is "past the ToR". Counted from the rows, so a sampled
+/// trace (`sample < 1`) gives a sample of the trims, not their number.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierTrims {
+    /// At a ToR port towards an aggregation (or spine) switch.
+    pub tor_up: u64,
+    /// At a ToR port towards a host.
+    pub tor_down: u64,
+    /// At an aggregation switch, either way.
+    pub agg: u64,
+    /// At a core (or spine) switch.
+    pub core: u64,
+}
+
+impl TierTrims {
+    /// Counts the `trim` rows of data packets; `topo` tells tiers and
+    /// directions apart.
+    pub fn count(rows: &[PacketRow], topo: &Topology) -> TierTrims {
+        let mut t = TierTrims::default();
+        for r in rows
+            .iter()
+            .filter(|r| r.event == PacketEvent::Trim && r.kind == "data")
+        {
+            match topo.kind(r.entity) {
+                EntityKind::Tor => {
+                    let peer = topo.port(r.entity, r.port).peer;
+                    if peer < topo.hosts() {
+                        t.tor_down += 1;
+                    } else {
+                        t.tor_up += 1;
+                    }
+                }
+                EntityKind::Agg => t.agg += 1,
+                EntityKind::Core => t.core += 1,
+                EntityKind::Host => {}
+            }
+        }
+        t
+    }
+
+    /// Trims anywhere but the first ToR's uplinks.
+    pub fn past_first_tor(&self) -> u64 {
+        self.tor_down + self.agg + self.core
+    }
 }
 
 /// The share of `[0, end_ps)` that egress port `port` spends in `mode`
@@ -96,13 +156,16 @@ pub fn headers(rows: &[PacketRow]) -> Vec<HeaderSeen> {
     out
 }
 
-/// Reads the traces a finished run left in `dir` (those it has).
-pub fn read(dir: &Path) -> Result<Traced, String> {
+/// Reads the traces a finished run on `topo` left in `dir` (those it has).
+pub fn read(dir: &Path, topo: &Topology) -> Result<Traced, String> {
     let mut t = Traced::default();
     if dir.join("packets").is_dir() {
         let rows =
             crate::trace::read_packets(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         t.headers = headers(&rows);
+        t.acks = super::ack_latency::ack_latencies(&rows, topo);
+        t.trims = TierTrims::count(&rows, topo);
+        t.packets_traced = true;
     }
     if dir.join("tofino").is_dir() {
         let rows = crate::trace::read_tofino(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -162,6 +225,45 @@ mod tests {
         assert!((share(0) - (0.2 + 0.6) / 2.0).abs() < 1e-12);
         assert_eq!(mode_share(&rows, 4, 0, 100), 1.0);
         assert_eq!(mode_share(&rows, 4, 2, 100), 0.0);
+    }
+
+    /// Trims sort by the cutting port: a k = 4 FatTree's first ToR (entity
+    /// 16) has hosts on ports 0-1 and aggregation switches on 2-3; headers,
+    /// bounces and enqueues are not trims of data.
+    #[test]
+    fn trims_sort_by_tier_and_direction() {
+        let l = crate::topo::LinkSpec {
+            rate_bps: 10_000_000_000,
+            delay_ps: 1_000_000,
+        };
+        let topo = Topology::FatTree(crate::topo::FatTree::new(4, 1, l, l, l));
+        let at = |entity: u32, port: u16, ev: PacketEvent, kind: &'static str| PacketRow {
+            entity,
+            port,
+            event: ev,
+            ..row(0, entity, kind, 0, 0)
+        };
+        let rows = vec![
+            at(16, 2, PacketEvent::Trim, "data"),
+            at(16, 3, PacketEvent::Trim, "data"),
+            at(16, 1, PacketEvent::Trim, "data"),
+            at(24, 0, PacketEvent::Trim, "data"),
+            at(32, 0, PacketEvent::Trim, "data"),
+            at(16, 2, PacketEvent::Trim, "header"),
+            at(16, 2, PacketEvent::Bounce, "data"),
+            at(16, 2, PacketEvent::Enqueue, "data"),
+        ];
+        let t = TierTrims::count(&rows, &topo);
+        assert_eq!(
+            t,
+            TierTrims {
+                tor_up: 2,
+                tor_down: 1,
+                agg: 1,
+                core: 1
+            }
+        );
+        assert_eq!(t.past_first_tor(), 3);
     }
 
     /// A header's latency runs from its data packet's latest NIC departure
