@@ -10,6 +10,7 @@
 //! scale, or the metric could not be computed, with the reason).
 
 pub mod ack_latency;
+mod inputs;
 pub mod metrics;
 pub mod report;
 pub mod targets;
