@@ -9,7 +9,10 @@
 //! command exits non-zero) or `not_run` (a run it reads was not run at this
 //! scale, or the metric could not be computed, with the reason).
 
+pub mod array;
+pub mod figures;
 pub mod metrics;
+pub mod plot;
 pub mod report;
 pub mod targets;
 pub mod traced;
