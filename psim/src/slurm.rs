@@ -137,12 +137,12 @@ impl ArrayJob {
         wait: bool,
         say: &mut dyn FnMut(&str),
     ) -> Result<bool, String> {
-        let script = self.script_path();
-        crate::sweep::write_atomic(&script, ARRAY_TEMPLATE.as_bytes())
-            .map_err(|e| e.to_string())?;
         let logs = self.logs();
         std::fs::create_dir_all(&logs)
             .map_err(|e| format!("cannot create {}: {e}", logs.display()))?;
+        let script = self.script_path();
+        crate::sweep::write_atomic(&script, ARRAY_TEMPLATE.as_bytes())
+            .map_err(|e| e.to_string())?;
         let max = max_array_size();
         let arrays = split_array(ids, max);
         if arrays.len() > 1 {

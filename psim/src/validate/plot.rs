@@ -312,7 +312,7 @@ fn marker(m: Marker, x: f64, y: f64, colour: &str) -> String {
     let c = esc(colour);
     match m {
         Marker::Circle => format!(
-            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"white\" stroke=\"{c}\" stroke-width=\"2\"/>\n"
+            "<circle cx=\"{x:.1}\" cy=\"{y:.1}\" r=\"5\" fill=\"none\" stroke=\"{c}\" stroke-width=\"2\"/>\n"
         ),
         Marker::Square => format!(
             "<rect x=\"{:.1}\" y=\"{:.1}\" width=\"8\" height=\"8\" fill=\"{c}\"/>\n",
