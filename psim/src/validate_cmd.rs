@@ -328,7 +328,7 @@ fn slurm(
         bail!("no selected target has checks: nothing to submit");
     }
     let ids = array::task_ids(all, &with_checks);
-    let out = std::path::absolute(&a.out).with_context(|| format!("{}", a.out.display()))?;
+    let out = std::path::absolute(&a.out).with_context(|| format!("--out {}", a.out.display()))?;
     let exe = std::env::current_exe().context("cannot locate the psim binary")?;
     let mut script_args = vec![
         format!("--{}", scale.name()),
