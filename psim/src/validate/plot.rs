@@ -366,7 +366,7 @@ mod tests {
             if tag.contains('<') {
                 return Err(format!("< inside tag {tag:?}"));
             }
-            if tag.matches('"').count() % 2 != 0 {
+            if !tag.matches('"').count().is_multiple_of(2) {
                 return Err(format!("unbalanced quotes in {tag:?}"));
             }
             if let Some(name) = tag.strip_prefix('/') {
