@@ -4,6 +4,7 @@
 # answers. Submits a 2 x 2 sweep as a job array with `sbatch --wait`, checks
 # every task's manifest and flows, checks that psim-analyze tabulates all four
 # tasks in one table, then resubmits and checks that nothing is submitted.
+# Submits `psim validate --backend slurm --wait` for two quick targets.
 # The cluster's MaxArraySize is 3, so the four tasks go as two job arrays.
 # Also runs slurm/single_node.sbatch, and slurm/multi_node_mpi.sbatch with
 # two ranks (an MPI build of psim, when mpicc is there; else one rank).
@@ -222,6 +223,20 @@ rm "$work/out/${dirs[2]}/manifest.json"
 "$psim" sweep "$work/sweep.toml" --backend slurm --wait > "$work/redo.txt" 2>&1 || fail "partial resubmission: $(cat "$work/redo.txt")"
 grep -q -- "--array=2 " "$work/redo.txt" || fail "expected only task 2 in the array: $(cat "$work/redo.txt")"
 grep -q "ran 1, skipped 3, failed 0" "$work/redo.txt" || fail "partial resubmission summary: $(cat "$work/redo.txt")"
+
+# psim validate --backend slurm: two quick targets (well under a second
+# each) as array tasks; MaxArraySize = 3 may split them into two arrays.
+# Both are collected into quick.json, as a local pass writes it.
+"$psim" validate --backend slurm --wait --only V2,V23 --threads 1 --time 00:05:00 --out "$work/val" \
+    > "$work/val.txt" 2>&1 || fail "validate --backend slurm --wait: $(cat "$work/val.txt" "$work"/val/logs/* 2>/dev/null)"
+grep -q "collected 2 targets at quick scale" "$work/val.txt" || fail "validate: $(cat "$work/val.txt")"
+python3 - "$work/val/quick.json" <<'PY' || fail "validate: quick.json: $(cat "$work/val.txt")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert sorted(r["targets"]) == ["V2", "V23"], sorted(r["targets"])
+assert all(c["verdict"] != "not_run" for t in r["targets"].values() for c in t["checks"]), r
+PY
+[[ $(find "$work/val/logs" -name '*.out' | wc -l) == 2 ]] || fail "validate: expected 2 array-task logs: $(ls "$work/val/logs")"
 
 # The two other templates, as documented in slurm/README.md; the MPI one
 # with two ranks on the one node.

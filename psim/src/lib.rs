@@ -17,6 +17,7 @@ pub mod queue;
 pub mod replay;
 pub mod rng;
 pub mod run;
+pub mod slurm;
 pub mod sweep;
 pub mod topo;
 pub mod trace;

@@ -13,6 +13,7 @@ use std::time::Instant;
 mod bench_suite;
 mod ckpt_cmd;
 mod sweep_cmd;
+mod validate_cmd;
 
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
@@ -73,41 +74,7 @@ enum Cmd {
     Sweep(SweepArgs),
     /// Run the seed papers' reproduction targets (validation/targets.toml) and
     /// compare each with the paper's claim; or list them, or write docs/validation.md.
-    Validate(ValidateArgs),
-}
-
-#[derive(Args)]
-struct ValidateArgs {
-    /// List the targets with their status and checks; run nothing.
-    #[arg(long)]
-    list: bool,
-    /// Only these targets, e.g. --only V15,V21.
-    #[arg(long, value_delimiter = ',', value_name = "IDS")]
-    only: Option<Vec<String>>,
-    /// The quick scale: seconds per target (the default).
-    #[arg(long, conflicts_with = "full")]
-    quick: bool,
-    /// The full scale: the paper's sizes where psim can run them.
-    #[arg(long)]
-    full: bool,
-    /// Where runs and results (quick.json, full.json) go.
-    #[arg(long, default_value = "target/validate")]
-    out: PathBuf,
-    /// Number of shards per run (results do not depend on it).
-    #[arg(long, default_value_t = 2)]
-    shards: u32,
-    /// Worker threads per run.
-    #[arg(long, default_value_t = 2)]
-    threads: u32,
-    /// Keep each run's output directory under OUT/SCALE/ID/RUN.
-    #[arg(long)]
-    keep_runs: bool,
-    /// Write docs/validation.md from the results in this directory; run nothing.
-    #[arg(long, value_name = "DIR", conflicts_with_all = ["list", "check_doc"])]
-    write_doc: Option<PathBuf>,
-    /// After the pass, fail if the quick column of this generated doc disagrees with it.
-    #[arg(long, value_name = "FILE", conflicts_with = "full")]
-    check_doc: Option<PathBuf>,
+    Validate(validate_cmd::ValidateArgs),
 }
 
 #[derive(Args)]
@@ -251,7 +218,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Cmd::Workload { scn, out } => write_workload(&scn, &out),
         Cmd::Bench(a) => bench(a),
         Cmd::Sweep(a) => sweep_cmd::sweep(a),
-        Cmd::Validate(a) => validate(a),
+        Cmd::Validate(a) => validate_cmd::validate(a),
     }
 }
 
@@ -267,117 +234,6 @@ fn print_flows(dir: &Path, allow_incomplete: bool) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
         other => other.context("writing CSV to stdout"),
     }
-}
-
-fn validate(a: ValidateArgs) -> Result<()> {
-    use psim::validate::{self, report, Scale, Verdict};
-    let cwd = std::env::current_dir().context("current directory")?;
-    let root = validate::find_root(&cwd).with_context(|| {
-        format!(
-            "no {} in {} or above: run psim validate in the repository",
-            validate::TARGETS_FILE,
-            cwd.display()
-        )
-    })?;
-    let table = validate::targets::load(&root.join(validate::TARGETS_FILE), &root)
-        .map_err(anyhow::Error::msg)?;
-    if let Some(dir) = &a.write_doc {
-        let quick = validate::Results::read(dir, Scale::Quick).map_err(anyhow::Error::msg)?;
-        let full = validate::Results::read(dir, Scale::Full).map_err(anyhow::Error::msg)?;
-        if quick.is_none() && full.is_none() {
-            bail!(
-                "--write-doc {}: no quick.json or full.json there",
-                dir.display()
-            );
-        }
-        let closed = std::fs::read_to_string(root.join(report::CLOSED_FORMS_FILE))
-            .with_context(|| format!("cannot read {}", report::CLOSED_FORMS_FILE))?;
-        let doc = report::render(&table.targets, quick.as_ref(), full.as_ref(), &closed);
-        let path = root.join("docs/validation.md");
-        std::fs::write(&path, doc).with_context(|| format!("cannot write {}", path.display()))?;
-        eprintln!("wrote {}", path.display());
-        return Ok(());
-    }
-    let selected =
-        validate::select(&table.targets, a.only.as_deref()).map_err(anyhow::Error::msg)?;
-    if a.list {
-        use std::io::Write as _;
-        let mut out = std::io::stdout().lock();
-        for t in &selected {
-            // A closed pipe (`| head`) ends the listing quietly.
-            if writeln!(
-                out,
-                "{:<5} {:<14} {:<17} {} ({} checks)",
-                t.id,
-                t.figure,
-                t.status.words(),
-                t.title,
-                t.checks.len()
-            )
-            .is_err()
-            {
-                break;
-            }
-        }
-        return Ok(());
-    }
-    if a.threads == 0 || a.shards == 0 {
-        bail!("--threads and --shards must be at least 1");
-    }
-    let scale = if a.full { Scale::Full } else { Scale::Quick };
-    let opts = validate::Options {
-        scale,
-        only: a.only.clone(),
-        out: a.out.clone(),
-        sim: SimOptions {
-            shards: a.shards,
-            threads: a.threads.min(a.shards),
-        },
-        root,
-        keep_runs: a.keep_runs,
-    };
-    let started = Instant::now();
-    let results = validate::run_all(&selected, &opts, &mut |m| eprintln!("{m}"))
-        .map_err(anyhow::Error::msg)?;
-    let failed: Vec<String> = results
-        .targets
-        .values()
-        .flat_map(|r| r.checks.iter())
-        .filter(|c| c.verdict == Verdict::Fail)
-        .map(|c| c.key.clone())
-        .collect();
-    eprintln!(
-        "{} targets at {} scale in {:.1} s; results in {}",
-        results.targets.len(),
-        scale.name(),
-        started.elapsed().as_secs_f64(),
-        validate::Results::path(&a.out, scale).display()
-    );
-    if let Some(doc) = &a.check_doc {
-        let text = std::fs::read_to_string(doc)
-            .with_context(|| format!("cannot read {}", doc.display()))?;
-        let bad = report::quick_mismatches(&text, &results);
-        if !bad.is_empty() {
-            bail!("{} is stale: {}", doc.display(), bad.join("; "));
-        }
-        eprintln!("{}: the quick column agrees with this run", doc.display());
-        // The doc records its misses; agreeing with it is the verdict.
-        if !failed.is_empty() {
-            eprintln!(
-                "checks that miss the paper (recorded in the doc): {}",
-                failed.join(", ")
-            );
-        }
-        return Ok(());
-    }
-    if !failed.is_empty() {
-        bail!(
-            "{} checks fail their paper tolerance: {}",
-            failed.len(),
-            failed.join(", ")
-        );
-    }
-    Ok(())
 }
 
 fn write_workload(a: &ScenarioArgs, out: &Path) -> Result<()> {

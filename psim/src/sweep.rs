@@ -47,7 +47,6 @@
 //! error line before anything runs or is submitted.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
@@ -57,6 +56,8 @@ use crate::config::Scenario;
 use crate::trace::outdir::TMP_SUFFIX;
 
 mod child;
+use crate::slurm::ArrayJob;
+pub use crate::slurm::{array_spec, shell_quote, SlurmSettings, ARRAY_TEMPLATE};
 pub use child::{ChildOptions, TaskOutcome};
 
 /// File name of the sweep's task index inside the sweep folder.
@@ -65,9 +66,6 @@ pub const INDEX_FILE: &str = "sweep.json";
 pub const SCRIPT_FILE: &str = "sweep.sbatch";
 /// Per-task log (the `psim run` child's stdout and stderr), inside the task directory.
 pub const TASK_LOG: &str = "psim.log";
-/// The job-array script, shared with `slurm/sweep_array.sbatch` so that the
-/// documented template and what `psim sweep` submits cannot drift apart.
-pub const ARRAY_TEMPLATE: &str = include_str!("../../slurm/sweep_array.sbatch");
 
 /// Longest task directory name accepted: file systems limit a name to 255
 /// bytes, and a clear error beats a failure halfway through a sweep.
@@ -149,28 +147,6 @@ pub struct LocalSettings {
     pub jobs: Option<usize>,
     /// Worker threads per task (default: cores / jobs, at least 1).
     pub threads: Option<u32>,
-}
-
-/// `[slurm]`: options of the job array. Each becomes an `sbatch` option.
-#[derive(Deserialize, Debug, Clone, Default)]
-#[serde(deny_unknown_fields)]
-pub struct SlurmSettings {
-    /// `--partition`.
-    pub partition: Option<String>,
-    /// `--account`.
-    pub account: Option<String>,
-    /// `--time` (e.g. `"00:30:00"`).
-    pub time: Option<String>,
-    /// `--cpus-per-task`; each task runs that many threads.
-    pub cpus_per_task: Option<u32>,
-    /// Environment modules loaded before each task (`module load ...`).
-    #[serde(default)]
-    pub modules: Vec<String>,
-    /// At most this many array tasks run at once (`--array=...%N`).
-    pub max_parallel: Option<u32>,
-    /// Any other `sbatch` options, passed verbatim (e.g. `["--mem=2G"]`).
-    #[serde(default)]
-    pub sbatch_args: Vec<String>,
 }
 
 /// One point of the grid.
@@ -382,51 +358,25 @@ impl Sweep {
             .is_file()
     }
 
-    /// The `sbatch` arguments (without the program name) that submit the
-    /// tasks `ids` as a job array running `script`.
-    pub fn sbatch_args(&self, ids: &[usize], script: &Path, wait: bool) -> Vec<String> {
-        let s = &self.file.slurm;
-        let mut args = vec!["--job-name=psim-sweep".to_string()];
-        let mut array = format!("--array={}", array_spec(ids));
-        if let Some(n) = s.max_parallel {
-            let _ = write!(array, "%{n}");
+    /// The job array that runs this sweep's tasks with the psim binary
+    /// `exe`: `sweep.sbatch` in the sweep folder, each task running `psim
+    /// sweep SWEEP --out SWEEP_DIR --task ID` (the folder this submission
+    /// checked, even if it came from --out).
+    pub fn array_job(&self, exe: &Path) -> ArrayJob {
+        ArrayJob {
+            name: "psim-sweep".into(),
+            settings: self.file.slurm.clone(),
+            command: "sweep".into(),
+            exe: exe.to_path_buf(),
+            dir: self.out.clone(),
+            script: SCRIPT_FILE.into(),
+            script_args: vec![
+                self.path.display().to_string(),
+                "--out".into(),
+                self.out.display().to_string(),
+            ],
+            chdir: None,
         }
-        args.push(array);
-        args.push(format!(
-            "--output={}",
-            self.out.join("logs").join("%A_%a.out").display()
-        ));
-        if let Some(p) = &s.partition {
-            args.push(format!("--partition={p}"));
-        }
-        if let Some(a) = &s.account {
-            args.push(format!("--account={a}"));
-        }
-        if let Some(t) = &s.time {
-            args.push(format!("--time={t}"));
-        }
-        if let Some(c) = s.cpus_per_task {
-            args.push(format!("--cpus-per-task={c}"));
-        }
-        args.extend(s.sbatch_args.iter().cloned());
-        if wait {
-            args.push("--wait".into());
-        }
-        args.push(script.display().to_string());
-        args.push(self.path.display().to_string());
-        // The folder this submission checked, even if it came from --out.
-        args.push("--out".into());
-        args.push(self.out.display().to_string());
-        args
-    }
-
-    /// Environment of the submission: the psim binary and the modules, read
-    /// by the job-array script (sbatch exports the submitting environment).
-    pub fn sbatch_env(&self, exe: &Path) -> Vec<(String, String)> {
-        vec![
-            ("PSIM".into(), exe.display().to_string()),
-            ("PSIM_MODULES".into(), self.file.slurm.modules.join(" ")),
-        ]
     }
 }
 
@@ -619,31 +569,6 @@ pub fn dir_name(params: &BTreeMap<String, String>) -> String {
         .collect()
 }
 
-/// SLURM's `--array` list for `ids` (sorted ascending): runs of consecutive
-/// ids as ranges, e.g. `0-3,5,7-8`.
-pub fn array_spec(ids: &[usize]) -> String {
-    let mut out = String::new();
-    let mut i = 0;
-    while i < ids.len() {
-        let start = ids[i];
-        let mut end = start;
-        while i + 1 < ids.len() && ids[i + 1] == end + 1 {
-            i += 1;
-            end = ids[i];
-        }
-        if !out.is_empty() {
-            out.push(',');
-        }
-        if end == start {
-            let _ = write!(out, "{start}");
-        } else {
-            let _ = write!(out, "{start}-{end}");
-        }
-        i += 1;
-    }
-    out
-}
-
 /// Writes `bytes` to `path` through `path.tmp` and a rename.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
     let mut tmp = path.as_os_str().to_owned();
@@ -651,19 +576,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), SweepError> {
     let tmp = PathBuf::from(tmp);
     std::fs::write(&tmp, bytes).map_err(io_err(&tmp))?;
     std::fs::rename(&tmp, path).map_err(io_err(path))
-}
-
-/// Quotes `s` for a POSIX shell when it holds anything but safe characters,
-/// so that a printed command line can be pasted back.
-pub fn shell_quote(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "._+=-,/:%@".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
 }
 
 #[cfg(test)]
@@ -758,20 +670,6 @@ mod tests {
         .unwrap();
         assert_eq!(tasks[0].dir, "name=x_.._y_z,protocol.ndp.min_rto_us=0.5");
         assert!(!tasks[0].dir.contains('/'));
-    }
-
-    #[test]
-    fn array_spec_compresses_runs() {
-        assert_eq!(array_spec(&[0, 1, 2, 3]), "0-3");
-        assert_eq!(array_spec(&[0, 2, 3, 5, 7, 8, 9]), "0,2-3,5,7-9");
-        assert_eq!(array_spec(&[4]), "4");
-    }
-
-    #[test]
-    fn shell_quote_leaves_plain_words() {
-        assert_eq!(shell_quote("--array=0-3%2"), "--array=0-3%2");
-        assert_eq!(shell_quote("gcc openmpi"), "'gcc openmpi'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
     }
 
     #[test]

@@ -2,10 +2,9 @@
 //! run, runs it locally or hands it to SLURM, and reports.
 
 use anyhow::{bail, Context, Result};
-use psim::sweep::{shell_quote, ChildOptions, Sweep, TaskOutcome, TaskState, SCRIPT_FILE};
+use psim::sweep::{ChildOptions, Sweep, TaskOutcome, TaskState};
 use rayon::prelude::*;
 use std::path::Path;
-use std::process::Command;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::Instant;
@@ -172,108 +171,17 @@ fn local(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
     Ok(())
 }
 
-/// SLURM's `MaxArraySize` when `scontrol` cannot say: its default.
-const DEFAULT_MAX_ARRAY_SIZE: usize = 1001;
-
-/// The cluster's `MaxArraySize` (array indices must be below it), from
-/// `scontrol show config`; `PSIM_MAX_ARRAY_SIZE` overrides it (tests), and
-/// SLURM's default, 1001, stands in where neither answers.
-fn max_array_size() -> usize {
-    if let Some(n) = std::env::var("PSIM_MAX_ARRAY_SIZE")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .filter(|&n: &usize| n >= 1)
-    {
-        return n;
-    }
-    Command::new("scontrol")
-        .args(["show", "config"])
-        .output()
-        .ok()
-        .filter(|o| o.status.success())
-        .and_then(|o| parse_max_array_size(&String::from_utf8_lossy(&o.stdout)))
-        .unwrap_or(DEFAULT_MAX_ARRAY_SIZE)
-}
-
-/// `MaxArraySize = N` in `scontrol show config` output.
-fn parse_max_array_size(text: &str) -> Option<usize> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once('=')?;
-        (k.trim() == "MaxArraySize")
-            .then(|| v.trim().parse().ok())
-            .flatten()
-            .filter(|&n| n >= 1)
-    })
-}
-
-/// Splits task ids (ascending) into job arrays whose indices stay below
-/// `max`: (offset, indices), task id = offset + index. The offsets are
-/// multiples of `max`, so that a resubmission splits the same way.
-fn split_array(ids: &[usize], max: usize) -> Vec<(usize, Vec<usize>)> {
-    let mut out: Vec<(usize, Vec<usize>)> = Vec::new();
-    for &id in ids {
-        let offset = id / max * max;
-        match out.last_mut() {
-            Some((o, v)) if *o == offset => v.push(id - offset),
-            _ => out.push((offset, vec![id - offset])),
-        }
-    }
-    out
-}
-
 fn slurm(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()> {
     let total = sw.tasks.len();
     if pending.is_empty() {
         println!("sweep: all {total} tasks complete (skipped {total}); nothing submitted");
         return Ok(());
     }
-    let script = sw.out.join(SCRIPT_FILE);
-    psim::sweep::write_atomic(&script, psim::sweep::ARRAY_TEMPLATE.as_bytes())?;
-    let logs = sw.out.join("logs");
-    std::fs::create_dir_all(&logs).with_context(|| format!("cannot create {}", logs.display()))?;
-    let max = max_array_size();
-    let arrays = split_array(pending, max);
-    if arrays.len() > 1 {
-        println!(
-            "{} tasks exceed the cluster's MaxArraySize = {max}: {} job arrays",
-            pending.len(),
-            arrays.len()
-        );
-    }
-    let mut submitted = Vec::new();
-    for (offset, ids) in &arrays {
-        let args = sw.sbatch_args(ids, &script, a.wait);
-        let mut env = sw.sbatch_env(exe);
-        env.push(("PSIM_TASK_OFFSET".into(), offset.to_string()));
-        let line = env
-            .iter()
-            .map(|(k, v)| format!("{k}={}", shell_quote(v)))
-            .chain(std::iter::once("sbatch".to_string()))
-            .chain(args.iter().map(|s| shell_quote(s)))
-            .collect::<Vec<_>>()
-            .join(" ");
-        if a.dry_run {
-            println!("{line}");
-            continue;
-        }
-        println!("submitting {} tasks: {line}", ids.len());
-        // With --wait every array is waited for at once, not one after another.
-        let child = Command::new("sbatch")
-            .args(&args)
-            .envs(env)
-            .spawn()
-            .map_err(|e| {
-                anyhow::anyhow!(
-                    "cannot run sbatch ({e}): is SLURM installed? Use --backend local or --dry-run"
-                )
-            })?;
-        submitted.push(child);
-    }
-    let mut ok = true;
-    for mut child in submitted {
-        let status = child.wait().context("waiting for sbatch")?;
-        ok &= status.success();
-    }
+    let job = sw.array_job(exe);
+    let logs = job.logs();
+    let ok = job
+        .submit(pending, a.dry_run, a.wait, &mut |l| println!("{l}"))
+        .map_err(anyhow::Error::msg)?;
     if a.dry_run {
         return Ok(());
     }
@@ -309,41 +217,4 @@ fn slurm(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
         bail!("sbatch --wait failed although every task completed");
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn arrays_split_at_multiples_of_the_max_array_size() {
-        let ids: Vec<usize> = (0..10).chain(12..14).collect();
-        assert_eq!(
-            split_array(&ids, 4),
-            vec![
-                (0, vec![0, 1, 2, 3]),
-                (4, vec![0, 1, 2, 3]),
-                (8, vec![0, 1]),
-                (12, vec![0, 1]),
-            ]
-        );
-        // Resubmitting task 13 alone: the same array, index 1.
-        assert_eq!(split_array(&[13], 4), vec![(12, vec![1])]);
-        assert_eq!(
-            split_array(&[0, 5, 1000], 1001),
-            vec![(0, vec![0, 5, 1000])]
-        );
-        assert_eq!(split_array(&[1001], 1001), vec![(1001, vec![0])]);
-    }
-
-    #[test]
-    fn max_array_size_is_read_from_scontrol_show_config() {
-        let text = "Configuration data as of 2026-11-24T10:00:00\n\
-                    MailProg                = /bin/mail\n\
-                    MaxArraySize            = 40\n\
-                    MaxJobCount             = 10000\n";
-        assert_eq!(parse_max_array_size(text), Some(40));
-        assert_eq!(parse_max_array_size("MaxArraySize = 0\n"), None);
-        assert_eq!(parse_max_array_size("nothing here\n"), None);
-    }
 }

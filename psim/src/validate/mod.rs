@@ -10,8 +10,11 @@
 //! scale, or the metric could not be computed, with the reason).
 
 pub mod ack_latency;
+pub mod array;
+pub mod figures;
 mod inputs;
 pub mod metrics;
+pub mod plot;
 pub mod report;
 pub mod targets;
 pub mod traced;

@@ -16,12 +16,14 @@ pub const CLOSED_FORMS_FILE: &str = "validation/closed_forms.md";
 /// What a cell says for a target with no results at a scale.
 pub const NOT_RUN: &str = "not run in this session";
 
-/// The report, as markdown.
+/// The report, as markdown. `plots`: where the figures (`ID.svg`) are,
+/// relative to docs/; without it the doc says how to make them.
 pub fn render(
     targets: &[Target],
     quick: Option<&Results>,
     full: Option<&Results>,
     closed_forms: &str,
+    plots: Option<&str>,
 ) -> String {
     let mut s = String::new();
     let count = |st: Status| targets.iter().filter(|t| t.status == st).count();
@@ -53,8 +55,15 @@ pub fn render(
         "```bash\ncargo build --release -p psim\n./target/release/psim validate --list          # the table\n\
          ./target/release/psim validate --quick --out DIR # seconds per target; CI runs this\n\
          ./target/release/psim validate --full --out DIR  # the paper's sizes where psim runs them\n\
-         ./target/release/psim validate --write-doc DIR   # regenerate this page\n\
-         ./target/release/psim validate --quick --check-doc docs/validation.md  # fails if the quick column is stale\n```\n"
+         ./target/release/psim validate --write-doc DIR   # regenerate this page and DIR/plots/\n\
+         ./target/release/psim validate --quick --check-doc docs/validation.md  # fails if the quick column is stale\n\
+         ./target/release/psim validate --full --backend slurm --wait --out DIR  # one SLURM array task per target\n```\n"
+    );
+    let _ = writeln!(
+        s,
+        "Where the paper gives points (a figure's, or numbers in its text), they are data in the table \
+         (`[[target.points]]`, with their source), and each pass draws them with psim's values at the same x \
+         (the checks a points table names in `ours`) at quick and full scale: `OUT/plots/ID.svg`.\n"
     );
     let _ = writeln!(
         s,
@@ -127,7 +136,7 @@ pub fn render(
     }
     let _ = writeln!(s, "\n## Targets with checks\n");
     for t in targets.iter().filter(|t| t.status != Status::NotModelled) {
-        target_section(&mut s, t, quick, full);
+        target_section(&mut s, t, quick, full, plots);
     }
     let _ = writeln!(s, "## Not yet modelled\n");
     let _ = writeln!(
@@ -159,7 +168,13 @@ fn cell(text: &str) -> String {
     text.replace('|', "\\|").replace('\n', " ")
 }
 
-fn target_section(s: &mut String, t: &Target, quick: Option<&Results>, full: Option<&Results>) {
+fn target_section(
+    s: &mut String,
+    t: &Target,
+    quick: Option<&Results>,
+    full: Option<&Results>,
+    plots: Option<&str>,
+) {
     let _ = writeln!(s, "<a id=\"{}\"></a>", t.id.to_lowercase());
     let _ = writeln!(s, "### {} {} ({}, {})\n", t.id, t.title, t.figure, t.source);
     let _ = writeln!(s, "Paper: {}\n", t.claim.trim());
@@ -251,6 +266,22 @@ fn target_section(s: &mut String, t: &Target, quick: Option<&Results>, full: Opt
             );
         }
         s.push('\n');
+        match plots {
+            Some(dir) => {
+                let _ = writeln!(
+                    s,
+                    "![{id}: the paper's points and psim's]({dir}/{id}.svg)\n",
+                    id = t.id
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    s,
+                    "The figure: `psim validate --write-doc DIR` writes DIR/plots/{}.svg.\n",
+                    t.id
+                );
+            }
+        }
     }
 }
 
@@ -374,7 +405,13 @@ reason = "no model"
     #[test]
     fn the_doc_carries_quick_values_that_a_fresh_run_is_compared_with() {
         let t = table();
-        let doc = render(&t, Some(&results("1.50x ✓")), None, "## Closed forms\n");
+        let doc = render(
+            &t,
+            Some(&results("1.50x ✓")),
+            None,
+            "## Closed forms\n",
+            None,
+        );
         assert_eq!(
             quick_cells(&doc).get("V1.1").map(String::as_str),
             Some("1.50x ✓")

@@ -193,6 +193,17 @@ impl Unit {
     }
 }
 
+impl Unit {
+    /// A value as the paper's axes give it: a fraction in percent, anything
+    /// else as measured (µs, Gb/s, a ratio).
+    pub fn plot_value(self, v: f64) -> f64 {
+        match self {
+            Unit::Percent => v * 100.0,
+            _ => v,
+        }
+    }
+}
+
 /// Three significant digits, without exponent notation for everyday sizes.
 fn sig3(v: f64) -> String {
     if v == 0.0 || !v.is_finite() {
@@ -260,6 +271,21 @@ pub struct PaperPoints {
     pub y: String,
     /// (x, y) pairs.
     pub points: Vec<[f64; 2]>,
+    /// psim's points on the same axes, where a check measures one: the plot
+    /// draws them over the paper's (`psim validate` writes OUT/plots/ID.svg).
+    #[serde(default)]
+    pub ours: Vec<OurPoint>,
+}
+
+/// One of psim's points: at `x`, the value of a check of the same target.
+#[derive(Deserialize, Serialize, Debug, Clone)]
+#[serde(deny_unknown_fields)]
+pub struct OurPoint {
+    /// On the paper's x axis.
+    pub x: f64,
+    /// The check's key (`V20.1`): its value, in the y axis's unit
+    /// ([`Unit::plot_value`]), is the y.
+    pub check: String,
 }
 
 /// Reads and checks a targets file: the schema, unique IDs, every ID of
@@ -312,6 +338,26 @@ pub fn load(path: &Path, root: &Path) -> Result<TargetsFile, String> {
                     "target {} check {:?}: run `{u}` is not declared",
                     t.id, c.name
                 )));
+            }
+        }
+        for p in &t.points {
+            for o in &p.ours {
+                let n = o
+                    .check
+                    .strip_prefix(&format!("{}.", t.id))
+                    .and_then(|n| n.parse::<usize>().ok());
+                if !n.is_some_and(|n| (1..=t.checks.len()).contains(&n)) {
+                    return Err(err(format!(
+                        "target {} points {:?}: ours names `{}`, not a check of {} ({}.1 to {}.{})",
+                        t.id,
+                        p.curve,
+                        o.check,
+                        t.id,
+                        t.id,
+                        t.id,
+                        t.checks.len()
+                    )));
+                }
             }
         }
     }
@@ -381,6 +427,11 @@ mod tests {
         assert!(load(&p, &r).unwrap_err().contains("needs a `reason`"));
         write("[[target]]\nid = \"V1\"\nfigur = \"f\"\n");
         assert!(load(&p, &r).unwrap_err().contains("figur"));
+        write("[[target]]\nid = \"V1\"\nfigure = \"f\"\nsource = \"s\"\ntitle = \"t\"\nclaim = \"c\"\nstatus = \"reproduced\"\n\
+               [[target.points]]\ncurve = \"a\"\nsource = \"s\"\nx = \"x\"\ny = \"y\"\npoints = [[1.0, 2.0]]\n\
+               ours = [{ x = 1.0, check = \"V1.1\" }]\n");
+        let e = load(&p, &r).unwrap_err();
+        assert!(e.contains("ours names `V1.1`, not a check of V1"), "{e}");
     }
 
     #[test]
