@@ -51,15 +51,16 @@ fn every_small_scenario_is_identical_across_partitions() {
     }
 }
 
-/// The twelve [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and
-/// without PFC, DCQCN, TIMELY) and the T27/T28 incasts, cut to k = 4 and
+/// The thirteen [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and
+/// without PFC, DCQCN, TIMELY; IRN on the thesis's VOQ switch) and the
+/// T27/T28 incasts, cut to k = 4 and
 /// 300 µs of arrivals (2 MB incasts) so that they run in a test: byte-identical across shards and threads, conserved,
 /// every flow finished. The full-size files are the same but for these two
 /// keys (checked at full size by hand: docs/rdma.md, "Reproducing the thesis").
 #[test]
 fn every_rdma_scenario_is_identical_across_partitions() {
     let paths = psim_integration_tests::scenario_files("scenarios/rdma");
-    assert_eq!(paths.len(), 12, "{paths:?}");
+    assert_eq!(paths.len(), 13, "{paths:?}");
     let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
     let mut runs: Vec<_> = paths
         .into_iter()

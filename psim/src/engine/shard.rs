@@ -197,7 +197,8 @@ impl Shard {
             inbound_len += ports.len();
             let pfc = match (&scn.queues.pfc, kind) {
                 (Some(cfg), k) if k != EntityKind::Host => {
-                    Some(Box::new(Mmu::new(cfg, ports.len())))
+                    let by_input = scn.queues.config(k).names_ingress();
+                    Some(Box::new(Mmu::new(cfg, ports.len(), by_input)))
                 }
                 _ => None,
             };
@@ -692,13 +693,14 @@ impl Shard {
         let Some((pkt, done)) = started.sent else {
             return false;
         };
+        let from = started.ingress;
         let link = p.link;
         let lost = pkt.kind != PacketKind::Pause && p.loss.as_deref_mut().is_some_and(|l| l.lose());
         let mut signal = Signal::None;
         if pkt.kind == PacketKind::Pause {
             self.counters.frames_sent += 1;
         } else if let Some(mmu) = node.pfc.as_deref_mut() {
-            signal = mmu.release(&pkt, port);
+            signal = mmu.release(&pkt, port, from);
         }
         schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
         if lost {

@@ -23,11 +23,19 @@
 //! per (egress port, priority), so the egress discipline must keep data
 //! packets of one priority in order and drop only at enqueue (drop-tail,
 //! ECN, ECN ramp, RED, priority, classes by priority: [`PfcConfig::validate_queue`]).
+//! A discipline that serves inputs round robin (`voq`, the thesis's switch)
+//! reorders a priority across inputs but names the input of each packet it
+//! dequeues: the switch then keeps one FIFO per (egress port, input port,
+//! priority) and releases the charge against the named input.
+//!
+//! With `lossless = []` no priority pauses: the accounting only bounds each
+//! input port's buffer and drops what overflows it, the thesis's switch
+//! without PFC (240 KB per input port, [TH] §4.3.1; `queue/voq.rs`).
 //!
 //! | parameter (`[switch.pfc]`) | default | source |
 //! |---|---|---|
 //! | `enabled` | false | — |
-//! | `lossless` | every priority, 0–7 | thesis §4.3.1: all RDMA traffic is lossless under PFC |
+//! | `lossless` | every priority, 0–7; `[]`: none (per-input buffers, no pauses) | thesis §4.3.1: all RDMA traffic is lossless under PFC |
 //! | `buffer_bytes` | 240 000 per input port ([`DEFAULT_BUFFER_BYTES`]) | thesis §4.3.1 (IRN's setup: 240 KB per input port) |
 //! | `threshold` | `"static"` | thesis §4.3.1 |
 //! | `xoff_bytes` (static) | `buffer_bytes − headroom_bytes` (220 000) | thesis §4.3.1: threshold = buffer − upstream BDP |
@@ -79,9 +87,10 @@ pub enum Threshold {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct PfcConfig {
-    /// Whether switches run PFC.
+    /// Whether switches run the per-input-port accounting (PFC for the
+    /// lossless priorities).
     pub enabled: bool,
-    /// The lossless priorities.
+    /// The lossless priorities; none: buffers per input port, no pauses.
     pub lossless: Vec<u8>,
     /// Buffer per input port, bytes.
     pub buffer_bytes: u64,
@@ -142,13 +151,6 @@ impl PfcConfig {
         if let Some(&p) = self.lossless.iter().find(|&&p| p as usize >= PRIORITIES) {
             return Err(bad(&k("lossless"), p, "priorities are 0 to 7"));
         }
-        if self.enabled && self.lossless.is_empty() {
-            return Err(bad(
-                &k("lossless"),
-                "[]",
-                "PFC is enabled but no priority is lossless",
-            ));
-        }
         if self.buffer_bytes < mtu_wire {
             return Err(bad(
                 &k("buffer_bytes"),
@@ -199,19 +201,20 @@ impl PfcConfig {
 
     /// Checks that a port discipline can run under PFC: the charge of a
     /// dequeued packet is found by order, so the discipline must keep data
-    /// packets of one priority in order and discard only at enqueue.
+    /// packets of one priority in order and discard only at enqueue, or
+    /// name the input of each packet it dequeues (`voq`).
     pub fn validate_queue(
         &self,
         key: &str,
         q: &crate::queue::QueueConfig,
     ) -> Result<(), ConfigError> {
-        if self.enabled && !q.keeps_priority_order() {
+        if self.enabled && !q.keeps_priority_order() && !q.names_ingress() {
             return Err(bad(
                 &format!("{key}.kind"),
                 q.name(),
                 "cannot run under switch.pfc: PFC needs a discipline that keeps each priority's \
                  data packets in order and drops only at enqueue (droptail, ecn, ecn_ramp, red, priority, \
-                 or classes by prio of those)",
+                 or classes by prio of those), or one that names each packet's input (voq)",
             ));
         }
         Ok(())
@@ -280,15 +283,24 @@ pub struct Mmu {
     port_bytes: Vec<u64>,
     /// Whether (input port, priority) has paused its upstream, and when it last sent PAUSE.
     paused: Vec<[Option<u64>; PRIORITIES]>,
-    /// Charges in dequeue order per (egress port, priority).
+    /// Whether the egress discipline names each dequeued packet's input
+    /// (`voq`): then `order` is per (egress port, input port).
+    by_input: bool,
+    /// Number of ports.
+    ports: usize,
+    /// Charges in dequeue order per (egress port, priority), or per
+    /// (egress port, input port, priority) when `by_input`.
     order: Vec<[VecDeque<Charge>; PRIORITIES]>,
     /// Counters.
     pub counters: PfcCounters,
 }
 
 impl Mmu {
-    /// The accounting of a switch with `ports` ports.
-    pub fn new(cfg: &PfcConfig, ports: usize) -> Mmu {
+    /// The accounting of a switch with `ports` ports; `by_input`: its egress
+    /// discipline names the input of each packet it dequeues
+    /// ([`crate::queue::QueueConfig::names_ingress`]).
+    pub fn new(cfg: &PfcConfig, ports: usize, by_input: bool) -> Mmu {
+        let queues = if by_input { ports * ports } else { ports };
         Mmu {
             xoff_static: cfg.xoff(),
             threshold: cfg.threshold,
@@ -301,8 +313,20 @@ impl Mmu {
             charged: vec![[0; PRIORITIES]; ports],
             port_bytes: vec![0; ports],
             paused: vec![[None; PRIORITIES]; ports],
-            order: (0..ports).map(|_| Default::default()).collect(),
+            by_input,
+            ports,
+            order: (0..queues).map(|_| Default::default()).collect(),
             counters: PfcCounters::default(),
+        }
+    }
+
+    /// Which FIFO of `order` holds the charges of (egress port, input port).
+    #[inline]
+    fn order_of(&self, out_port: u16, in_port: u16) -> usize {
+        if self.by_input {
+            out_port as usize * self.ports + in_port as usize
+        } else {
+            out_port as usize
         }
     }
 
@@ -365,7 +389,8 @@ impl Mmu {
         let (i, prio) = (in_port as usize, (pkt.prio as usize).min(PRIORITIES - 1));
         self.charged[i][prio] += pkt.size as u64;
         self.port_bytes[i] += pkt.size as u64;
-        self.order[out_port as usize][prio].push_back(Charge {
+        let o = self.order_of(out_port, in_port);
+        self.order[o][prio].push_back(Charge {
             in_port,
             size: pkt.size,
             flow: pkt.flow,
@@ -389,20 +414,26 @@ impl Mmu {
         }
     }
 
-    /// Releases the charge of a packet egress port `out_port` dequeued;
-    /// returns whether to resume the upstream it was charged to.
-    pub fn release(&mut self, pkt: &Packet, out_port: u16) -> Signal {
+    /// Releases the charge of a packet egress port `out_port` dequeued,
+    /// which its discipline says came in on `from` (None: it does not
+    /// say); returns whether to resume the upstream it was charged to.
+    pub fn release(&mut self, pkt: &Packet, out_port: u16, from: Option<u16>) -> Signal {
         if !Self::charged_packet(pkt) {
             return Signal::None;
         }
         let prio = (pkt.prio as usize).min(PRIORITIES - 1);
-        let c = self.order[out_port as usize][prio]
+        let o = match (self.by_input, from) {
+            (false, _) => self.order_of(out_port, 0),
+            (true, Some(in_port)) => self.order_of(out_port, in_port),
+            (true, None) => panic!("the egress discipline did not name a charged packet's input"),
+        };
+        let c = self.order[o][prio]
             .pop_front()
             .expect("every dequeued data packet was charged");
         debug_assert_eq!(
             (c.flow, c.seq, c.size),
             (pkt.flow, pkt.seq, pkt.size),
-            "the egress discipline reordered a priority under PFC"
+            "the egress discipline reordered a priority (of one input, if it names inputs) under PFC"
         );
         let i = c.in_port as usize;
         self.charged[i][prio] -= c.size as u64;
@@ -477,7 +508,7 @@ mod tests {
     /// falls below 5 000, i.e. after 6 of the 10 leave.
     #[test]
     fn xoff_pauses_headroom_absorbs_and_xon_resumes_with_hysteresis() {
-        let mut m = Mmu::new(&cfg(), 4);
+        let mut m = Mmu::new(&cfg(), 4, false);
         let mut signals = Vec::new();
         for s in 0..11 {
             let p = data(s, 3);
@@ -489,7 +520,7 @@ mod tests {
         assert_eq!(signals.iter().filter(|&&s| s == pause).count(), 1);
         assert_eq!(signals[6], pause, "at 7 000 B charged");
         assert_eq!((m.charged(1, 3), m.counters.headroom_drops), (10_000, 1));
-        let released: Vec<Signal> = (0..10).map(|s| m.release(&data(s, 3), 2)).collect();
+        let released: Vec<Signal> = (0..10).map(|s| m.release(&data(s, 3), 2, None)).collect();
         let resume = Signal::Resume { port: 1, prio: 3 };
         assert_eq!(
             released.iter().position(|&s| s == resume),
@@ -502,7 +533,7 @@ mod tests {
     /// A lossy priority never pauses; it drops when the port's buffer is full.
     #[test]
     fn lossy_priorities_drop_at_the_buffer_and_never_pause() {
-        let mut m = Mmu::new(&cfg(), 2);
+        let mut m = Mmu::new(&cfg(), 2, false);
         let mut admitted = 0;
         for s in 0..12 {
             let p = data(s, 0);
@@ -514,10 +545,69 @@ mod tests {
         assert_eq!((admitted, m.counters.buffer_drops), (10, 2));
     }
 
+    /// A round-robin egress (`voq`) names each packet's input: the charges
+    /// of inputs 1 (7 packets, paused at X-OFF = 7 000 B) and 2 (2 packets)
+    /// at one egress port, released interleaved as the round robin sends
+    /// them, fall on their own inputs; input 1 resumes once its own charge
+    /// is below X-ON = 5 000 B, after 3 of its packets, whatever input 2 does.
+    #[test]
+    fn a_charge_is_released_against_the_input_the_discipline_names() {
+        let mut m = Mmu::new(&cfg(), 4, true);
+        let from = |input: u16, s: u64| {
+            let mut p = data(s, 3);
+            p.flow = input as u64;
+            p
+        };
+        let mut signals = Vec::new();
+        for (input, s) in (0..7).map(|s| (1, s)).chain([(2, 100), (2, 101)]) {
+            let p = from(input, s);
+            assert!(m.admit(&p, input));
+            signals.push(m.charge(&p, input, 3, 0));
+        }
+        assert_eq!(signals[6], Signal::Pause { port: 1, prio: 3 });
+        assert_eq!((m.charged(1, 3), m.charged(2, 3)), (7_000, 2_000));
+        let order = [(1, 0), (2, 100), (1, 1), (2, 101), (1, 2)];
+        let released: Vec<Signal> = order
+            .iter()
+            .map(|&(input, s)| m.release(&from(input, s), 3, Some(input)))
+            .collect();
+        let resume = Signal::Resume { port: 1, prio: 3 };
+        assert_eq!(released[..4], [Signal::None; 4]);
+        assert_eq!(released[4], resume);
+        assert_eq!((m.charged(1, 3), m.charged(2, 3)), (4_000, 0));
+    }
+
+    /// `lossless = []`: the accounting alone, the thesis's switch without
+    /// PFC. Each input port holds 240 000 B ([TH] §4.3.1): 240 packets of
+    /// 1000 B from input 0 are admitted, the 241st is dropped, input 1 still
+    /// has its own 240 000 B, and nothing ever pauses.
+    #[test]
+    fn without_lossless_priorities_each_input_holds_its_buffer_and_never_pauses() {
+        let c = PfcConfig {
+            enabled: true,
+            lossless: vec![],
+            ..Default::default()
+        };
+        assert!(c.validate("switch.pfc", 1064).is_ok());
+        let mut m = Mmu::new(&c, 2, true);
+        let mut admitted = [0u32; 2];
+        for input in [0u16, 1] {
+            for s in 0..241 {
+                let p = data(s, 0);
+                if m.admit(&p, input) {
+                    admitted[input as usize] += 1;
+                    assert_eq!(m.charge(&p, input, 1 - input, 0), Signal::None);
+                }
+            }
+        }
+        assert_eq!(admitted, [240, 240]);
+        assert_eq!(m.counters.buffer_drops, 2);
+    }
+
     /// Control packets are neither charged nor paused for.
     #[test]
     fn control_packets_are_not_charged() {
-        let mut m = Mmu::new(&cfg(), 2);
+        let mut m = Mmu::new(&cfg(), 2, false);
         let mut ack = test_packet(PacketKind::Ack, 0, 64);
         ack.prio = 3;
         for _ in 0..1000 {
@@ -533,7 +623,7 @@ mod tests {
     fn timed_pause_is_refreshed_after_half_its_time() {
         let mut c = cfg();
         c.pause_time_us = Some(4.0);
-        let mut m = Mmu::new(&c, 2);
+        let mut m = Mmu::new(&c, 2, false);
         let mut pauses = Vec::new();
         for (s, t) in [0u64, 1, 2, 3, 4, 5, 6, 7, 8].iter().enumerate() {
             let now = t * 500_000; // every 0.5 µs
@@ -567,9 +657,6 @@ mod tests {
         assert!(e(c).contains("switch.pfc.xoff_bytes"));
         let mut c = cfg();
         c.lossless = vec![8];
-        assert!(e(c).contains("switch.pfc.lossless"));
-        let mut c = cfg();
-        c.lossless = vec![];
         assert!(e(c).contains("switch.pfc.lossless"));
         let mut c = cfg();
         c.alpha = -1.0;

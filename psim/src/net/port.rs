@@ -47,6 +47,9 @@ pub struct Started {
     pub dropped: u64,
     /// The packet now in service and when its last bit leaves, ps.
     pub sent: Option<(Packet, u64)>,
+    /// The input port the discipline says that packet came in on, when it
+    /// keeps track (`voq`; [`crate::queue::Discipline::dequeued_ingress`]).
+    pub ingress: Option<u16>,
 }
 
 /// Per-priority pause state (PFC). Allocated on a port's first pause (sent
@@ -186,6 +189,7 @@ impl Port {
         let Some(pkt) = next else {
             return out;
         };
+        out.ingress = self.queue.dequeued_ingress();
         self.counters.dequeued += 1;
         self.counters.dequeued_bytes += pkt.size as u64;
         debug_assert!(

@@ -86,6 +86,45 @@ impl EcnRampConfig {
         let default = Capacity::Bytes(DEFAULT_QUEUE_BYTES);
         capacity(key, self.queue_packets, self.queue_bytes, default)
     }
+    /// The marking decision these keys describe. Call only after `validate`.
+    pub(super) fn ramp(&self) -> Ramp {
+        Ramp {
+            kmin: self.kmin_kb * 1000.0,
+            kmax: self.kmax_kb * 1000.0,
+            pmax: self.pmax,
+            reference_bps: self.scale_with_rate.then_some(self.reference_gbps * 1e9),
+            mark_at: self.mark_at,
+        }
+    }
+}
+
+/// The ramp alone: whether a packet is marked, given the bytes queued. A
+/// discipline that marks on its own backlog (`voq`) uses it too.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct Ramp {
+    /// Thresholds at the reference rate, bytes.
+    kmin: f64,
+    kmax: f64,
+    pmax: f64,
+    /// `Some(rate)`: thresholds scale with the link rate over this one.
+    reference_bps: Option<f64>,
+    /// Where the decision is taken.
+    pub mark_at: MarkAt,
+}
+
+impl Ramp {
+    /// Whether a packet seeing `q` queued bytes is marked (draws only on the ramp).
+    pub fn mark(&self, q: u64, cx: &mut QueueCtx<'_>) -> bool {
+        let s = self.reference_bps.map_or(1.0, |r| cx.rate_bps as f64 / r);
+        let (kmin, kmax, q) = (self.kmin * s, self.kmax * s, q as f64);
+        if q > kmax {
+            true
+        } else if q > kmin {
+            cx.rng.random::<f64>() < self.pmax * (q - kmin) / (kmax - kmin)
+        } else {
+            false
+        }
+    }
 }
 
 impl DisciplineConfig for EcnRampConfig {
@@ -130,11 +169,7 @@ impl DisciplineConfig for EcnRampConfig {
     }
     fn build(&self, _env: &QueueEnv) -> EcnRampQueue {
         EcnRampQueue {
-            kmin: self.kmin_kb * 1000.0,
-            kmax: self.kmax_kb * 1000.0,
-            pmax: self.pmax,
-            reference_bps: self.scale_with_rate.then_some(self.reference_gbps * 1e9),
-            mark_at: self.mark_at,
+            ramp: self.ramp(),
             fifo: DropTail::new(self.cap("").expect("validated")),
             marked: 0,
         }
@@ -149,31 +184,10 @@ impl DisciplineConfig for EcnRampConfig {
 /// A FIFO that ECN-marks ECT packets on a Kmin/Kmax/Pmax ramp.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct EcnRampQueue {
-    /// Thresholds at the reference rate, bytes.
-    kmin: f64,
-    kmax: f64,
-    pmax: f64,
-    /// `Some(rate)`: thresholds scale with the link rate over this one.
-    reference_bps: Option<f64>,
-    mark_at: MarkAt,
+    ramp: Ramp,
     fifo: DropTail,
     /// Packets marked CE here.
     pub marked: u64,
-}
-
-impl EcnRampQueue {
-    /// Whether a packet seeing `q` queued bytes is marked (draws only on the ramp).
-    fn mark(&self, q: u64, cx: &mut QueueCtx<'_>) -> bool {
-        let s = self.reference_bps.map_or(1.0, |r| cx.rate_bps as f64 / r);
-        let (kmin, kmax, q) = (self.kmin * s, self.kmax * s, q as f64);
-        if q > kmax {
-            true
-        } else if q > kmin {
-            cx.rng.random::<f64>() < self.pmax * (q - kmin) / (kmax - kmin)
-        } else {
-            false
-        }
-    }
 }
 
 impl Discipline for EcnRampQueue {
@@ -183,9 +197,9 @@ impl Discipline for EcnRampQueue {
             cx.dropped(pkt);
             return;
         }
-        let mark = self.mark_at == MarkAt::Enqueue
+        let mark = self.ramp.mark_at == MarkAt::Enqueue
             && pkt.has(flags::ECT)
-            && self.mark(self.fifo.len_bytes(), cx);
+            && self.ramp.mark(self.fifo.len_bytes(), cx);
         cx.queued(&pkt);
         if mark {
             pkt.flags |= flags::ECN_CE;
@@ -199,9 +213,9 @@ impl Discipline for EcnRampQueue {
     #[inline]
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
         let mut pkt = self.fifo.dequeue(cx)?;
-        if self.mark_at == MarkAt::Dequeue
+        if self.ramp.mark_at == MarkAt::Dequeue
             && pkt.has(flags::ECT)
-            && self.mark(self.fifo.len_bytes(), cx)
+            && self.ramp.mark(self.fifo.len_bytes(), cx)
         {
             pkt.flags |= flags::ECN_CE;
             self.marked += 1;

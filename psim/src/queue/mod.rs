@@ -39,6 +39,7 @@ pub mod ranked;
 pub mod red;
 #[cfg(test)]
 pub mod testkit;
+pub mod voq;
 
 pub use classes::ClassQueue;
 pub use cp::CpQueue;
@@ -212,6 +213,13 @@ pub trait Discipline {
     fn set_paused(&mut self, _prio: u8, _paused: bool) -> bool {
         false
     }
+    /// The input port of the packet the last dequeue returned, for a
+    /// discipline that reorders across inputs but keeps track of them
+    /// (`voq`): PFC releases the packet's charge against that input
+    /// ([`DisciplineConfig::names_ingress`]). Default: None.
+    fn dequeued_ingress(&self) -> Option<u16> {
+        None
+    }
 }
 
 /// Where an ECN marking queue takes its decision (`mark_at` of `ecn`
@@ -266,6 +274,14 @@ pub trait DisciplineConfig {
     /// and discards only at enqueue, as PFC's ingress accounting needs
     /// (`net/pfc.rs`). Default: no.
     fn keeps_priority_order(&self) -> bool {
+        false
+    }
+    /// Whether it names the input port of every packet it dequeues
+    /// ([`Discipline::dequeued_ingress`]), keeps each input's packets in
+    /// order and discards only at enqueue: PFC then releases each charge
+    /// against the named input, though the discipline reorders across
+    /// inputs (`net/pfc.rs`). Default: no.
+    fn names_ingress(&self) -> bool {
         false
     }
     /// The table with every default that `build` would apply written out,
@@ -326,6 +342,10 @@ macro_rules! disciplines {
             fn set_paused(&mut self, prio: u8, paused: bool) -> bool {
                 match self { $( Queue::$variant(q) => q.set_paused(prio, paused), )* }
             }
+            #[inline]
+            fn dequeued_ingress(&self) -> Option<u16> {
+                match self { $( Queue::$variant(q) => q.dequeued_ingress(), )* }
+            }
         }
 
         /// A port's discipline as the scenario gives it: `kind` names a
@@ -367,6 +387,10 @@ macro_rules! disciplines {
             /// Whether it keeps each priority's data in order (PFC needs it).
             pub fn keeps_priority_order(&self) -> bool {
                 match self { $( QueueConfig::$variant(c) => c.keeps_priority_order(), )* }
+            }
+            /// Whether it names each dequeued packet's input (PFC then releases by it).
+            pub fn names_ingress(&self) -> bool {
+                match self { $( QueueConfig::$variant(c) => c.names_ingress(), )* }
             }
         }
 
@@ -426,6 +450,8 @@ disciplines! {
     EdgeEcn(Box<edge_ecn::EdgeEcnQueue>, edge_ecn::EdgeEcnConfig) = "edge_ecn",
     /// Edge-CoDel (UPS): FQ-CoDel on the network-wide used slack, with a refresh threshold.
     EdgeCodel(Box<edge_codel::EdgeCodelQueue>, edge_codel::EdgeCodelConfig) = "edge_codel",
+    /// The thesis's IRN switch: a FIFO per input port, round robin over inputs.
+    Voq(voq::VoqQueue, voq::VoqConfig) = "voq",
 }
 
 impl Default for QueueConfig {
@@ -521,6 +547,9 @@ impl<D: Discipline + ?Sized> Discipline for Box<D> {
     }
     fn set_paused(&mut self, prio: u8, paused: bool) -> bool {
         (**self).set_paused(prio, paused)
+    }
+    fn dequeued_ingress(&self) -> Option<u16> {
+        (**self).dequeued_ingress()
     }
 }
 

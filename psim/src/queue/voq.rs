@@ -1,0 +1,429 @@
+//! The thesis's IRN switch as an output port's service order: virtual
+//! output queues served round robin over inputs ([TH] §4.3.1: "All switches
+//! in our simulation are input-queued with virtual output ports, that are
+//! scheduled using round-robin"; decision TA12, spec `thesis.md`
+//! ambiguity 12: "input-queued with VOQs, RR over inputs, per-input
+//! buffers").
+//!
+//! At each output port, packets wait in one FIFO per input port: that
+//! input's virtual output queue for this output. The output serves the
+//! inputs that have packets waiting in round robin, one packet per turn: a
+//! pointer moves to the input after the one just served, and inputs with
+//! nothing waiting are skipped. So a packet waits behind at most one packet
+//! of each other input per turn, however long their backlogs are; a
+//! drop-tail FIFO makes it wait behind all of them. Packets with no input
+//! port (those a host's own transport sends) share one more FIFO, so on a
+//! host NIC `voq` is a FIFO.
+//!
+//! **Buffer.** The thesis bounds the buffer per *input* port (240 KB for
+//! each input port, [TH] §4.3.1), shared by all of that input's VOQs on the
+//! switch. That is `[switch.pfc]`'s per-input-port accounting
+//! (`net/pfc.rs`), which this discipline reuses rather than keeping a second
+//! one: with lossless priorities it pauses the upstream at X-OFF (IRN+PFC,
+//! RoCE+PFC); with `lossless = []` it never pauses and drops an arrival
+//! that would overflow its input's buffer (IRN without PFC). This
+//! discipline's own capacity bounds the output port (all its VOQs
+//! together), as drop-tail's does; under `[switch.pfc]` make it large so
+//! that the input buffers decide.
+//!
+//! **Under PFC** the charge of a dequeued packet is released against its
+//! input port. Round robin reorders one priority's packets across inputs,
+//! so the switch cannot find the input by order as it does for a FIFO: the
+//! discipline names the input of each packet it dequeues
+//! ([`Discipline::dequeued_ingress`], [`DisciplineConfig::names_ingress`]).
+//! Each input's packets stay in arrival order, which the release checks in
+//! debug builds. A paused priority is not served: the round robin skips an
+//! input whose head packet has a paused priority, and what is queued behind
+//! that head in the same VOQ waits too (one FIFO per VOQ: the thesis's VOQs
+//! are per input, not per input and priority).
+//!
+//! **ECN.** For DCQCN the same ramp as `ecn_ramp` marks ECT packets on the
+//! bytes queued at the output, all its VOQs together, so that the DCQCN
+//! scenarios run on this switch with `--set switch.queue.kind=voq` and
+//! their `ecn_ramp` keys unchanged.
+//!
+//! **Not modelled: the crossbar.** A real input-queued switch moves at
+//! most one packet per input per cell time through its fabric (no speedup),
+//! matched by a scheduler (iSLIP, PIM, ...). Here each output serves its
+//! VOQs on its own, so an input with packets for several outputs may feed
+//! all of them at once: the model is an input-queued switch with enough
+//! speedup, or equivalently an output-queued switch with per-input buffers
+//! and round robin over inputs at each output. The thesis names neither a
+//! matching algorithm, a speedup nor a cell time, and an input's arrivals
+//! never exceed its line rate, so the constraint only delays an input's
+//! packets for different outputs while it is backlogged towards several;
+//! modelling it would couple all the ports of a switch in one scheduler.
+//!
+//! | parameter (`kind = "voq"`) | default | source |
+//! |---|---|---|
+//! | `queue_packets`, or `queue_bytes`: bound of the output port, all VOQs together | 100 packets ([`super::droptail::DEFAULT_QUEUE_PACKETS`]) | as `droptail`; the thesis bounds per input port instead, through `[switch.pfc]` `buffer_bytes` = 240 000 ([TH] §4.3.1) |
+//! | service order | round robin over inputs with packets waiting, one packet per turn | [TH] §4.3.1 ("scheduled using round-robin"); TA12 |
+//! | `kmin_kb`, `kmax_kb`, `pmax`, `scale_with_rate`, `reference_gbps`, `mark_at` | absent: no marking; any one given: `ecn_ramp`'s defaults for the rest | `ecn_ramp`'s keys and sources (DCQCN); the thesis does not say where its input-queued switch marks: here on the output's bytes, all VOQs together, as an output queue would |
+
+use super::ecn_ramp::{EcnRampConfig, Ramp};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, MarkAt, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
+use crate::packet::{flags, Packet};
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+
+/// `kind = "voq"`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct VoqConfig {
+    /// Capacity of the output port in packets (default as drop-tail's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity of the output port in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// `ecn_ramp`'s Kmin, KB: any of the ramp keys turns marking on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kmin_kb: Option<f64>,
+    /// `ecn_ramp`'s Kmax, KB.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kmax_kb: Option<f64>,
+    /// `ecn_ramp`'s Pmax.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pmax: Option<f64>,
+    /// `ecn_ramp`'s scaling of Kmin and Kmax with the port's rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scale_with_rate: Option<bool>,
+    /// `ecn_ramp`'s reference rate, Gb/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reference_gbps: Option<f64>,
+    /// `ecn_ramp`'s marking point.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mark_at: Option<MarkAt>,
+}
+
+impl VoqConfig {
+    fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Packets(super::droptail::DEFAULT_QUEUE_PACKETS);
+        capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+
+    /// The ECN ramp, with `ecn_ramp`'s defaults for the keys not given and
+    /// this table's capacity; None when no ramp key is given.
+    fn ramp(&self) -> Option<EcnRampConfig> {
+        let any = self.kmin_kb.is_some()
+            || self.kmax_kb.is_some()
+            || self.pmax.is_some()
+            || self.scale_with_rate.is_some()
+            || self.reference_gbps.is_some()
+            || self.mark_at.is_some();
+        let d = EcnRampConfig::default();
+        let mut c = EcnRampConfig {
+            queue_packets: self.queue_packets,
+            queue_bytes: self.queue_bytes,
+            kmin_kb: self.kmin_kb.unwrap_or(d.kmin_kb),
+            kmax_kb: self.kmax_kb.unwrap_or(d.kmax_kb),
+            pmax: self.pmax.unwrap_or(d.pmax),
+            scale_with_rate: self.scale_with_rate.unwrap_or(d.scale_with_rate),
+            reference_gbps: self.reference_gbps.unwrap_or(d.reference_gbps),
+            mark_at: self.mark_at.unwrap_or(d.mark_at),
+        };
+        super::resolve_capacity(
+            &mut c.queue_packets,
+            c.queue_bytes,
+            super::droptail::DEFAULT_QUEUE_PACKETS,
+        );
+        any.then_some(c)
+    }
+}
+
+impl DisciplineConfig for VoqConfig {
+    type Queue = VoqQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.cap(key)?;
+        self.ramp().map_or(Ok(()), |r| r.validate(key))
+    }
+    fn build(&self, _env: &QueueEnv) -> VoqQueue {
+        let mut q = VoqQueue::new(self.cap("").expect("validated"));
+        q.ramp = self.ramp().map(|r| Box::new(r.ramp()));
+        q
+    }
+    fn resolved(&self, _env: &QueueEnv) -> Self {
+        let mut c = self.clone();
+        super::resolve_capacity(
+            &mut c.queue_packets,
+            c.queue_bytes,
+            super::droptail::DEFAULT_QUEUE_PACKETS,
+        );
+        if let Some(r) = self.ramp() {
+            c.kmin_kb = Some(r.kmin_kb);
+            c.kmax_kb = Some(r.kmax_kb);
+            c.pmax = Some(r.pmax);
+            c.scale_with_rate = Some(r.scale_with_rate);
+            c.reference_gbps = Some(r.reference_gbps);
+            c.mark_at = Some(r.mark_at);
+        }
+        c
+    }
+    fn marks_ecn(&self) -> bool {
+        self.ramp().is_some()
+    }
+    /// Names each dequeued packet's input; drops only at enqueue.
+    fn names_ingress(&self) -> bool {
+        true
+    }
+}
+
+/// One FIFO per input port, served round robin.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct VoqQueue {
+    cap: Capacity,
+    /// Slot 0: packets with no input port; slot i + 1: input port i. Grown
+    /// on an input's first packet (the port count is not known at build).
+    voqs: Vec<VecDeque<Packet>>,
+    /// The slot whose turn is next.
+    next: usize,
+    pkts: u32,
+    bytes: u64,
+    /// Paused priorities, one bit each.
+    paused: u8,
+    /// Input port of the packet the last dequeue returned.
+    last: Option<u16>,
+    /// ECN marking on the output's bytes, all VOQs together (DCQCN).
+    ramp: Option<Box<Ramp>>,
+}
+
+impl VoqQueue {
+    /// An empty queue bounded by `cap` over all its VOQs.
+    pub fn new(cap: Capacity) -> Self {
+        VoqQueue {
+            cap,
+            voqs: Vec::new(),
+            next: 0,
+            pkts: 0,
+            bytes: 0,
+            paused: 0,
+            last: None,
+            ramp: None,
+        }
+    }
+
+    /// Whether `pkt` is up for an ECN decision at `at` (an ECT packet, a ramp
+    /// that marks there).
+    #[inline]
+    fn marks_at(&self, at: MarkAt, pkt: &Packet) -> bool {
+        self.ramp.as_ref().is_some_and(|r| r.mark_at == at) && pkt.has(flags::ECT)
+    }
+
+    /// The ramp's decision for `q` bytes queued at this output.
+    #[inline]
+    fn ramp_says(&self, q: u64, cx: &mut QueueCtx<'_>) -> bool {
+        self.ramp.as_ref().is_some_and(|r| r.mark(q, cx))
+    }
+
+    /// Whether the head of slot `i` may be served now.
+    #[inline]
+    fn servable(&self, i: usize) -> bool {
+        self.voqs[i]
+            .front()
+            .is_some_and(|p| self.paused & (1 << p.prio.min(7)) == 0)
+    }
+}
+
+impl Discipline for VoqQueue {
+    fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
+        if !self.cap.fits(self.pkts, self.bytes, pkt.size) {
+            cx.dropped(pkt);
+            return;
+        }
+        let i = cx.ingress.map_or(0, |p| p as usize + 1);
+        if i >= self.voqs.len() {
+            self.voqs.resize_with(i + 1, VecDeque::new);
+        }
+        cx.queued(&pkt);
+        if self.marks_at(MarkAt::Enqueue, &pkt) && self.ramp_says(self.bytes, cx) {
+            pkt.flags |= flags::ECN_CE;
+            cx.marked(&pkt);
+        }
+        self.pkts += 1;
+        self.bytes += pkt.size as u64;
+        self.voqs[i].push_back(pkt);
+    }
+
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        if self.pkts == 0 {
+            return None;
+        }
+        let n = self.voqs.len();
+        let i = (0..n)
+            .map(|k| (self.next + k) % n)
+            .find(|&i| self.servable(i))?;
+        let mut p = self.voqs[i].pop_front().expect("servable");
+        self.next = (i + 1) % n;
+        self.pkts -= 1;
+        self.bytes -= p.size as u64;
+        self.last = i.checked_sub(1).map(|port| port as u16);
+        if self.marks_at(MarkAt::Dequeue, &p) && self.ramp_says(self.bytes, cx) {
+            p.flags |= flags::ECN_CE;
+            cx.marked(&p);
+        }
+        Some(p)
+    }
+
+    fn len_packets(&self) -> u32 {
+        self.pkts
+    }
+
+    fn len_bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// The round robin skips VOQs whose head has a paused priority.
+    fn set_paused(&mut self, prio: u8, paused: bool) -> bool {
+        let bit = 1 << prio.min(7);
+        if paused {
+            self.paused |= bit;
+        } else {
+            self.paused &= !bit;
+        }
+        true
+    }
+
+    fn dequeued_ingress(&self) -> Option<u16> {
+        self.last
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::queue::testkit::{data, with_prio, Kit};
+    use crate::queue::Outcome::*;
+
+    /// Offers packet `seq` (1000 B, priority `prio`) as if it came in on `input`.
+    fn offer_from(k: &mut Kit, q: &mut VoqQueue, input: u16, seq: u64, prio: u8) {
+        k.ingress = Some(input);
+        k.fill(q, [with_prio(data(seq, 1000), prio)]);
+    }
+
+    fn big() -> VoqQueue {
+        VoqQueue::new(Capacity::Packets(1000))
+    }
+
+    /// Inputs 1, 2, 3 with backlogs of 3 (seq = 10 × input + i): the output
+    /// takes one packet from each in turn, and each input's packets in order.
+    #[test]
+    fn serves_inputs_round_robin_one_packet_per_turn_each_in_order() {
+        let (mut k, mut q) = (Kit::new(0), big());
+        for input in [1u16, 2, 3] {
+            for i in 0..3 {
+                offer_from(&mut k, &mut q, input, 10 * input as u64 + i, 0);
+            }
+        }
+        assert_eq!(k.drain_seqs(&mut q), [10, 20, 30, 11, 21, 31, 12, 22, 32]);
+        assert_eq!((q.len_packets(), q.len_bytes()), (0, 0));
+    }
+
+    /// Input 2 is idle: the turn passes from input 1 straight to input 3;
+    /// a packet that arrives later at input 2 is served when the pointer
+    /// reaches input 2 again.
+    #[test]
+    fn an_idle_input_is_skipped() {
+        let (mut k, mut q) = (Kit::new(0), big());
+        for (input, seq) in [(1, 10), (1, 11), (3, 30), (3, 31)] {
+            offer_from(&mut k, &mut q, input, seq, 0);
+        }
+        assert_eq!(k.take(&mut q).unwrap().seq, 10);
+        assert_eq!(k.take(&mut q).unwrap().seq, 30);
+        offer_from(&mut k, &mut q, 2, 20, 0);
+        assert_eq!(k.drain_seqs(&mut q), [11, 20, 31]);
+    }
+
+    /// A 1-packet input and a 100-packet input, the 100 queued first: the
+    /// single packet leaves second, after one packet of the long backlog
+    /// (a FIFO would send it 101st).
+    #[test]
+    fn a_one_packet_input_waits_one_turn_behind_a_hundred_packet_input() {
+        let (mut k, mut q) = (Kit::new(0), big());
+        for i in 0..100 {
+            offer_from(&mut k, &mut q, 0, i, 0);
+        }
+        offer_from(&mut k, &mut q, 1, 1000, 0);
+        let out = k.drain_seqs(&mut q);
+        assert_eq!(out.iter().position(|&s| s == 1000), Some(1));
+        assert_eq!(out.len(), 101);
+    }
+
+    /// The bound is the output's, over all VOQs: 3 packets of 1000 B fit
+    /// in 3000 B whatever their inputs, the 4th is dropped.
+    #[test]
+    fn the_capacity_bounds_all_voqs_together() {
+        let (mut k, mut q) = (Kit::new(0), VoqQueue::new(Capacity::Bytes(3000)));
+        for (input, seq) in [(0, 0), (1, 1), (2, 2)] {
+            offer_from(&mut k, &mut q, input, seq, 0);
+        }
+        k.ingress = Some(3);
+        assert_eq!(k.offer(&mut q, data(3, 1000)), [(Dropped, 3)]);
+        assert_eq!(q.len_bytes(), 3000);
+    }
+
+    /// The dequeued packet's input is named (None for a host's own packets),
+    /// for PFC to release its charge there.
+    #[test]
+    fn names_the_input_of_each_dequeued_packet() {
+        let (mut k, mut q) = (Kit::new(0), big());
+        offer_from(&mut k, &mut q, 4, 40, 0);
+        k.ingress = None;
+        k.fill(&mut q, [data(99, 1000)]);
+        assert_eq!(k.take(&mut q).unwrap().seq, 99);
+        assert_eq!(q.dequeued_ingress(), None);
+        assert_eq!(k.take(&mut q).unwrap().seq, 40);
+        assert_eq!(q.dequeued_ingress(), Some(4));
+    }
+
+    /// With `ecn_ramp`'s keys it marks ECT packets on the output's bytes,
+    /// all VOQs together: Kmin 2 KB, Kmax 5 KB at the kit's 10 Gb/s.
+    /// Arrivals from three inputs finding 0, 1000 and 2000 B (at most Kmin)
+    /// are not marked; one finding 6000 B (above Kmax) is. Without the keys
+    /// it never marks.
+    #[test]
+    fn marks_on_the_outputs_bytes_with_the_ramp_keys() {
+        let cfg: VoqConfig = toml::from_str(
+            "queue_bytes = 100000\nkmin_kb = 2.0\nkmax_kb = 5.0\npmax = 0.5\nreference_gbps = 10.0",
+        )
+        .unwrap();
+        cfg.validate("switch.queue").unwrap();
+        assert!(cfg.marks_ecn() && !VoqConfig::default().marks_ecn());
+        let (mut k, mut q) = (Kit::new(1), cfg.build(&crate::queue::testkit::ENV));
+        let ect = |seq| {
+            let mut p = data(seq, 1000);
+            p.flags |= flags::ECT;
+            p
+        };
+        for s in 0..6u64 {
+            k.ingress = Some(s as u16 % 3);
+            let out = k.offer(&mut q, ect(s));
+            if s < 3 {
+                assert_eq!(out, [(Queued, s)]);
+            }
+        }
+        assert_eq!(k.offer(&mut q, ect(6)), [(Queued, 6), (Marked, 6)]);
+        let e = toml::from_str::<VoqConfig>("kmin_kb = 5.0\nkmax_kb = 4.0")
+            .unwrap()
+            .validate("switch.queue")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("switch.queue.kmax_kb"), "{e}");
+    }
+
+    /// Priority 3 paused: input 1 (priority 3 at its head) is not served,
+    /// input 2 (priority 0) is; nothing is left to serve until the resume.
+    #[test]
+    fn a_paused_priority_is_not_served() {
+        let (mut k, mut q) = (Kit::new(0), big());
+        offer_from(&mut k, &mut q, 1, 10, 3);
+        offer_from(&mut k, &mut q, 1, 11, 0);
+        offer_from(&mut k, &mut q, 2, 20, 0);
+        assert!(q.set_paused(3, true), "holds the priority back itself");
+        assert_eq!(k.take(&mut q).unwrap().seq, 20);
+        assert!(k.take(&mut q).is_none(), "11 waits behind 10 in its VOQ");
+        assert_eq!(q.len_packets(), 2);
+        q.set_paused(3, false);
+        assert_eq!(k.drain_seqs(&mut q), [10, 11]);
+    }
+}
