@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{text, CBR_K4};
+use common::{assert_ok, text, CBR_K4};
 
 /// A small k = 4 FatTree (16 hosts) with a CBR permutation: runs in well
 /// under a second even in a debug build.
@@ -81,19 +81,6 @@ fn assert_fails(out: &Output, needles: &[&str]) -> String {
         assert!(line.contains(n), "error should mention `{n}`: {line}");
     }
     line.to_string()
-}
-
-/// Asserts success and returns stdout.
-fn assert_ok(out: &Output) -> String {
-    let stderr = text(&out.stderr);
-    assert!(
-        out.status.success(),
-        "psim failed with {:?}\nstderr:\n{stderr}\nstdout:\n{}",
-        out.status.code(),
-        text(&out.stdout)
-    );
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    text(&out.stdout)
 }
 
 /// `psim check FILE ARGS...`, expected to fail naming `needles`; also checks

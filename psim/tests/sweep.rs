@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 mod common;
-use common::{psim, text};
+use common::{assert_ok, psim, text};
 
 /// The incast scenario shipped in `scenarios/small/` (16 hosts, runs in a
 /// fraction of a second).
@@ -34,17 +34,6 @@ const TASKS: [(&str, u64, u64); 4] = [
     ("protocol.ndp.iw_packets=23,traffic.0.senders=4", 4, 23),
     ("protocol.ndp.iw_packets=23,traffic.0.senders=8", 8, 23),
 ];
-
-fn assert_ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "psim failed ({:?})\nstderr:\n{}\nstdout:\n{}",
-        out.status.code(),
-        text(&out.stderr),
-        text(&out.stdout)
-    );
-    text(&out.stdout)
-}
 
 /// A clean failure: exit code 1, one `error:` line naming every needle.
 fn assert_fails(out: &Output, needles: &[&str]) -> String {

@@ -12,7 +12,7 @@ use psim::validate::array::{task_dir, ArrayIndex};
 use psim::validate::{CheckResult, Results, Scale, TargetResult, Verdict};
 
 mod common;
-use common::text;
+use common::{assert_ok, text};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
@@ -31,20 +31,9 @@ fn validate(args: &[&str], max: usize) -> Output {
         .expect("start psim")
 }
 
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "psim failed ({:?})\nstderr:\n{}\nstdout:\n{}",
-        out.status.code(),
-        text(&out.stderr),
-        text(&out.stdout)
-    );
-    text(&out.stdout)
-}
-
 /// Every target with its number of checks, in table order (`--list`).
 fn table() -> Vec<(String, usize)> {
-    ok(&validate(&["--list"], 1001))
+    assert_ok(&validate(&["--list"], 1001))
         .lines()
         .map(|l| {
             let id = l.split_whitespace().next().unwrap().to_string();
@@ -67,7 +56,7 @@ fn the_dry_run_writes_the_script_and_one_array_task_per_target() {
     let t = table();
     let d = tempfile::tempdir().unwrap();
     let out = d.path().join("v");
-    let stdout = ok(&validate(
+    let stdout = assert_ok(&validate(
         &[
             "--backend",
             "slurm",
@@ -119,7 +108,7 @@ fn a_full_selection_is_split_at_max_array_size() {
     let t = table();
     let ids: Vec<usize> = (0..t.len()).filter(|&i| t[i].1 > 0).collect();
     let d = tempfile::tempdir().unwrap();
-    let stdout = ok(&validate(
+    let stdout = assert_ok(&validate(
         &[
             "--backend",
             "slurm",
@@ -258,7 +247,7 @@ fn a_task_runs_its_one_target_into_its_own_folder() {
     let t = table();
     let d = tempfile::tempdir().unwrap();
     let i = position(&t, "V2").to_string();
-    let stdout = ok(&validate(
+    let stdout = assert_ok(&validate(
         &[
             "--task",
             &i,

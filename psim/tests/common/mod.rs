@@ -34,6 +34,19 @@ pub fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
 }
 
+/// Asserts that a psim command succeeded without a panic, and returns its stdout.
+pub fn assert_ok(out: &Output) -> String {
+    let stderr = text(&out.stderr);
+    assert!(
+        out.status.success(),
+        "psim failed with {:?}\nstderr:\n{stderr}\nstdout:\n{}",
+        out.status.code(),
+        text(&out.stdout)
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    text(&out.stdout)
+}
+
 /// `psim run SCENARIO --out OUT --quiet --checkpoint-every 0s` plus `extra`,
 /// not started, with every checkpoint paused `pause_ms` halfway through its
 /// write (the test hook `PSIM_CKPT_PAUSE_MS`): a run that checkpoints at
