@@ -220,6 +220,9 @@ pub enum TrimTier {
     Core,
     /// Everywhere past the first ToR: `tor_down + agg + core`.
     PastFirstTor,
+    /// Ports towards the core: `tor_up` plus aggregation ports towards a
+    /// core switch ([P] §3.2's "uplinks").
+    Uplinks,
 }
 
 /// Which statistic of the per-flow or per-host values.

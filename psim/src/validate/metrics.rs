@@ -630,6 +630,7 @@ impl Metric {
                     TrimTier::Agg => t.agg,
                     TrimTier::Core => t.core,
                     TrimTier::PastFirstTor => t.past_first_tor(),
+                    TrimTier::Uplinks => t.uplinks(),
                 }) as f64
             }
             Metric::FirstHeader { run, since_us } => {

@@ -65,6 +65,8 @@ pub struct TierTrims {
     pub tor_down: u64,
     /// At an aggregation switch, either way.
     pub agg: u64,
+    /// Of `agg`, those at a port towards a core switch.
+    pub agg_up: u64,
     /// At a core (or spine) switch.
     pub core: u64,
 }
@@ -87,7 +89,13 @@ impl TierTrims {
                         t.tor_up += 1;
                     }
                 }
-                EntityKind::Agg => t.agg += 1,
+                EntityKind::Agg => {
+                    t.agg += 1;
+                    let peer = topo.port(r.entity, r.port).peer;
+                    if topo.kind(peer) == EntityKind::Core {
+                        t.agg_up += 1;
+                    }
+                }
                 EntityKind::Core => t.core += 1,
                 EntityKind::Host => {}
             }
@@ -98,6 +106,13 @@ impl TierTrims {
     /// Trims anywhere but the first ToR's uplinks.
     pub fn past_first_tor(&self) -> u64 {
         self.tor_down + self.agg + self.core
+    }
+
+    /// Trims on the way up: at ToR and aggregation ports towards the core
+    /// ([P] §3.2's "uplinks", where sender path permutation should leave
+    /// almost none).
+    pub fn uplinks(&self) -> u64 {
+        self.tor_up + self.agg_up
     }
 }
 
@@ -228,7 +243,8 @@ mod tests {
     }
 
     /// Trims sort by the cutting port: a k = 4 FatTree's first ToR (entity
-    /// 16) has hosts on ports 0-1 and aggregation switches on 2-3; headers,
+    /// 16) has hosts on ports 0-1 and aggregation switches on 2-3, its first
+    /// aggregation switch (24) ToRs on 0-1 and cores on 2-3; headers,
     /// bounces and enqueues are not trims of data.
     #[test]
     fn trims_sort_by_tier_and_direction() {
@@ -248,6 +264,7 @@ mod tests {
             at(16, 3, PacketEvent::Trim, "data"),
             at(16, 1, PacketEvent::Trim, "data"),
             at(24, 0, PacketEvent::Trim, "data"),
+            at(24, 3, PacketEvent::Trim, "data"),
             at(32, 0, PacketEvent::Trim, "data"),
             at(16, 2, PacketEvent::Trim, "header"),
             at(16, 2, PacketEvent::Bounce, "data"),
@@ -259,11 +276,13 @@ mod tests {
             TierTrims {
                 tor_up: 2,
                 tor_down: 1,
-                agg: 1,
+                agg: 2,
+                agg_up: 1,
                 core: 1
             }
         );
-        assert_eq!(t.past_first_tor(), 3);
+        assert_eq!(t.past_first_tor(), 4);
+        assert_eq!(t.uplinks(), 3);
     }
 
     /// A header's latency runs from its data packet's latest NIC departure
