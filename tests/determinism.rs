@@ -1,6 +1,8 @@
 //! Every shipped small scenario gives byte-identical flow tables whatever the
 //! shard and thread counts, and conserves packets.
 
+use std::collections::BTreeMap;
+
 use psim::config::Scenario;
 use psim_integration_tests::{run, small_scenarios};
 
@@ -132,6 +134,83 @@ fn every_replay_scenario_is_identical_across_partitions() {
                 reference.outcome.summary.events
             );
         }
+    }
+}
+
+/// The shipped scenarios no other determinism check runs (the benchmark,
+/// example and full-size reproduction files, the sweep's base, the Tofino
+/// sweep points), cut down to a k = 4 FatTree or a short stop time so that
+/// they run in a test: byte-identical flow tables and event counts at 1 shard
+/// and at 3 shards x 2 threads. The validation scenarios are checked at their
+/// quick settings by tests/validate.rs.
+#[test]
+fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
+    let root = psim_integration_tests::repo_root();
+    let k4 = |extra: &[&str]| -> Vec<String> {
+        std::iter::once("topology.k=4")
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect()
+    };
+    let cut: BTreeMap<&str, Vec<String>> = [
+        ("bench/cbr_fattree_k16.toml", k4(&["stop_us=50"])),
+        (
+            "bench/ndp_perm_8192.toml",
+            k4(&["traffic.0.size_bytes=200000"]),
+        ),
+        ("example/websearch_k8.toml", k4(&["stop_us=1000"])),
+        ("ndp/v13_permutation_432.toml", k4(&["stop_us=500"])),
+        ("ndp/v20_permutation_8192.toml", k4(&["stop_us=300"])),
+        ("ndp/v21_incast_8000.toml", k4(&["traffic.0.senders=15"])),
+        ("tcp/v13_dctcp_permutation_432.toml", k4(&["stop_us=2000"])),
+        ("tcp/v13_mptcp_permutation_432.toml", k4(&["stop_us=2000"])),
+        (
+            "tcp/v15_dctcp_incast_432.toml",
+            k4(&["traffic.0.senders=15"]),
+        ),
+    ]
+    .into_iter()
+    .collect();
+    // Every file of these folders is here or is a validation run (a new
+    // file needs a cut-down entry above).
+    let targets = std::fs::read_to_string(root.join("validation/targets.toml")).unwrap();
+    let mut runs = Vec::new();
+    for dir in ["bench", "example", "ndp", "tcp"] {
+        for path in psim_integration_tests::scenario_files(&format!("scenarios/{dir}")) {
+            let name = format!("{dir}/{}", path.file_name().unwrap().to_string_lossy());
+            match cut.get(name.as_str()) {
+                Some(sets) => runs.push((path, sets.clone())),
+                None => assert!(
+                    targets.contains(&format!("\"scenarios/{name}\"")),
+                    "scenarios/{name}: no determinism check (give it a cut-down entry here)"
+                ),
+            }
+        }
+    }
+    assert_eq!(runs.len(), cut.len());
+    for p in psim_integration_tests::scenario_files("scenarios/tofino") {
+        runs.push((p, vec!["stop_us=50".into()]));
+    }
+    assert!(runs.len() >= 25, "{}", runs.len());
+    for (path, sets) in runs {
+        let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let reference = run(&scn, 1, 1);
+        let s = &reference.outcome.summary;
+        assert!(!reference.flows.is_empty(), "{}", path.display());
+        assert!(s.conserved(), "{}: {s:?}", path.display());
+        let other = run(&scn, 3, 2);
+        assert!(
+            other.csv == reference.csv,
+            "{}: 3 shards x 2 threads differs from 1 shard",
+            path.display()
+        );
+        assert_eq!(other.outcome.summary.events, s.events, "{}", path.display());
+        assert_eq!(
+            other.outcome.summary.packets,
+            s.packets,
+            "{}",
+            path.display()
+        );
     }
 }
 

@@ -2,23 +2,22 @@
 //! engine's counters and each other, and do not depend on the partition.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::sync::OnceLock;
 
 use psim::config::Scenario;
 use psim::engine::SimOptions;
 use psim::run::{execute, RunOutcome};
 use psim::trace::spec::sample_hash;
 use psim::trace::{
-    read_flows, read_manifest, read_packets, read_queues, FlowRecord, PacketEvent, PacketRow,
-    QueueSample,
+    read_flows, read_manifest, read_packets, read_queues, FlowRecord, Manifest, PacketEvent,
+    PacketRow, QueueSample,
 };
 use psim::units::tx_time_ps;
 use psim_integration_tests::{assert_no_flow_beats_ideal, repo_root};
 
 struct Traced {
-    _dir: tempfile::TempDir,
-    out: PathBuf,
     outcome: RunOutcome,
+    manifest: Manifest,
     flows: Vec<FlowRecord>,
     packets: Vec<PacketRow>,
     queues: Option<(u64, Vec<QueueSample>)>,
@@ -52,13 +51,29 @@ fn run(scn: &Scenario, shards: u32) -> Traced {
         flows,
         packets: read_packets(&out).unwrap(),
         queues,
-        _dir: dir,
-        out,
+        manifest: read_manifest(&out).unwrap(),
         outcome,
     }
 }
 
 const FULL: [&str; 2] = ["trace.packets.enabled=true", "trace.queues.enabled=true"];
+
+/// Every small scenario with every packet and queue traced, at 3 shards: run
+/// once for the three tests that read them (the runs are most of this file's
+/// time).
+fn fully_traced() -> &'static [(String, Scenario, Traced)] {
+    static RUNS: OnceLock<Vec<(String, Scenario, Traced)>> = OnceLock::new();
+    RUNS.get_or_init(|| {
+        scenarios()
+            .into_iter()
+            .map(|name| {
+                let scn = load(&name, &FULL);
+                let t = run(&scn, 3);
+                (name, scn, t)
+            })
+            .collect()
+    })
+}
 
 /// Every shipped small scenario (`scenarios/small/`): drops (CBR over
 /// drop-tail), trims (NDP, CP), ECN marks (DCTCP), stop times with packets
@@ -74,10 +89,8 @@ fn scenarios() -> Vec<String> {
 
 #[test]
 fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
-    for name in scenarios() {
+    for (name, scn, t) in fully_traced() {
         let name = name.as_str();
-        let scn = load(name, &FULL);
-        let t = run(&scn, 3);
         let topo = &scn.topology;
         let receiver: BTreeMap<u64, u32> = t.flows.iter().map(|f| (f.flow_id, f.dst)).collect();
         // Packets put on a link that ends at their flow's receiver; with a
@@ -126,10 +139,8 @@ fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
 
 #[test]
 fn event_counts_match_the_port_counters_and_queue_lengths_replay() {
-    for name in scenarios() {
+    for (name, _, t) in fully_traced() {
         let name = name.as_str();
-        let scn = load(name, &FULL);
-        let t = run(&scn, 2);
         let s = &t.outcome.summary;
         let count = |e: PacketEvent| t.packets.iter().filter(|r| r.event == e).count() as u64;
         let admitted = count(PacketEvent::Enqueue) + count(PacketEvent::Trim);
@@ -174,10 +185,8 @@ fn event_counts_match_the_port_counters_and_queue_lengths_replay() {
 
 #[test]
 fn queue_series_agree_with_the_packet_trace_and_the_counters() {
-    for name in scenarios() {
+    for (name, scn, t) in fully_traced() {
         let name = name.as_str();
-        let scn = load(name, &FULL);
-        let t = run(&scn, 3);
         let (interval, rows) = t.queues.as_ref().unwrap();
         let interval = *interval;
         let s = &t.outcome.summary;
@@ -240,7 +249,7 @@ fn queue_series_agree_with_the_packet_trace_and_the_counters() {
         }
         assert!(busy_total > 0);
 
-        let m = read_manifest(&t.out).unwrap();
+        let m = &t.manifest;
         for p in ["packets/part-00002.parquet", "queues/part-00000.parquet"] {
             assert!(
                 m.parts.iter().any(|x| x == p),

@@ -1,9 +1,17 @@
-//! `psim validate`'s quick rows in docs/validation.md agree with a fresh run.
+//! `psim validate`'s quick rows in docs/validation.md agree with a fresh run,
+//! and every validation run is byte-identical whatever the partition.
 //!
-//! The whole quick set reruns here in process (about 20 s with the
+//! The whole quick set reruns here in process (3–4 minutes with the
 //! workspace's test profile on 2 cores), and every check's quick cell in the
 //! doc must equal the fresh one: value and verdict. The same comparison from
 //! the command line: `psim validate --quick --check-doc docs/validation.md`.
+//!
+//! The committed validation/results/quick.json is made at 1 shard x 1 thread
+//! (`psim validate --quick --shards 1 --threads 1 --out validation/results`);
+//! this pass runs at 3 shards x 2 threads, and each run's event count, end
+//! time and flow-table CRC must equal the committed ones. That puts every
+//! scenario of validation/scenarios/, at its quick settings, under the
+//! determinism rule at no extra simulation.
 
 use psim::engine::SimOptions;
 use psim::validate::{self, report, Options, Results, Scale};
@@ -21,7 +29,7 @@ fn the_docs_quick_column_agrees_with_a_fresh_quick_run() {
         only: None,
         out: out.path().to_path_buf(),
         sim: SimOptions {
-            shards: 2,
+            shards: 3,
             threads: 2,
         },
         root: root.clone(),
@@ -49,6 +57,41 @@ fn the_docs_quick_column_agrees_with_a_fresh_quick_run() {
         stale.is_empty(),
         "docs/validation.md is stale (regenerate with `psim validate --quick --out validation/results` \
          and `psim validate --write-doc validation/results`): {stale:#?}"
+    );
+    // Same runs as the committed 1-shard results, byte for byte.
+    let committed = Results::read(&root.join("validation/results"), Scale::Quick)
+        .unwrap()
+        .expect("validation/results/quick.json");
+    let mut compared = 0;
+    let mut differ = Vec::new();
+    for (id, t) in &fresh.targets {
+        let Some(old) = committed.targets.get(id) else {
+            differ.push(format!("{id}: not in the committed results"));
+            continue;
+        };
+        for r in &t.runs {
+            let Some(o) = old.runs.iter().find(|o| o.name == r.name) else {
+                differ.push(format!("{id} {}: not in the committed results", r.name));
+                continue;
+            };
+            assert!(r.flows_crc32.is_some());
+            compared += 1;
+            if (o.events, o.sim_end_ps, o.flows_crc32) != (r.events, r.sim_end_ps, r.flows_crc32) {
+                differ.push(format!(
+                    "{id} {}: 1 shard {:?}, 3 shards {:?} (events, end ps, flows CRC)",
+                    r.name,
+                    (o.events, o.sim_end_ps, o.flows_crc32),
+                    (r.events, r.sim_end_ps, r.flows_crc32)
+                ));
+            }
+        }
+    }
+    assert!(compared >= 100, "{compared} runs compared");
+    assert!(
+        differ.is_empty(),
+        "validation runs differ from validation/results/quick.json (1 shard; regenerate it with \
+         `psim validate --quick --shards 1 --threads 1 --out validation/results` only if the \
+         change is meant): {differ:#?}"
     );
     // The results file was written and reads back (floats to within JSON's rounding).
     let back = Results::read(out.path(), Scale::Quick)

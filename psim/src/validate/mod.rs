@@ -85,6 +85,12 @@ pub struct RunResult {
     pub events: u64,
     /// Wall-clock seconds.
     pub wall_s: f64,
+    /// CRC-32 of the run's flow table as `psim flows` prints it: results do
+    /// not depend on the partition, so the committed quick results (made at
+    /// 1 shard) check every validation run made at another shard count
+    /// byte for byte (tests/validate.rs). Absent in results written before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows_crc32: Option<u32>,
 }
 
 /// One target's results at one scale.
@@ -229,6 +235,9 @@ pub fn run_target(
             crate::trace::read_flows(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         let traced = traced::read(&dir, &scn.topology)?;
         let wall_s = started.elapsed().as_secs_f64();
+        let mut csv = Vec::new();
+        crate::trace::flows_to_csv(&flows, &mut csv)
+            .map_err(|e| format!("{}: {e}", dir.display()))?;
         log(&format!(
             "{} {}: {} simulated, {} flows, {wall_s:.1} s",
             t.id,
@@ -245,6 +254,7 @@ pub fn run_target(
             sim_end_ps: outcome.summary.sim_end_ps,
             events: outcome.summary.events,
             wall_s,
+            flows_crc32: Some(crc32fast::hash(&csv)),
         };
         let d = RunData {
             flows,
