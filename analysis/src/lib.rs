@@ -22,6 +22,7 @@
 
 pub mod error;
 pub mod flows;
+pub mod modes;
 pub mod plots;
 pub mod queues;
 pub mod report;

@@ -424,7 +424,8 @@ fn write_one(out: &Path, stem: &str, rep: &Report, kind: Kind) -> Result<Vec<Pat
 }
 
 /// Writes every plot of [`PLOTS`] as `OUT/STEM.png` and `OUT/STEM.svg`
-/// (creating `OUT`), and [`QUEUE_PLOT`] when a run has queue traces.
+/// (creating `OUT`), [`QUEUE_PLOT`] when a run has queue traces, and
+/// [`crate::modes::MODE_PLOT`] when a run has a chip trace with mode changes.
 /// Returns the files written.
 pub fn write_plots(rep: &Report, out: &Path) -> Result<Vec<PathBuf>> {
     std::fs::create_dir_all(out).map_err(|e| AnalysisError::io(out, e))?;
@@ -436,5 +437,6 @@ pub fn write_plots(rep: &Report, out: &Path) -> Result<Vec<PathBuf>> {
         files.extend(write_one(out, stem, rep, kind)?);
     }
     files.extend(crate::queues::write_queue_plot(rep, out, &labels(rep))?);
+    files.extend(crate::modes::write_mode_plot(rep, out, &labels(rep))?);
     Ok(files)
 }

@@ -49,7 +49,8 @@ fn us(ps: Option<u64>) -> Option<f64> {
 
 /// The tables of a report: `summary` (one row per run, keyed by the
 /// differing parameters), `fct_by_size`, `goodput` (sorted ascending per
-/// run) and `groups`. Columns are documented in `docs/analysis.md`.
+/// run), `groups`, `utilisation`, and `mode_shares` when a run has a
+/// Tofino chip trace. Columns are documented in `docs/analysis.md`.
 pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
     let strs = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
 
@@ -231,7 +232,32 @@ pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
             })
             .collect(),
     };
-    vec![summary, fct, goodput, groups, util]
+    let mut all = vec![summary, fct, goodput, groups, util];
+    if rep.runs.iter().any(|r| r.modes.is_some()) {
+        let mut header = strs(&["run", "switch", "pipeline", "port"]);
+        header.extend(crate::modes::MODES.iter().map(|m| format!("{m}_share")));
+        all.push(Table {
+            name: "mode_shares",
+            header,
+            rows: rep
+                .runs
+                .iter()
+                .flat_map(|r| {
+                    r.modes.iter().flatten().map(|t| {
+                        let mut row = vec![
+                            run_name(r),
+                            t.switch.to_string(),
+                            t.pipeline.to_string(),
+                            t.port.to_string(),
+                        ];
+                        row.extend(t.shares().iter().map(|x| f(Some(*x), style, 4)));
+                        row
+                    })
+                })
+                .collect(),
+        });
+    }
+    all
 }
 
 fn md_table(out: &mut String, header: &[String], rows: &[Vec<String>]) {
@@ -326,6 +352,10 @@ pub fn render_markdown(rep: &Report) -> String {
         md_table(&mut out, &groups.header, &groups.rows);
     }
     out.push_str("Overall completion against the ideal: `span_us` (last finish − first start), `max_ideal_fct_us`, `receiver_bound_us` (the most bytes sent to one host at the host link rate) and `span_over_ideal` = span / max(max ideal FCT, receiver bound), in the summary.\n");
+    if let Some(modes) = t.get(5) {
+        out.push_str("\n## Tofino control loop: time in each mode\n\nPer (switch, ingress pipeline, egress port) that left optimistic: the share of the run in each mode ([TRIM] §6.2; docs/tofino.md).\n\n");
+        md_table(&mut out, &modes.header, &modes.rows);
+    }
     out
 }
 

@@ -220,6 +220,9 @@ pub struct RunAnalysis {
     /// `ok`, or `allowed` for a run with problems read under
     /// `--allow-incomplete`.
     pub status: &'static str,
+    /// The Tofino chip's mode timelines (`crate::modes`); None without a
+    /// chip trace.
+    pub modes: Option<Vec<crate::modes::Timeline>>,
 }
 
 /// Several runs side by side.
@@ -584,6 +587,7 @@ pub fn analyze_run(run: &Run, opts: &Options) -> Result<RunAnalysis> {
         } else {
             "allowed"
         },
+        modes: crate::modes::timelines(&run.dir, sim_end_ps)?,
     })
 }
 

@@ -1137,3 +1137,75 @@ fn fifty_runs_stay_readable() {
         assert!(svg.contains("40 other runs"));
     }
 }
+
+/// The Tofino control loop of a real run ([TRIM] Fig 7's 18-sender incast,
+/// cut to 100 µs): `mode_shares` has a row per (switch, pipeline, port) that
+/// left optimistic, each row's shares sum to 1, their mean over a port's
+/// pipelines is `psim validate`'s `mode_share` of that port (a separate
+/// implementation over the same trace), some port spends time pessimistic,
+/// and the timeline is drawn. A run without a chip trace has no such table.
+#[test]
+fn a_tofino_runs_mode_timeline_is_tabulated_and_drawn() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let scn = psim::config::Scenario::load(
+        &root.join("scenarios/tofino/senders_18.toml"),
+        &["stop_us=100".into(), "trace.tofino.enabled=true".into()],
+    )
+    .unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("run");
+    psim::run::execute(
+        &scn,
+        psim::engine::SimOptions {
+            shards: 2,
+            threads: 1,
+        },
+        &out,
+        false,
+        &mut |_| {},
+    )
+    .unwrap();
+    let rep = analyze(std::slice::from_ref(&out), &Options::default()).unwrap();
+    let r = &rep.runs[0];
+    let lines = r.modes.as_ref().expect("a chip trace");
+    assert!(!lines.is_empty());
+    let rows = psim::trace::read_tofino(&out).unwrap();
+    let mut ports: Vec<u16> = lines.iter().map(|l| l.port).collect();
+    ports.dedup();
+    let mut pessimistic = 0.0f64;
+    for port in ports {
+        let mine: Vec<_> = lines.iter().filter(|l| l.port == port).collect();
+        for (m, _) in analysis::modes::MODES.iter().enumerate() {
+            let mean = mine.iter().map(|l| l.shares()[m]).sum::<f64>() / mine.len() as f64;
+            let theirs = psim::validate::traced::mode_share(&rows, port, m as u32, r.sim_end_ps);
+            assert!(
+                (mean - theirs).abs() < 1e-9,
+                "port {port} mode {m}: {mean} vs {theirs}"
+            );
+        }
+        pessimistic = pessimistic.max(mine.iter().map(|l| l.shares()[2]).fold(0.0, f64::max));
+    }
+    for l in lines {
+        let s: f64 = l.shares().iter().sum();
+        assert!((s - 1.0).abs() < 1e-9, "{l:?}");
+    }
+    assert!(pessimistic > 0.0, "no port was ever pessimistic");
+    let tables = analysis::tables(&rep, analysis::Style::Exact);
+    let modes = tables.iter().find(|t| t.name == "mode_shares").unwrap();
+    assert_eq!(modes.rows.len(), lines.len());
+    assert!(render_markdown(&rep).contains("## Tofino control loop"));
+    let plots = t.path().join("plots");
+    let files = write_plots(&rep, &plots).unwrap();
+    assert!(
+        files.contains(&plots.join("mode_timeline.svg")),
+        "{files:?}"
+    );
+    png_is_drawn(&plots.join("mode_timeline.png"));
+    // Without a chip trace: no table, no plot.
+    let plain = t.path().join("plain");
+    thousand(&plain);
+    let rep = analyze(std::slice::from_ref(&plain), &Options::default()).unwrap();
+    assert!(rep.runs[0].modes.is_none());
+    let tables = analysis::tables(&rep, analysis::Style::Exact);
+    assert!(tables.iter().all(|t| t.name != "mode_shares"));
+}
