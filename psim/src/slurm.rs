@@ -39,6 +39,21 @@ pub struct SlurmSettings {
     pub sbatch_args: Vec<String>,
 }
 
+/// What [`ArrayJob::submit_array`] left to its caller.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submitted {
+    /// `--dry-run`: the sbatch lines were printed, nothing ran.
+    DryRun,
+    /// Submitted without `--wait`: the arrays are queued.
+    Queued,
+    /// `--wait`: the arrays have ended; `sbatch_ok` is whether every
+    /// `sbatch --wait` exited 0.
+    Ended {
+        /// Every `sbatch --wait` succeeded.
+        sbatch_ok: bool,
+    },
+}
+
 /// One job array to submit: everything but the task ids.
 #[derive(Debug, Clone)]
 pub struct ArrayJob {
@@ -123,6 +138,27 @@ impl ArrayJob {
         }
         env.push(("PSIM_TASK_OFFSET".into(), offset.to_string()));
         env
+    }
+
+    /// [`ArrayJob::submit`], with the outcome both `psim sweep` and `psim
+    /// validate` act on: nothing more to do after a dry run or a successful
+    /// submission without `wait`; a failed submission without `wait` is an
+    /// error; with `wait` the arrays have ended, and the caller judges them
+    /// by their outputs (sbatch's own status is passed on).
+    pub fn submit_array(
+        &self,
+        ids: &[usize],
+        dry_run: bool,
+        wait: bool,
+        say: &mut dyn FnMut(&str),
+    ) -> Result<Submitted, String> {
+        let ok = self.submit(ids, dry_run, wait, say)?;
+        Ok(match (dry_run, wait) {
+            (true, _) => Submitted::DryRun,
+            (false, false) if !ok => return Err("sbatch failed; see its message above".into()),
+            (false, false) => Submitted::Queued,
+            (false, true) => Submitted::Ended { sbatch_ok: ok },
+        })
     }
 
     /// Writes the script and creates the log folder, then submits the task

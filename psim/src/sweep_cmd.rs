@@ -2,6 +2,7 @@
 //! run, runs it locally or hands it to SLURM, and reports.
 
 use anyhow::{bail, Context, Result};
+use psim::slurm::Submitted;
 use psim::sweep::{ChildOptions, Sweep, TaskOutcome, TaskState};
 use rayon::prelude::*;
 use std::path::Path;
@@ -179,18 +180,12 @@ fn slurm(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
     }
     let job = sw.array_job(exe);
     let logs = job.logs();
-    let ok = job
-        .submit(pending, a.dry_run, a.wait, &mut |l| println!("{l}"))
-        .map_err(anyhow::Error::msg)?;
-    if a.dry_run {
+    let Submitted::Ended { sbatch_ok } = job
+        .submit_array(pending, a.dry_run, a.wait, &mut |l| println!("{l}"))
+        .map_err(anyhow::Error::msg)?
+    else {
         return Ok(());
-    }
-    if !a.wait {
-        if !ok {
-            bail!("sbatch failed; see its message above");
-        }
-        return Ok(());
-    }
+    };
     // The array has ended: judge it by the outputs, not only by sbatch's status.
     let incomplete: Vec<&str> = pending
         .iter()
@@ -213,7 +208,7 @@ fn slurm(sw: &Sweep, exe: &Path, a: &SweepArgs, pending: &[usize]) -> Result<()>
             logs.display()
         );
     }
-    if !ok {
+    if !sbatch_ok {
         bail!("sbatch --wait failed although every task completed");
     }
     Ok(())

@@ -5,6 +5,7 @@
 use anyhow::{bail, Context, Result};
 use clap::Args;
 use psim::engine::SimOptions;
+use psim::slurm::Submitted;
 use psim::validate::{self, array, figures, report, Results, Scale, Target, Verdict};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -374,24 +375,21 @@ fn slurm(
         };
         index.prepare(&out).map_err(anyhow::Error::msg)?;
     }
-    let ok = job
-        .submit(&ids, a.dry_run, a.wait, &mut |l| println!("{l}"))
-        .map_err(anyhow::Error::msg)?;
-    if a.dry_run {
-        return Ok(());
-    }
-    if !a.wait {
-        if !ok {
-            bail!("sbatch failed; see its message above");
+    match job
+        .submit_array(&ids, a.dry_run, a.wait, &mut |l| println!("{l}"))
+        .map_err(anyhow::Error::msg)?
+    {
+        Submitted::DryRun => Ok(()),
+        Submitted::Queued => {
+            println!(
+                "when the array has ended: psim validate --collect --out {}",
+                out.display()
+            );
+            Ok(())
         }
-        println!(
-            "when the array has ended: psim validate --collect --out {}",
-            out.display()
-        );
-        return Ok(());
+        // The array has ended: judge it by the results, not by sbatch's status.
+        Submitted::Ended { .. } => collect(all, &out),
     }
-    // The array has ended: judge it by the results, not by sbatch's status.
-    collect(all, &out)
 }
 
 /// `--collect`: the array's results merged into OUT, figures written, and

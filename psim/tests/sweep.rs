@@ -3,6 +3,7 @@
 //! needs no SLURM). `tests/slurm.sh` submits to a real SLURM.
 
 use std::fs;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -280,6 +281,36 @@ fn bad_sweeps_are_one_line_errors_before_anything_runs() {
         .unwrap();
     assert_fails(&r, &["cannot run sbatch", "--backend local"]);
     assert!(!d.path().join("out").join(TASKS[0].0).exists());
+    // An sbatch that refuses the array (a stand-in script first on PATH):
+    // an error, and without --wait nothing else is claimed; one that accepts
+    // it: queued, exit 0.
+    for (code, ok) in [(1, false), (0, true)] {
+        let bin = d.path().join(format!("bin{code}"));
+        fs::create_dir_all(&bin).unwrap();
+        let sbatch = bin.join("sbatch");
+        fs::write(
+            &sbatch,
+            format!("#!/bin/sh\necho refused >&2\nexit {code}\n"),
+        )
+        .unwrap();
+        fs::set_permissions(&sbatch, PermissionsExt::from_mode(0o755)).unwrap();
+        let r = Command::new(env!("CARGO_BIN_EXE_psim"))
+            .args(["sweep", sweep.to_str().unwrap(), "--backend", "slurm"])
+            .env("PATH", &bin)
+            .output()
+            .unwrap();
+        if ok {
+            assert_ok(&r);
+        } else {
+            // sbatch's own message, then psim's one error line.
+            let stderr = text(&r.stderr);
+            assert_eq!(r.status.code(), Some(1), "{stderr}");
+            assert_eq!(
+                stderr.lines().collect::<Vec<_>>(),
+                ["refused", "error: sbatch failed; see its message above"]
+            );
+        }
+    }
     // Zero jobs or threads.
     assert_fails(
         &psim(&["sweep", sweep.to_str().unwrap(), "--jobs", "0"]),
