@@ -67,6 +67,14 @@ pub fn render(
     );
     let _ = writeln!(
         s,
+        "The committed quick results (validation/results/quick.json) are made at 1 shard x 1 thread \
+         (`--shards 1 --threads 1`) with a release build; each run records its event count, end time and a \
+         CRC-32 of its flow table. CI reruns the quick set at 3 shards x 2 threads (tests/validate.rs), and \
+         every run must match the committed one byte for byte: the determinism rule, for every validation \
+         scenario.\n"
+    );
+    let _ = writeln!(
+        s,
         "{} targets: {} reproduced, {} trend only, {} known difference, {} not yet modelled.\n",
         targets.len(),
         count(Status::Reproduced),
