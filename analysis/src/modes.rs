@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::error::{AnalysisError, Result};
-use crate::plots::{draw_frame, text_available, SIZE};
+use crate::error::Result;
+use crate::plots::{draw_frame, text_available, write_png_and_svg};
 use crate::stats::Report;
 
 /// File stem of the plot (`STEM.png`, `STEM.svg`).
@@ -230,25 +230,7 @@ pub fn write_mode_plot(rep: &Report, out: &Path, labels: &[String]) -> Result<Ve
     // Longest away from optimistic first; ties keep run, switch, pipeline, port order.
     lanes.sort_by(|a, b| b.1.away_ps().total_cmp(&a.1.away_ps()));
     lanes.truncate(TOP_LANES);
-    let png = out.join(format!("{MODE_PLOT}.png"));
-    let svg = out.join(format!("{MODE_PLOT}.svg"));
-    let fail = |path: &PathBuf| {
-        let path = path.clone();
-        move |detail| AnalysisError::Plot { path, detail }
-    };
-    {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        draw(&root, &lanes)
-            .and_then(|_| root.present().map_err(|e| e.to_string()))
-            .map_err(fail(&png))?;
-    }
-    {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        draw(&root, &lanes)
-            .and_then(|_| root.present().map_err(|e| e.to_string()))
-            .map_err(fail(&svg))?;
-    }
-    Ok(vec![png, svg])
+    write_png_and_svg(out, MODE_PLOT, |r| draw(r, &lanes), |r| draw(r, &lanes))
 }
 
 #[cfg(test)]

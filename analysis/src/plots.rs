@@ -400,25 +400,35 @@ pub(crate) fn draw_frame<DB: DrawingBackend, X: Ranged, Y: Ranged>(
 }
 
 fn write_one(out: &Path, stem: &str, rep: &Report, kind: Kind) -> Result<Vec<PathBuf>> {
+    write_png_and_svg(out, stem, |r| draw(r, rep, kind), |r| draw(r, rep, kind))
+}
+
+/// Draws one plot twice, as `OUT/STEM.png` and `OUT/STEM.svg` (each closure
+/// draws on its backend's root area), and returns the two paths; a failure
+/// is an error naming the file.
+pub(crate) fn write_png_and_svg(
+    out: &Path,
+    stem: &str,
+    png_draw: impl FnOnce(&DrawingArea<BitMapBackend<'_>, Shift>) -> std::result::Result<(), String>,
+    svg_draw: impl FnOnce(&DrawingArea<SVGBackend<'_>, Shift>) -> std::result::Result<(), String>,
+) -> Result<Vec<PathBuf>> {
+    let fail = |path: &PathBuf| {
+        let path = path.clone();
+        move |detail| AnalysisError::Plot { path, detail }
+    };
     let png = out.join(format!("{stem}.png"));
     {
         let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        draw(&root, rep, kind)
+        png_draw(&root)
             .and_then(|_| root.present().map_err(|e| e.to_string()))
-            .map_err(|detail| AnalysisError::Plot {
-                path: png.clone(),
-                detail,
-            })?;
+            .map_err(fail(&png))?;
     }
     let svg = out.join(format!("{stem}.svg"));
     {
         let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        draw(&root, rep, kind)
+        svg_draw(&root)
             .and_then(|_| root.present().map_err(|e| e.to_string()))
-            .map_err(|detail| AnalysisError::Plot {
-                path: svg.clone(),
-                detail,
-            })?;
+            .map_err(fail(&svg))?;
     }
     Ok(vec![png, svg])
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::error::{AnalysisError, Result};
-use crate::plots::{draw_frame, text_available, SIZE};
+use crate::error::Result;
+use crate::plots::{draw_frame, text_available, write_png_and_svg};
 use crate::stats::Report;
 
 /// File stem of the plot (`STEM.png`, `STEM.svg`).
@@ -153,23 +153,5 @@ pub fn write_queue_plot(rep: &Report, out: &Path, labels: &[String]) -> Result<V
     if !any {
         return Ok(Vec::new());
     }
-    let png = out.join(format!("{QUEUE_PLOT}.png"));
-    let svg = out.join(format!("{QUEUE_PLOT}.svg"));
-    let fail = |path: &PathBuf| {
-        let path = path.clone();
-        move |detail| AnalysisError::Plot { path, detail }
-    };
-    {
-        let root = BitMapBackend::new(&png, SIZE).into_drawing_area();
-        draw(&root, &lines)
-            .and_then(|_| root.present().map_err(|e| e.to_string()))
-            .map_err(fail(&png))?;
-    }
-    {
-        let root = SVGBackend::new(&svg, SIZE).into_drawing_area();
-        draw(&root, &lines)
-            .and_then(|_| root.present().map_err(|e| e.to_string()))
-            .map_err(fail(&svg))?;
-    }
-    Ok(vec![png, svg])
+    write_png_and_svg(out, QUEUE_PLOT, |r| draw(r, &lines), |r| draw(r, &lines))
 }
