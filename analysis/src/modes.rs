@@ -14,7 +14,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::Result;
-use crate::plots::{draw_frame, text_available, write_png_and_svg};
+use crate::plots::{
+    draw_frame, legend_upper_right, run_prefixed, text_available, write_png_and_svg,
+};
 use crate::stats::Report;
 
 /// File stem of the plot (`STEM.png`, `STEM.svg`).
@@ -43,9 +45,9 @@ pub struct Timeline {
 }
 
 impl Timeline {
-    /// Each mode's share of `[0, end_ps)`, indexed as [`MODES`] (a mode
-    /// value beyond them counts in none).
-    pub fn shares(&self) -> [f64; 4] {
+    /// Picoseconds spent in each mode over `[0, end_ps)`, indexed as
+    /// [`MODES`] (a mode value beyond them counts in none).
+    pub fn mode_ps(&self) -> [u64; 4] {
         let mut ps = [0u64; 4];
         let mut add = |mode: u32, from: u64, to: u64| {
             if let Some(x) = ps.get_mut(mode as usize) {
@@ -60,18 +62,18 @@ impl Timeline {
             (since, cur) = (t, mode);
         }
         add(cur, since, self.end_ps);
-        ps.map(|x| {
+        ps
+    }
+
+    /// Each mode's share of `[0, end_ps)`, indexed as [`MODES`].
+    pub fn shares(&self) -> [f64; 4] {
+        self.mode_ps().map(|x| {
             if self.end_ps == 0 {
                 0.0
             } else {
                 x as f64 / self.end_ps as f64
             }
         })
-    }
-
-    /// Time outside optimistic, ps.
-    fn away_ps(&self) -> f64 {
-        (1.0 - self.shares()[0]) * self.end_ps as f64
     }
 }
 
@@ -195,14 +197,7 @@ fn draw<DB: DrawingBackend>(
             .label_style(("sans-serif", 12))
             .draw()
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        legend_upper_right(&mut chart)?;
     }
     Ok(())
 }
@@ -217,18 +212,14 @@ pub fn write_mode_plot(rep: &Report, out: &Path, labels: &[String]) -> Result<Ve
     for (i, r) in rep.runs.iter().enumerate() {
         for t in r.modes.iter().flatten() {
             let label = format!("sw {} pipe {} port {}", t.switch, t.pipeline, t.port);
-            let label = match (rep.runs.len() > 1, labels.get(i)) {
-                (true, Some(run)) => format!("{run}: {label}"),
-                _ => label,
-            };
-            lanes.push((label, t.clone()));
+            lanes.push((run_prefixed(rep, labels, i, label), t.clone()));
         }
     }
     if lanes.is_empty() {
         return Ok(Vec::new());
     }
     // Longest away from optimistic first; ties keep run, switch, pipeline, port order.
-    lanes.sort_by(|a, b| b.1.away_ps().total_cmp(&a.1.away_ps()));
+    lanes.sort_by_cached_key(|l| std::cmp::Reverse(l.1.end_ps - l.1.mode_ps()[0]));
     lanes.truncate(TOP_LANES);
     write_png_and_svg(out, MODE_PLOT, |r| draw(r, &lanes), |r| draw(r, &lanes))
 }

@@ -403,6 +403,29 @@ fn write_one(out: &Path, stem: &str, rep: &Report, kind: Kind) -> Result<Vec<Pat
     write_png_and_svg(out, stem, |r| draw(r, rep, kind), |r| draw(r, rep, kind))
 }
 
+/// The upper-right legend of the queue and mode plots: a framed,
+/// translucent box of the series labels.
+pub(crate) fn legend_upper_right<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+) -> std::result::Result<(), String> {
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
+/// `label`, prefixed with run `i`'s label when the report has several runs.
+pub(crate) fn run_prefixed(rep: &Report, labels: &[String], i: usize, label: String) -> String {
+    match (rep.runs.len() > 1, labels.get(i)) {
+        (true, Some(run)) => format!("{run}: {label}"),
+        _ => label,
+    }
+}
+
 /// Draws one plot twice, as `OUT/STEM.png` and `OUT/STEM.svg` (each closure
 /// draws on its backend's root area), and returns the two paths; a failure
 /// is an error naming the file.

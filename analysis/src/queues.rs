@@ -12,7 +12,9 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::error::Result;
-use crate::plots::{draw_frame, text_available, write_png_and_svg};
+use crate::plots::{
+    draw_frame, legend_upper_right, run_prefixed, text_available, write_png_and_svg,
+};
 use crate::stats::Report;
 
 /// File stem of the plot (`STEM.png`, `STEM.svg`).
@@ -118,14 +120,7 @@ fn draw<DB: DrawingBackend>(
             .label_style(("sans-serif", 14))
             .draw()
             .map_err(|e| e.to_string())?;
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK)
-            .label_font(("sans-serif", 14))
-            .position(SeriesLabelPosition::UpperRight)
-            .draw()
-            .map_err(|e| e.to_string())?;
+        legend_upper_right(&mut chart)?;
     }
     Ok(())
 }
@@ -143,11 +138,7 @@ pub fn write_queue_plot(rep: &Report, out: &Path, labels: &[String]) -> Result<V
         };
         any = true;
         for (label, pts) in ls {
-            let label = match (rep.runs.len() > 1, labels.get(i)) {
-                (true, Some(run)) => format!("{run}: {label}"),
-                _ => label,
-            };
-            lines.push((label, pts));
+            lines.push((run_prefixed(rep, labels, i, label), pts));
         }
     }
     if !any {
