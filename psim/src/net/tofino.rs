@@ -58,8 +58,8 @@
 //!
 //! The trimmed header is [`HEADER_BYTES`] = 64 B, the paper's inferred size
 //! and [T]'s truncation, so it is not a parameter. Header-queue service
-//! (NDP's weighted round robin, or strict priority as in [T]) is the NDP
-//! discipline's `wrr_headers`.
+//! (NDP's weighted round robin, strict priority as in [T], or the byte WFQ
+//! of [TRIM] §2) is the NDP discipline's `sched`.
 //!
 //! Every delay the chip adds is an event the switch schedules for itself
 //! ([`crate::engine::event::EventKind::Chip`]), so the whole switch stays in one

@@ -51,7 +51,29 @@
 //! (the port saw one outcome for it), but the trim is still counted in
 //! [`NdpQueue::trims`].
 //!
-//! # Dequeue: weighted round robin (A4)
+//! # Dequeue: weighted round robin (A4), strict priority or byte WFQ
+//!
+//! `sched` picks how the two queues share the port when both hold packets;
+//! a lone backlogged queue is always served (work conserving).
+//! * `"wrr"` (default): the paper's packet round robin, below.
+//! * `"strict"`: the header queue always first, as the Tofino program's
+//!   "low prio queue" for data implies ([T] `switch.p4`, spec
+//!   `trimming-pfabric.md` §5.2) and as htsim's 100000:1 practically is.
+//! * `"byte_wfq"`: byte-based weighted fair queueing, which [TRIM] §2
+//!   recommends over strict priority: early trimmed headers still jump the
+//!   data queue, yet data keeps a byte share however many headers arrive, so
+//!   trimming cannot livelock the port. Headers get `header_share` of the
+//!   bytes while both queues are backlogged; by default the paper's 10:1 in
+//!   bytes, `wrr_headers × 64 / (wrr_headers × 64 + MTU + 64)` (6.6% at
+//!   9 KB: the weights are not given in [TRIM], which defers to the NDP
+//!   paper, spec §5.2). The pick is by finish tag over one contended
+//!   period: with `S_h`, `S_d` the bytes each queue has sent since both
+//!   became backlogged, the header goes first iff
+//!   `(S_h + size_h) / w_h <= (S_d + size_d) / w_d` (integer arithmetic,
+//!   ties to the header). A queue that empties ends the period and both
+//!   counts restart at 0: an idle queue banks no credit, as in GPS.
+//!
+//! The WRR:
 //!
 //! Packets, not bytes, are counted. A cycle position `wrr_pos` in
 //! `0..=wrr_headers` (default 0..=10) is kept per port:
@@ -71,6 +93,8 @@
 //! | header queue capacity `header_bytes` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] at NDP's MTU payload (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
 //! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; A4 |
+//! | `sched` | `"wrr"`; also `"strict"`, `"byte_wfq"` | [P] §3.1; [T] `switch.p4`; [TRIM] §2 |
+//! | `header_share` (`byte_wfq` only) | the paper's 10:1 in bytes at the MTU (6.6% at 9 KB) | [TRIM] §2 and spec `trimming-pfabric.md` §5.2 (weights from [P]) |
 //! | coin probability | 0.5, flipped only when the data queue is full | [P] §3.1; A5 |
 //! | `trim_arrival_only` | false (true = NetFPGA prototype) | [P] §4 |
 //! | `return_to_sender` | true (false = NetFPGA: drop) | [P] §3.2.4, §4; A7 |
@@ -102,6 +126,19 @@ pub const DEFAULT_DATA_PACKETS: u32 = 8;
 /// ([P] §3.1; [O]).
 pub const DEFAULT_WRR_HEADERS: u32 = 10;
 
+/// How the header and data queues share the port when both hold packets.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum HeaderSched {
+    /// `wrr_headers` headers per data packet ([P] §3.1, A4).
+    #[default]
+    Wrr,
+    /// Headers always first ([T] `switch.p4`).
+    Strict,
+    /// Byte-based weighted fair queueing ([TRIM] §2).
+    ByteWfq,
+}
+
 /// `kind = "ndp"`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
@@ -121,6 +158,12 @@ pub struct NdpConfig {
     pub return_to_sender: bool,
     /// Headers served per data packet when both queues are backlogged.
     pub wrr_headers: u32,
+    /// How the two queues share the port (default: the paper's WRR).
+    pub sched: HeaderSched,
+    /// `byte_wfq`: the headers' byte share while both queues are
+    /// backlogged (default: `wrr_headers` headers per MTU packet, in bytes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub header_share: Option<f64>,
     /// Count the packet in service against its queue's cap (htsim).
     pub count_in_service: bool,
     /// Default header budget as a multiple of the data queue's bytes.
@@ -136,6 +179,8 @@ impl Default for NdpConfig {
             trim_arrival_only: false,
             return_to_sender: true,
             wrr_headers: DEFAULT_WRR_HEADERS,
+            sched: HeaderSched::Wrr,
+            header_share: None,
             count_in_service: false,
             header_multiple: 1.0,
         }
@@ -154,6 +199,22 @@ impl NdpConfig {
                 ((base as f64 * self.header_multiple) as u64).max(HEADER_BYTES as u64)
             }
         })
+    }
+
+    /// The byte-WFQ weights (header, data): from `header_share` in parts
+    /// of [`WFQ_SCALE`], else exactly the paper's `wrr_headers` headers per
+    /// data packet of `mtu` payload, in bytes.
+    fn wfq_weights(&self, mtu: u32) -> (u64, u64) {
+        match self.header_share {
+            Some(share) => {
+                let w = ((share * WFQ_SCALE as f64).round() as u64).clamp(1, WFQ_SCALE - 1);
+                (w, WFQ_SCALE - w)
+            }
+            None => (
+                self.wrr_headers as u64 * HEADER_BYTES as u64,
+                (mtu + HEADER_BYTES) as u64,
+            ),
+        }
     }
 
     fn data_cap(&self, key: &str) -> Result<Capacity, ConfigError> {
@@ -188,6 +249,22 @@ impl DisciplineConfig for NdpConfig {
         if self.wrr_headers == 0 {
             return Err(bad(&format!("{key}.wrr_headers"), 0, "must be at least 1"));
         }
+        if let Some(share) = self.header_share {
+            if self.sched != HeaderSched::ByteWfq {
+                return Err(bad(
+                    &format!("{key}.header_share"),
+                    share,
+                    "applies only with sched = \"byte_wfq\"",
+                ));
+            }
+            if !(share > 0.0 && share < 1.0) {
+                return Err(bad(
+                    &format!("{key}.header_share"),
+                    share,
+                    "must be above 0 and below 1",
+                ));
+            }
+        }
         if !(self.header_multiple > 0.0 && self.header_multiple <= 1000.0) {
             return Err(bad(
                 &format!("{key}.header_multiple"),
@@ -205,12 +282,16 @@ impl DisciplineConfig for NdpConfig {
             .with_return_to_sender(self.return_to_sender)
             .with_wrr_headers(self.wrr_headers)
             .with_count_in_service(self.count_in_service)
+            .with_sched(self.sched, self.wfq_weights(env.mtu))
     }
     fn resolved(&self, env: &QueueEnv) -> Self {
         let mut c = self.clone();
         super::resolve_capacity(&mut c.queue_packets, c.queue_bytes, DEFAULT_DATA_PACKETS);
         let data = self.data_cap("").expect("validated");
         c.header_bytes = Some(self.header_cap(data, env.mtu));
+        // `header_share` stays unset when unset: the default weights are
+        // exact integers (640 : 9064 at 9 KB), which a share in f64 would
+        // only approximate, so a rerun of the resolved table could differ.
         c
     }
 }
@@ -273,6 +354,22 @@ pub fn trim(p: &mut Packet) {
     p.size = HEADER_BYTES;
 }
 
+/// A `header_share` becomes integer byte-WFQ weights in this many parts.
+const WFQ_SCALE: u64 = 1 << 20;
+
+/// State touched only on trims, bounces, drops and byte-WFQ picks: boxed,
+/// so the port's `Queue` keeps its pinned size (`queue/mod.rs`).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Cold {
+    counters: NdpCounters,
+    /// Byte-WFQ weights of the header and data queues.
+    w_hdr: u64,
+    w_data: u64,
+    /// Bytes each queue has sent in the current contended period.
+    sent_hdr: u64,
+    sent_data: u64,
+}
+
 /// The packet on the wire, for `count_in_service`.
 #[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct InService {
@@ -290,13 +387,12 @@ pub struct NdpQueue {
     hdr: Fifo,
     wrr_headers: u32,
     wrr_pos: u32,
+    sched: HeaderSched,
     trim_arrival_only: bool,
     return_to_sender: bool,
     count_in_service: bool,
     in_service: Option<InService>,
-    /// Boxed: touched only on trims, bounces and drops, and it keeps the
-    /// port's `Queue` within its pinned size (`queue/mod.rs`).
-    counters: Box<NdpCounters>,
+    cold: Box<Cold>,
 }
 
 impl NdpQueue {
@@ -311,11 +407,12 @@ impl NdpQueue {
             hdr: Fifo::new(header_cap),
             wrr_headers: DEFAULT_WRR_HEADERS,
             wrr_pos: 0,
+            sched: HeaderSched::Wrr,
             trim_arrival_only: false,
             return_to_sender: true,
             count_in_service: false,
             in_service: None,
-            counters: Box::default(),
+            cold: Box::default(),
         }
     }
 
@@ -349,6 +446,21 @@ impl NdpQueue {
     pub fn with_wrr_headers(mut self, n: u32) -> Self {
         assert!(n >= 1, "NDP WRR needs at least one header per data packet");
         self.wrr_headers = n;
+        self
+    }
+
+    /// How the two queues share the port; under [`HeaderSched::ByteWfq`]
+    /// the header and data queues get bytes in the ratio `weights` (both
+    /// at least 1; ignored otherwise). Default: the paper's WRR.
+    pub fn with_sched(mut self, sched: HeaderSched, weights: (u64, u64)) -> Self {
+        self.sched = sched;
+        if sched == HeaderSched::ByteWfq {
+            assert!(
+                weights.0 >= 1 && weights.1 >= 1,
+                "byte WFQ needs positive weights"
+            );
+            (self.cold.w_hdr, self.cold.w_data) = weights;
+        }
         self
     }
 
@@ -409,10 +521,10 @@ impl NdpQueue {
         if self.return_to_sender && pkt.kind == PacketKind::Header && !pkt.has(flags::BOUNCED) {
             std::mem::swap(&mut pkt.src, &mut pkt.dst);
             pkt.flags |= flags::BOUNCED;
-            self.counters.bounces += 1;
+            self.cold.counters.bounces += 1;
             cx.bounced(pkt);
         } else {
-            self.counters.drops += 1;
+            self.cold.counters.drops += 1;
             cx.dropped(pkt);
         }
     }
@@ -441,19 +553,19 @@ impl NdpQueue {
     }
     /// Payloads cut off so far.
     pub fn trims(&self) -> u64 {
-        self.counters.trims
+        self.cold.counters.trims
     }
     /// Headers returned to sender so far.
     pub fn bounces(&self) -> u64 {
-        self.counters.bounces
+        self.cold.counters.bounces
     }
     /// Packets dropped so far.
     pub fn drops(&self) -> u64 {
-        self.counters.drops
+        self.cold.counters.drops
     }
     /// All counters.
     pub fn counters(&self) -> NdpCounters {
-        *self.counters
+        self.cold.counters
     }
 }
 
@@ -478,13 +590,13 @@ impl Discipline for NdpQueue {
             let mut tail = self.data.pop_back().expect("tail_can_make_room");
             cx.trimmed_queued(&tail);
             trim(&mut tail);
-            self.counters.trims += 1;
+            self.cold.counters.trims += 1;
             self.hdr.push(tail);
             cx.queued(&pkt);
             self.data.push(pkt);
             return;
         }
-        self.counters.trims += 1;
+        self.cold.counters.trims += 1;
         if self.room(false, HEADER_BYTES, cx.now) {
             cx.trimmed(&pkt);
             trim(&mut pkt);
@@ -521,22 +633,62 @@ impl Discipline for NdpQueue {
 }
 
 impl NdpQueue {
-    /// The next packet by weighted round robin.
+    /// The next packet: `sched` decides between two backlogged queues.
     #[inline]
     fn pick(&mut self) -> Option<Packet> {
         match (self.hdr.q.is_empty(), self.data.q.is_empty()) {
             (false, false) => {
-                let header_turn = self.wrr_pos < self.wrr_headers;
-                self.wrr_pos = (self.wrr_pos + 1) % (self.wrr_headers + 1);
+                let header_turn = match self.sched {
+                    HeaderSched::Wrr => {
+                        let turn = self.wrr_pos < self.wrr_headers;
+                        self.wrr_pos = (self.wrr_pos + 1) % (self.wrr_headers + 1);
+                        turn
+                    }
+                    HeaderSched::Strict => true,
+                    HeaderSched::ByteWfq => self.wfq_header_turn(),
+                };
                 if header_turn {
                     self.hdr.pop_front()
                 } else {
                     self.data.pop_front()
                 }
             }
-            (false, true) => self.hdr.pop_front(),
-            (true, false) => self.data.pop_front(),
+            (false, true) => {
+                self.end_contention();
+                self.hdr.pop_front()
+            }
+            (true, false) => {
+                self.end_contention();
+                self.data.pop_front()
+            }
             (true, true) => None,
+        }
+    }
+
+    /// Byte WFQ between two backlogged queues: the smaller finish tag goes,
+    /// ties to the header (module documentation). Counts the chosen bytes.
+    #[inline]
+    fn wfq_header_turn(&mut self) -> bool {
+        let (h, d) = (self.hdr.q[0].size as u64, self.data.q[0].size as u64);
+        let c = &mut *self.cold;
+        let finish_hdr = (c.sent_hdr + h) as u128 * c.w_data as u128;
+        let finish_data = (c.sent_data + d) as u128 * c.w_hdr as u128;
+        let header = finish_hdr <= finish_data;
+        if header {
+            c.sent_hdr += h;
+        } else {
+            c.sent_data += d;
+        }
+        header
+    }
+
+    /// One queue is empty: a byte-WFQ contended period ends.
+    #[inline]
+    fn end_contention(&mut self) {
+        if self.sched == HeaderSched::ByteWfq {
+            let c = &mut *self.cold;
+            c.sent_hdr = 0;
+            c.sent_data = 0;
         }
     }
 }
@@ -653,6 +805,137 @@ mod tests {
         want.extend(std::iter::repeat_n(false, 10)); // 40 headers done
         want.extend(std::iter::repeat_n(true, 2)); // data alone
         assert_eq!(kinds, want);
+    }
+
+    /// A port with room for everything the scheduling tests offer.
+    fn roomy() -> NdpQueue {
+        NdpQueue::new(Capacity::Packets(1000), Capacity::Packets(10_000))
+    }
+
+    #[test]
+    fn strict_priority_sends_every_header_before_any_data() {
+        let mut k = Kit::new(0);
+        let mut q = roomy().with_sched(HeaderSched::Strict, (0, 0));
+        k.fill(&mut q, (0..3).map(data));
+        k.fill(&mut q, (0..40).map(|s| pkt(100 + s, Ack)));
+        let kinds: Vec<bool> = k.drain(&mut q).iter().map(|p| p.kind == Data).collect();
+        let want: Vec<bool> = (0..43).map(|i| i >= 40).collect();
+        assert_eq!(kinds, want);
+    }
+
+    /// Equal byte weights: before the k-th data packet of 9064 B goes, the
+    /// headers have sent the largest multiple of 64 B not above 9064·k B
+    /// (finish tags 64·i against 9064·k, ties to the header): 141, then
+    /// 283, 424, 566 headers in all.
+    #[test]
+    fn byte_wfq_splits_bytes_by_weight_between_backlogged_queues() {
+        let mut k = Kit::new(0);
+        let mut q = roomy().with_sched(HeaderSched::ByteWfq, (1, 1));
+        k.fill(&mut q, (0..4).map(data));
+        k.fill(&mut q, (0..600).map(|s| pkt(1000 + s, Pull)));
+        let out = k.drain(&mut q);
+        let headers_before: Vec<usize> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| p.kind == Data)
+            .enumerate()
+            .map(|(k, (i, _))| i - k)
+            .collect();
+        let want: Vec<usize> = (1..=4).map(|k| (9064 * k) / 64).collect();
+        assert_eq!(want, [141, 283, 424, 566]);
+        assert_eq!(headers_before, want);
+        assert_eq!(out.len(), 604, "work conserving: the rest drain alone");
+    }
+
+    /// The default weights are the paper's 10 headers per MTU packet in
+    /// bytes, so with full-size data byte WFQ sends exactly what the 10:1 WRR
+    /// sends; with small data packets it gives headers fewer turns.
+    #[test]
+    fn byte_wfq_default_weights_are_the_papers_ten_to_one_in_bytes() {
+        let cfg = NdpConfig {
+            sched: HeaderSched::ByteWfq,
+            ..NdpConfig::default()
+        };
+        assert_eq!(cfg.wfq_weights(9000), (640, 9064));
+        let env = QueueEnv {
+            mtu: 9000,
+            switch_k: None,
+            switch: None,
+            seed: 0,
+        };
+        assert_eq!(cfg.resolved(&env).wfq_weights(9000), (640, 9064));
+        let mut k = Kit::new(0);
+        let mut wfq = roomy().with_sched(HeaderSched::ByteWfq, cfg.wfq_weights(9000));
+        let mut wrr = roomy();
+        for q in [&mut wfq, &mut wrr] {
+            k.fill(q, (0..5).map(data));
+            k.fill(q, (0..40).map(|s| pkt(100 + s, Ack)));
+        }
+        let seqs = |q: &mut NdpQueue, k: &mut Kit| k.drain_seqs(q);
+        assert_eq!(seqs(&mut wfq, &mut k), seqs(&mut wrr, &mut k));
+        // 1564 B data packets: headers get 640 B per 9064 B of data.
+        let mut q = roomy().with_sched(HeaderSched::ByteWfq, (640, 9064));
+        k.fill(
+            &mut q,
+            (0..4).map(|s| pkt(s, Data)).map(|mut p| {
+                p.size = 1564;
+                p
+            }),
+        );
+        k.fill(&mut q, (0..10).map(|s| pkt(100 + s, Ack)));
+        let kinds: Vec<bool> = k.drain(&mut q).iter().map(|p| p.kind == Data).collect();
+        // Header i goes iff 64·i·9064 <= 1564·k·640 with k data sent so far
+        // plus the waiting one: i <= 1.7255·k, i.e. 1, 3, 5, 6 headers before
+        // data 1..4 (floor(1564·640·k / (64·9064))).
+        let before: Vec<u64> = (1..=4).map(|k| 1564 * 640 * k / (64 * 9064)).collect();
+        assert_eq!(before, [1, 3, 5, 6]);
+        let mut want = Vec::new();
+        let mut sent = 0;
+        for &b in &before {
+            want.extend(std::iter::repeat_n(false, (b - sent) as usize));
+            want.push(true);
+            sent = b;
+        }
+        want.extend(std::iter::repeat_n(false, 10 - sent as usize));
+        assert_eq!(kinds, want);
+    }
+
+    /// An idle header queue banks no credit: after data has gone alone, the
+    /// next contended period starts even, so a lone header jumps the data.
+    #[test]
+    fn byte_wfq_restarts_its_counts_when_a_queue_empties() {
+        let mut k = Kit::new(0);
+        let mut q = roomy().with_sched(HeaderSched::ByteWfq, (1, 1));
+        k.fill(&mut q, (0..3).map(data));
+        assert_eq!(k.take(&mut q).map(|p| p.seq), Some(0));
+        k.fill(&mut q, [pkt(50, Nack)]);
+        assert_eq!(k.take(&mut q).map(|p| p.seq), Some(50), "the header jumps");
+        assert_eq!(k.take(&mut q).map(|p| p.seq), Some(1));
+    }
+
+    #[test]
+    fn header_share_needs_byte_wfq_and_a_fraction() {
+        let err = |c: NdpConfig| c.validate("switch.queue").unwrap_err().to_string();
+        let wrr = NdpConfig {
+            header_share: Some(0.5),
+            ..NdpConfig::default()
+        };
+        assert!(err(wrr).contains("switch.queue.header_share"));
+        for share in [0.0, 1.0, -0.1, f64::NAN] {
+            let c = NdpConfig {
+                sched: HeaderSched::ByteWfq,
+                header_share: Some(share),
+                ..NdpConfig::default()
+            };
+            assert!(err(c).contains("above 0 and below 1"), "{share}");
+        }
+        let ok = NdpConfig {
+            sched: HeaderSched::ByteWfq,
+            header_share: Some(0.25),
+            ..NdpConfig::default()
+        };
+        assert!(ok.validate("switch.queue").is_ok());
+        assert_eq!(ok.wfq_weights(9000), (1 << 18, 3 << 18));
     }
 
     #[test]
