@@ -378,6 +378,16 @@ impl NdpSource {
         self.recent_len = (self.recent_len + 1).min(RECENT);
     }
 
+    /// The mean NACK ratio over the paths with feedback (A11).
+    fn mean_nack_ratio(&self) -> f64 {
+        let (mut sum, mut cnt) = (0.0, 0u32);
+        for sc in self.scores.iter().filter(|s| s.acks + s.nacks > 0) {
+            sum += sc.nacks as f64 / (sc.acks + sc.nacks) as f64;
+            cnt += 1;
+        }
+        sum / cnt.max(1) as f64
+    }
+
     /// Spec A11: update one path's score and its avoid counter.
     fn score(&mut self, path: u32, acks: u64, nacks: u64) {
         let s = &mut self.scores[path as usize];
@@ -386,19 +396,15 @@ impl NdpSource {
         if !self.p.path_penalty {
             return;
         }
-        let (mut sum, mut cnt) = (0.0, 0u32);
-        for sc in self.scores.iter().filter(|s| s.acks + s.nacks > 0) {
-            sum += sc.nacks as f64 / (sc.acks + sc.nacks) as f64;
-            cnt += 1;
-        }
-        let mean = sum / cnt.max(1) as f64;
-        let s = &mut self.scores[path as usize];
         let n = s.acks + s.nacks;
         let ratio = s.nacks as f64 / n.max(1) as f64;
-        if n > PENALTY_MIN_FEEDBACK
-            && ratio > PENALTY_MEAN_FACTOR * mean
+        // The mean over all paths is a loop over them, so it is computed
+        // only for a path that passes the two cheap tests (the same answer).
+        let bad = n > PENALTY_MIN_FEEDBACK
             && ratio > PENALTY_MIN_RATIO
-        {
+            && ratio > PENALTY_MEAN_FACTOR * self.mean_nack_ratio();
+        let s = &mut self.scores[path as usize];
+        if bad {
             s.avoid += 1;
         } else {
             s.avoid = s.avoid.saturating_sub(1);
