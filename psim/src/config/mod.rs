@@ -459,6 +459,33 @@ mod tests {
         assert_eq!(s.file.traffic[0]["size_bytes"].as_integer(), Some(2000));
     }
 
+    /// A degraded link's own loss: 0 to 1 (1 = failed), on both of its ports
+    /// only; a bad value names its key.
+    #[test]
+    fn a_degraded_link_carries_its_own_loss_rate() {
+        let link = "[[topology.degraded_links]]\ncore = 1\npod = 3\nloss_rate = 1.0\n";
+        let s = load(&format!("{BASE}{link}"), &[]).unwrap();
+        let t = &s.topology;
+        let lossy: Vec<(u32, u16)> = (0..t.entities())
+            .flat_map(|e| (0..t.port_count(e)).map(move |p| (e, p)))
+            .filter(|&(e, p)| t.link_loss(e, p).is_some())
+            .collect();
+        assert_eq!(lossy.len(), 2, "{lossy:?}");
+        for (e, p) in lossy {
+            let far = t.port(e, p).peer;
+            let ends = [t.kind(e), t.kind(far)];
+            assert!(ends.contains(&EntityKind::Core) && ends.contains(&EntityKind::Agg));
+            assert_eq!(t.link_loss(e, p), Some(1.0));
+        }
+        let e = load(
+            &format!("{BASE}{link}"),
+            &["topology.degraded_links.0.loss_rate=1.5"],
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("topology.degraded_links[0].loss_rate"), "{e}");
+    }
+
     #[test]
     fn malformed_toml_names_file_and_line() {
         let e = load("seed = 1\n[topology\n", &[]).unwrap_err().to_string();

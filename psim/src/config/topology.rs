@@ -102,6 +102,10 @@ pub struct DegradedLinkFile {
     pub gbps: Option<f64>,
     /// Propagation delay, ns (default: the core tier's).
     pub latency_ns: Option<f64>,
+    /// Probability that a packet is lost on this link, in either direction
+    /// (default: `[link] loss_rate`); 1 is a failed link that routing has
+    /// not yet removed ([P] §3.2.3).
+    pub loss_rate: Option<f64>,
 }
 
 /// Overrides for one tier of links.
@@ -334,6 +338,16 @@ pub(crate) fn build_topology(t: &TopologyFile, base: &Path) -> Result<Topology, 
                         .unwrap_or(core.delay_ps),
                 };
                 ft = ft.with_core_link_override(d.core, d.pod, link);
+                if let Some(l) = d.loss_rate {
+                    if !(0.0..=1.0).contains(&l) {
+                        return Err(bad(
+                            &format!("{key}.loss_rate"),
+                            l,
+                            "must be 0 to 1 (1 = a failed link)",
+                        ));
+                    }
+                    ft = ft.with_core_link_loss(d.core, d.pod, l);
+                }
             }
             Ok(Topology::FatTree(ft))
         }

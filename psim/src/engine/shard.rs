@@ -188,6 +188,7 @@ impl Shard {
                 .map(|p| {
                     let mut port =
                         Port::new(scn.queues.build(kind, e, shared.seed), topo.port(e, p));
+                    let loss = topo.link_loss(e, p).unwrap_or(loss);
                     if loss > 0.0 {
                         port.loss = Some(Box::new(LinkLoss::new(loss, shared.seed, e, p)));
                     }

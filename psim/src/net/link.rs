@@ -9,7 +9,9 @@
 //! losses do not depend on the partition. A lost packet has used the link
 //! (its serialisation time passes) and never arrives; it counts in
 //! `packets.dropped` and `packets.lost_on_link`. PFC frames are never lost.
-//! At the default 0 no stream exists and no draw is made.
+//! At the default 0 no stream exists and no draw is made. A FatTree's
+//! `[[topology.degraded_links]]` may give one core link its own `loss_rate`
+//! (up to 1, a failed link that still receives traffic), in both directions.
 //!
 //! | parameter (`[link]`) | default | source |
 //! |---|---|---|

@@ -89,7 +89,7 @@
 //!
 //! | parameter | default | source |
 //! |---|---|---|
-//! | data queue capacity `queue_packets` (or `queue_bytes`) | 8 packets ([`DEFAULT_DATA_PACKETS`]); A3 recommends bytes, 8 × 9000 B | [P] §3.1.1, §6; [O]; A3 |
+//! | data queue capacity `queue_bytes` (or `queue_packets`) | 8 MTU payloads in bytes ([`DEFAULT_DATA_PACKETS`] × MTU): 72,000 B at 9 KB, which holds 7 packets of 9,064 B on the wire, as [C]'s "8-packet" queues do; `queue_packets` counts whole packets instead | [P] §3.1.1, §6 ("8 packets"); [O]; A3 |
 //! | header queue capacity `header_bytes` | same bytes as the data queue: [`NdpQueue::header_bytes_for`] at NDP's MTU payload (8 × 9000 B = 1125 × 64 B headers) | [P] §3.2.4; A3 |
 //! | header size | [`HEADER_BYTES`] = 64 B | [P] §3.2.4 |
 //! | WRR ratio `wrr_headers` : 1 | 10 : 1 ([`DEFAULT_WRR_HEADERS`]) | [P] §3.1; [O]; A4 |
@@ -120,7 +120,8 @@ use rand::RngExt;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 
-/// Default data-queue length in packets ([P] §3.1.1, §6.1, §6.2; [O]).
+/// The paper's data-queue length, "8 packets" ([P] §3.1.1, §6.1, §6.2;
+/// [O]); the default cap is this many MTU payloads in bytes (A3).
 pub const DEFAULT_DATA_PACKETS: u32 = 8;
 /// Default headers served per data packet when both queues are backlogged
 /// ([P] §3.1; [O]).
@@ -143,10 +144,11 @@ pub enum HeaderSched {
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct NdpConfig {
-    /// Data queue capacity in packets (default [`DEFAULT_DATA_PACKETS`]).
+    /// Data queue capacity in packets (default: none, the byte cap applies).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_packets: Option<u32>,
-    /// Data queue capacity in bytes, instead of packets.
+    /// Data queue capacity in bytes (default [`DEFAULT_DATA_PACKETS`] MTU
+    /// payloads, A3).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_bytes: Option<u64>,
     /// Header queue bytes (default: the data queue's byte budget).
@@ -217,8 +219,11 @@ impl NdpConfig {
         }
     }
 
-    fn data_cap(&self, key: &str) -> Result<Capacity, ConfigError> {
-        let default = Capacity::Packets(DEFAULT_DATA_PACKETS);
+    /// The data queue's cap; by default A3's bytes, [`DEFAULT_DATA_PACKETS`]
+    /// MTU payloads of `mtu` bytes (the headers are not budgeted, so the cap
+    /// holds one packet fewer, as in [C]).
+    fn data_cap(&self, key: &str, mtu: u32) -> Result<Capacity, ConfigError> {
+        let default = Capacity::Bytes(DEFAULT_DATA_PACKETS as u64 * mtu as u64);
         capacity(key, self.queue_packets, self.queue_bytes, default)
     }
 }
@@ -227,10 +232,10 @@ impl NdpConfig {
     /// The data queue's capacity in bytes, packets counted at the MTU
     /// payload `mtu` plus the header (the Tofino meters' default depth).
     pub fn data_capacity_bytes(&self, mtu: u32) -> u64 {
-        match self.data_cap("") {
+        match self.data_cap("", mtu) {
             Ok(Capacity::Bytes(b)) => b,
             Ok(Capacity::Packets(n)) => n as u64 * (mtu + HEADER_BYTES) as u64,
-            Err(_) => DEFAULT_DATA_PACKETS as u64 * (mtu + HEADER_BYTES) as u64,
+            Err(_) => DEFAULT_DATA_PACKETS as u64 * mtu as u64,
         }
     }
 }
@@ -238,7 +243,8 @@ impl NdpConfig {
 impl DisciplineConfig for NdpConfig {
     type Queue = NdpQueue;
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
-        self.data_cap(key)?;
+        // The MTU only sizes the default, which is always valid.
+        self.data_cap(key, 1)?;
         if self.header_bytes == Some(0) {
             return Err(bad(
                 &format!("{key}.header_bytes"),
@@ -275,7 +281,7 @@ impl DisciplineConfig for NdpConfig {
         Ok(())
     }
     fn build(&self, env: &QueueEnv) -> NdpQueue {
-        let data = self.data_cap("").expect("validated");
+        let data = self.data_cap("", env.mtu).expect("validated");
         let header = self.header_cap(data, env.mtu);
         NdpQueue::new(data, Capacity::Bytes(header))
             .with_trim_arrival_only(self.trim_arrival_only)
@@ -286,8 +292,10 @@ impl DisciplineConfig for NdpConfig {
     }
     fn resolved(&self, env: &QueueEnv) -> Self {
         let mut c = self.clone();
-        super::resolve_capacity(&mut c.queue_packets, c.queue_bytes, DEFAULT_DATA_PACKETS);
-        let data = self.data_cap("").expect("validated");
+        let data = self.data_cap("", env.mtu).expect("validated");
+        if let Capacity::Bytes(b) = data {
+            c.queue_bytes = Some(b);
+        }
         c.header_bytes = Some(self.header_cap(data, env.mtu));
         // `header_share` stays unset when unset: the default weights are
         // exact integers (640 : 9064 at 9 KB), which a share in f64 would

@@ -35,6 +35,9 @@ pub struct FatTree {
     /// Core-aggregation links with their own rate/delay: (core index, pod, link).
     /// NDP V24 ([P] Fig. 22) degrades one such link to 1 Gb/s.
     overrides: Vec<(u32, u32, LinkSpec)>,
+    /// Core-aggregation links with their own loss probability: (core, pod, p),
+    /// e.g. a failed link that routing has not yet removed ([P] §3.2.3).
+    losses: Vec<(u32, u32, f64)>,
 }
 
 impl FatTree {
@@ -43,6 +46,35 @@ impl FatTree {
     pub fn with_core_link_override(mut self, core: u32, pod: u32, link: LinkSpec) -> Self {
         self.overrides.push((core, pod, link));
         self
+    }
+
+    /// Gives the link between core switch `core` and pod `pod` its own loss
+    /// probability per packet, in both directions (1 = a failed link).
+    pub fn with_core_link_loss(mut self, core: u32, pod: u32, p: f64) -> Self {
+        self.losses.push((core, pod, p));
+        self
+    }
+
+    /// The loss probability of the link leaving port `p` of entity `e`, if
+    /// that link has its own ([`Self::with_core_link_loss`]).
+    pub(super) fn link_loss(&self, e: u32, p: u16) -> Option<f64> {
+        if self.losses.is_empty() {
+            return None;
+        }
+        let p = p as u32;
+        let (core, pod) = match self.kind(e) {
+            EntityKind::Agg if p >= self.half => {
+                let g = e - self.agg_base();
+                ((g % self.half) * self.half + p - self.half, g / self.half)
+            }
+            EntityKind::Core => (e - self.core_base(), p),
+            _ => return None,
+        };
+        self.losses
+            .iter()
+            .rev()
+            .find(|(c, q, _)| *c == core && *q == pod)
+            .map(|l| l.2)
     }
 
     /// Number of core switches.
@@ -81,6 +113,7 @@ impl FatTree {
             tor_link,
             core_link,
             overrides: Vec::new(),
+            losses: Vec::new(),
         }
     }
     /// Switch radix.

@@ -96,6 +96,15 @@ impl Topology {
     pub fn port_count(&self, e: u32) -> u16 {
         dispatch!(self, t => t.port_count(e))
     }
+    /// The loss probability of the link leaving port `p` of entity `e`, where
+    /// the topology gives that link its own (a FatTree's degraded links);
+    /// `None` means the scenario's `[link] loss_rate` applies.
+    pub fn link_loss(&self, e: u32, p: u16) -> Option<f64> {
+        match self {
+            Topology::FatTree(t) => t.link_loss(e, p),
+            Topology::LeafSpine(_) | Topology::Graph(_) => None,
+        }
+    }
     /// The link leaving port `p` of entity `e`.
     pub fn port(&self, e: u32, p: u16) -> PortInfo {
         dispatch!(self, t => t.port(e, p))

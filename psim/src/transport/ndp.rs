@@ -28,7 +28,7 @@
 //! | `timeout_resends` | true: a packet with no ACK, NACK or bounce by its deadline is resent | [P] §3.2 (a 1 ms RTO is safe); htsim disables timer resends and relies on return-to-sender (A12, [C] `RESEND_ON_TIMEOUT` unset): false. Then a packet lost outright (a bounced header dropped again) is never resent, and the flow stalls until the run's watchdog stops it |
 //! | `control_spray` | true: the receiver sends its ACKs, NACKs and PULLs one per path over a shuffled path list, reshuffled when used up, as the sender sprays data | A19 ([C]: the sink sprays its control packets); false: ACKs and NACKs return on the data packet's path, PULLs go round robin over the paths |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
-//! | loss penalty | a retransmission timeout counts as a NACK on its path | [P] §3.2.3 ("a per-path loss counter") |
+//! | loss counter | a retransmission timeout counts one loss on the path the packet last took (not a NACK). With `path_penalty`, a path whose losses are an outlier (at least 3, and above mean + 3·√mean of the sender's paths) is left out of the next 2^s reshuffles, s = 1, 2, … up to 8 for its successive outlier losses | [P] §3.2.3 ("a path loss counter … outliers … temporarily removed"); the thresholds are psim's (the paper gives none): see [`NdpSource::count_loss`] |
 //! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; A8 |
 //!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
@@ -186,12 +186,23 @@ const RECENT: u32 = 12;
 const PENALTY_MIN_FEEDBACK: u64 = 100;
 const PENALTY_MEAN_FACTOR: f64 = 1.25;
 const PENALTY_MIN_RATIO: f64 = 0.30;
+/// Loss-outlier rule ([`NdpSource::count_loss`]): the fewest losses that can
+/// make a path an outlier, and the cap on the exclusion's doubling.
+const LOSS_MIN: u64 = 3;
+const LOSS_MAX_STRIKES: u32 = 8;
 
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct PathScore {
     acks: u64,
     nacks: u64,
+    /// A11's avoid counter (NACK outliers).
     avoid: u32,
+    /// Packets lost on this path (timeouts), [P] §3.2.3.
+    losses: u64,
+    /// Successive outlier losses since the last ACK on this path.
+    strikes: u32,
+    /// Left out of the path list until this many reshuffles have happened.
+    excluded_until: u64,
 }
 
 #[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
@@ -222,7 +233,11 @@ pub struct NdpSource {
     recent_len: u32,
     paths: Vec<u32>,
     path_idx: usize,
+    /// How many times the path list has been shuffled (the loss exclusion's clock).
+    reshuffles: u64,
     scores: Vec<PathScore>,
+    /// Losses over all paths (for the loss counter's mean).
+    losses: u64,
     rtt: RttEstimator,
     /// Counters.
     pub stats: SourceStats,
@@ -249,7 +264,9 @@ impl NdpSource {
             recent_len: 0,
             paths: (0..flow.num_paths).collect(),
             path_idx: usize::MAX,
+            reshuffles: 0,
             scores: vec![PathScore::default(); flow.num_paths as usize],
+            losses: 0,
             rtt: RttEstimator::default(),
             stats: SourceStats::default(),
         }
@@ -289,13 +306,15 @@ impl NdpSource {
             if self.path_idx >= n {
                 shuffle(&mut self.paths, cx.rng);
                 self.path_idx = 0;
+                self.reshuffles += 1;
             }
             let p = self.paths[self.path_idx];
             self.path_idx += 1;
             if Some(p) == avoid {
                 continue;
             }
-            if self.p.path_penalty && self.scores[p as usize].avoid > 0 {
+            let sc = &self.scores[p as usize];
+            if self.p.path_penalty && (sc.avoid > 0 || sc.excluded_until > self.reshuffles) {
                 continue;
             }
             return p;
@@ -411,6 +430,39 @@ impl NdpSource {
         }
     }
 
+    /// [P] §3.2.3's path loss counter: a timeout counts one loss against the
+    /// path the packet last took. The paper removes "outliers with regards
+    /// to packet loss" for a while but gives no rule, so psim's is:
+    /// * losses should almost never happen and spraying gives every path the
+    ///   same share of packets, so with no faulty path the per-path counts
+    ///   are about Poisson around their mean `m` (total losses / paths). A
+    ///   path is an outlier when its count is at least [`LOSS_MIN`] and
+    ///   above `m + 3·√m`, a tail that chance alone rarely reaches;
+    /// * an outlier loss is a strike: the path is left out of the next `2^s`
+    ///   reshuffles of the path list (`s` strikes, at most
+    ///   [`LOSS_MAX_STRIKES`]), then tried again. A failed link keeps losing
+    ///   its probes and is tried ever more rarely. Counts and strikes never
+    ///   decay, like A11's: a path that comes back is used until it loses
+    ///   again, and a slow path whose packets time out (V24's 1 Gb/s link)
+    ///   is left out for ever longer even though some of its packets arrive.
+    ///
+    /// Exclusion is counted in reshuffles, not time, so an idle flow keeps
+    /// no timer for it. Without `path_penalty` the losses are only counted.
+    fn count_loss(&mut self, path: u32) {
+        self.losses += 1;
+        let paths = self.scores.len() as f64;
+        let sc = &mut self.scores[path as usize];
+        sc.losses += 1;
+        if !self.p.path_penalty {
+            return;
+        }
+        let mean = self.losses as f64 / paths;
+        if sc.losses >= LOSS_MIN && sc.losses as f64 > mean + 3.0 * mean.sqrt() {
+            sc.strikes = (sc.strikes + 1).min(LOSS_MAX_STRIKES);
+            sc.excluded_until = self.reshuffles + (1u64 << sc.strikes);
+        }
+    }
+
     fn on_pull(&mut self, counter: u64, cx: &mut Ctx<'_>) {
         if counter <= self.last_pull {
             return; // reordered or duplicate pull
@@ -509,8 +561,7 @@ impl Transport for NdpSource {
         for seq in due {
             let Some(s) = self.settle(seq) else { continue };
             self.stats.timeouts += 1;
-            // [P] §3.2.3: the scoreboard also counts losses against the path.
-            self.score(s.path, 0, 1);
+            self.count_loss(s.path);
             self.rtx.retain(|&(q, _)| q != seq);
             self.send(seq, true, Some(s.path), cx);
         }
@@ -915,6 +966,64 @@ mod tests {
             .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
             .collect();
         assert_eq!(paths.len(), 4);
+    }
+
+    /// [P] §3.2.3's loss counter: a path that loses every packet (a failed
+    /// link) becomes an outlier once its count passes mean + 3·√mean. With 4
+    /// paths and all L losses on one, that is L > L/4 + 1.5·√L, so L = 5. It
+    /// is then left out for 2, 4, 8, … reshuffles. Losses spread evenly never
+    /// exclude a path.
+    #[test]
+    fn a_path_that_keeps_losing_packets_is_left_out_for_a_doubling_while() {
+        let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
+        h.start(0);
+        let sweep = |h: &mut Host<NdpSource>| -> Vec<u32> {
+            (0..12)
+                .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
+                .collect()
+        };
+        for _ in 0..4 {
+            h.ep.count_loss(2);
+        }
+        assert!(
+            sweep(&mut h).contains(&2),
+            "4 losses are not yet an outlier"
+        );
+        h.ep.count_loss(2);
+        assert_eq!(h.ep.scores[2].strikes, 1);
+        let r = h.ep.reshuffles;
+        assert_eq!(h.ep.scores[2].excluded_until, r + 2);
+        // Left out while the list is reshuffled twice, then back.
+        let mut picks = Vec::new();
+        while h.ep.reshuffles < r + 2 {
+            picks.push(h.with(0, |s, cx| s.next_path(None, cx)));
+        }
+        assert!(!picks[..picks.len() - 1].contains(&2), "{picks:?}");
+        assert!(sweep(&mut h).contains(&2));
+        // A second outlier loss doubles the exclusion, and so on up to 2^8.
+        h.ep.count_loss(2);
+        assert_eq!(h.ep.scores[2].strikes, 2);
+        assert_eq!(h.ep.scores[2].excluded_until, h.ep.reshuffles + 4);
+        for _ in 0..20 {
+            h.ep.count_loss(2);
+        }
+        assert_eq!(h.ep.scores[2].excluded_until, h.ep.reshuffles + 256);
+        // Without the penalty the losses are counted, nothing is excluded.
+        let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
+        h.ep.p.path_penalty = false;
+        for _ in 0..20 {
+            h.ep.count_loss(1);
+        }
+        assert_eq!(
+            (h.ep.scores[1].losses, h.ep.scores[1].excluded_until),
+            (20, 0)
+        );
+        // Evenly spread losses: no path is an outlier.
+        let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
+        for i in 0..400 {
+            h.ep.count_loss(i % 4);
+        }
+        assert!(h.ep.scores.iter().all(|sc| sc.strikes == 0));
     }
 
     /// [P] §3.2: a NACKed packet is resent, on the next PULL, on a path other
