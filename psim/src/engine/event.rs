@@ -115,7 +115,8 @@ impl EventCounts {
     /// A superseded timer (processed in a window or dropped at a boundary).
     pub const TIMER_STALE: usize = 8;
     /// [`EventKind::TxDone`] after which the port went idle (nothing to
-    /// send): the events a deferred completion could save (docs/engine.md).
+    /// send), whether it ran from the heap or was settled in its port
+    /// (docs/engine.md, "Idle completions").
     pub const TX_DONE_IDLE: usize = 9;
     /// Names, in index order (outputs and the bench table use them).
     pub const NAMES: [&'static str; Self::KINDS] = [

@@ -155,6 +155,10 @@ pub struct Shard {
     pub flows: (u64, u64),
     /// Time of the last entity event processed.
     pub last_event_ps: u64,
+    /// Key of the event being processed: a port's deferred completion
+    /// ([`Port::deferred_done`]) before it has already happened, one after
+    /// it has not. Set per event, so not checkpointed.
+    key_now: EventKey,
     /// End of the last window run (everything before it is processed).
     pub horizon: u64,
     /// Packet counters.
@@ -260,6 +264,12 @@ impl Shard {
             event_counts: EventCounts::default(),
             flows: (0, 0),
             last_event_ps: 0,
+            key_now: EventKey {
+                time: 0,
+                target: 0,
+                source: 0,
+                seq: 0,
+            },
             horizon: 0,
             counters: PacketCounters::default(),
             error: None,
@@ -325,6 +335,7 @@ impl Shard {
                 continue;
             }
             self.events_processed += 1;
+            self.key_now = ev.key;
             let local = self.shared.local[ev.key.target as usize] as usize;
             // Each arm counts its kind at a constant index: one add, no bounds check.
             let counts = &mut self.event_counts.0;
@@ -352,6 +363,7 @@ impl Shard {
                 }
                 EventKind::PauseEnd { port, prio } => {
                     counts[EventCounts::PAUSE_END] += 1;
+                    self.wake(local, port);
                     if self.nodes[local].ports[port as usize].pause_expired(prio, now) {
                         self.transmit(local, port, now);
                     }
@@ -526,6 +538,7 @@ impl Shard {
     /// port p).
     fn on_pause_frame(&mut self, local: usize, port: u16, frame: Packet, now: u64) {
         self.counters.frames_received += 1;
+        self.wake(local, port);
         let node = &mut self.nodes[local];
         let (timed, resumed) = node.ports[port as usize].receive_frame(&frame, now);
         for prio in (0..8u8).filter(|q| timed & (1 << q) != 0) {
@@ -553,6 +566,8 @@ impl Shard {
             Signal::Pause { port, prio } => (port, prio, true),
             Signal::Resume { port, prio } => (port, prio, false),
         };
+        self.wake(local, port);
+        let node = &mut self.nodes[local];
         if node.ports[port as usize].request_frame(prio, pause, pause_ps) {
             self.transmit(local, port, now);
         }
@@ -624,6 +639,7 @@ impl Shard {
     /// and an idle port starts.
     #[inline]
     fn offer_at(&mut self, local: usize, port: u16, pkt: Packet, now: u64, ingress: Option<u16>) {
+        self.wake(local, port);
         let node = &mut self.nodes[local];
         let p = &mut node.ports[port as usize];
         let mut cx = PortCx {
@@ -675,6 +691,61 @@ impl Shard {
         }
     }
 
+    /// Settles `port`'s deferred completion before anything changes the
+    /// port: if the completion's key is before the current event's, it has
+    /// already happened (the port went idle then, and the count is as if
+    /// its event ran); otherwise it becomes the event it would have been,
+    /// under the same key. Either way every later key, and so every output,
+    /// is as if the completion had been in the heap all along.
+    fn wake(&mut self, local: usize, port: u16) {
+        let node = &mut self.nodes[local];
+        let Some((time, seq)) = node.ports[port as usize].deferred_done.take() else {
+            return;
+        };
+        let key = EventKey {
+            time,
+            target: node.id,
+            source: node.id,
+            seq,
+        };
+        if key < self.key_now {
+            self.settle_idle(local, port, time);
+        } else {
+            self.events.push(key, EventKind::TxDone { port });
+        }
+    }
+
+    /// What the transmit-done event at `time` of a port with nothing to send
+    /// did: free the port and try to start it (which finds nothing, but
+    /// lets the discipline and the trace see the port at that time).
+    fn settle_idle(&mut self, local: usize, port: u16, time: u64) {
+        self.nodes[local].ports[port as usize].finish();
+        let started = self.transmit(local, port, time);
+        debug_assert!(!started, "a deferred completion had packets behind it");
+        self.events_processed += 1;
+        self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
+        self.last_event_ps = self.last_event_ps.max(time);
+    }
+
+    /// At the end of a run: settles every deferred completion the run would
+    /// have processed (those before the stop time), for the event counts and
+    /// the end time.
+    pub fn settle_deferred(&mut self) {
+        let stop = self.shared.stop_ps.unwrap_or(u64::MAX);
+        for local in 0..self.nodes.len() {
+            for port in 0..self.nodes[local].ports.len() {
+                let p = &mut self.nodes[local].ports[port];
+                match p.deferred_done {
+                    Some((time, _)) if time < stop => {
+                        p.deferred_done = None;
+                        self.settle_idle(local, port as u16, time);
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
     /// Starts serialising the next packet of a port, if it can start; puts
     /// the packet on the wire and schedules the port's transmit-done.
     /// Returns whether a packet started (for the event counts).
@@ -703,7 +774,21 @@ impl Shard {
         } else if let Some(mmu) = node.pfc.as_deref_mut() {
             signal = mmu.release(&pkt, port, from);
         }
-        schedule_own(&mut self.events, node, done, EventKind::TxDone { port });
+        // Nothing behind this packet: its completion would only mark the port
+        // idle, so it is kept in the port, not the heap, until needed.
+        let idle_after = p.nothing_waiting();
+        let seq = node.next_seq();
+        if idle_after {
+            node.ports[port as usize].deferred_done = Some((done, seq));
+        } else {
+            let key = EventKey {
+                time: done,
+                target: node.id,
+                source: node.id,
+                seq,
+            };
+            self.events.push(key, EventKind::TxDone { port });
+        }
         if lost {
             self.counters.lost_on_link += 1;
             self.counters.dropped += 1;

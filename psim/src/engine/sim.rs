@@ -448,6 +448,9 @@ impl Simulation {
                 });
             }
         }
+        for s in &mut self.shards {
+            s.settle_deferred();
+        }
         // The end time is a property of the simulated system: the stop time, or
         // the last event processed. Window ends depend on the partition.
         self.now = match self.shared.stop_ps {

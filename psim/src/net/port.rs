@@ -92,6 +92,12 @@ pub struct Port {
     pub pause: Option<Box<PauseState>>,
     /// Random loss on the link it feeds; None without loss (`net/link.rs`).
     pub loss: Option<Box<super::link::LinkLoss>>,
+    /// The completion of the packet in service, when nothing waited behind
+    /// it as it started: (time, sequence number) of the transmit-done event
+    /// the port would have scheduled. The shard keeps it here instead of in
+    /// the event heap, and settles it when the port is next touched or the
+    /// run ends (docs/engine.md, "Idle completions").
+    pub deferred_done: Option<(u64, u64)>,
 }
 
 impl Port {
@@ -104,7 +110,15 @@ impl Port {
             counters: PortCounters::default(),
             pause: None,
             loss: None,
+            deferred_done: None,
         }
+    }
+
+    /// Whether nothing waits to be sent: no packet queued and no PFC frame
+    /// requested (so a completion now would leave the port idle).
+    #[inline]
+    pub fn nothing_waiting(&self) -> bool {
+        self.queue.len_packets() == 0 && self.pause.as_deref().is_none_or(|st| st.to_send == 0)
     }
 
     /// Whether the port is held entirely by a pause.
