@@ -31,6 +31,17 @@
 //! | loss counter | a retransmission timeout counts one loss on the path the packet last took (not a NACK). With `path_penalty`, a path whose losses are an outlier (at least 3, and above mean + 3·√mean of the sender's paths) is left out of the next 2^s reshuffles, s = 1, 2, … up to 8 for its successive outlier losses | [P] §3.2.3 ("a path loss counter … outliers … temporarily removed"); the thresholds are psim's (the paper gives none): see [`NdpSource::count_loss`] |
 //! | PULL bit on ACK/NACK | when the pull queue is empty and a pull interval has passed | [P] footnotes 2, 4; A8 |
 //!
+//! Failed links: `loss_rate = 1` on a FatTree's `[[topology.degraded_links]]`
+//! is a core link that has failed but that routing has not yet removed
+//! ([P] §3.2.3). A sender learns of it only by timeouts, and the loss counter
+//! leaves the path out after a few: at most one window is lost before the
+//! first timeout (a lost packet returns no pull), then one probe per doubling
+//! of the exclusion (`tests/ndp.rs`, `a_failed_core_link_is_left_out_after_a_few_losses`).
+//! The receiver's control packets have no such counter: with `control_spray`
+//! a receiver keeps sending its share of ACKs and PULLs over the failed link,
+//! and each lost ACK costs its data packet a timeout and a needless resend.
+//! [P] leaves avoiding failed paths on the way back to routing updates.
+//!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
 //! first-window packet carries SYN and any packet creates the receiver's state,
 //! which is all that matters for timing.
