@@ -210,7 +210,7 @@ struct PathScore {
     avoid: u32,
     /// Packets lost on this path (timeouts), [P] §3.2.3.
     losses: u64,
-    /// Successive outlier losses since the last ACK on this path.
+    /// Outlier losses on this path so far (they never decay).
     strikes: u32,
     /// Left out of the path list until this many reshuffles have happened.
     excluded_until: u64,
