@@ -24,7 +24,17 @@ pub const CHIP_NOTICE: u8 = 2;
 
 /// The total order key of an event.
 #[derive(
-    Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+    Copy,
+    Clone,
+    Debug,
+    Default,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    serde::Serialize,
+    serde::Deserialize,
 )]
 pub struct EventKey {
     /// Simulated time, picoseconds.

@@ -264,12 +264,7 @@ impl Shard {
             event_counts: EventCounts::default(),
             flows: (0, 0),
             last_event_ps: 0,
-            key_now: EventKey {
-                time: 0,
-                target: 0,
-                source: 0,
-                seq: 0,
-            },
+            key_now: EventKey::default(),
             horizon: 0,
             counters: PacketCounters::default(),
             error: None,
@@ -702,12 +697,7 @@ impl Shard {
         let Some((time, seq)) = node.ports[port as usize].deferred_done.take() else {
             return;
         };
-        let key = EventKey {
-            time,
-            target: node.id,
-            source: node.id,
-            seq,
-        };
+        let key = own_key(node.id, time, seq);
         if key < self.key_now {
             self.settle_idle(local, port, time);
         } else {
@@ -781,12 +771,7 @@ impl Shard {
         if idle_after {
             node.ports[port as usize].deferred_done = Some((done, seq));
         } else {
-            let key = EventKey {
-                time: done,
-                target: node.id,
-                source: node.id,
-                seq,
-            };
+            let key = own_key(node.id, done, seq);
             self.events.push(key, EventKind::TxDone { port });
         }
         if lost {
@@ -835,15 +820,17 @@ impl Shard {
 /// completions): its key takes the node's next sequence number.
 fn schedule_own(events: &mut EventQueue, node: &mut Node, time: u64, kind: EventKind) {
     let seq = node.next_seq();
-    events.push(
-        EventKey {
-            time,
-            target: node.id,
-            source: node.id,
-            seq,
-        },
-        kind,
-    );
+    events.push(own_key(node.id, time, seq), kind);
+}
+
+/// The key of an event entity `id` schedules for itself.
+fn own_key(id: u32, time: u64, seq: u64) -> EventKey {
+    EventKey {
+        time,
+        target: id,
+        source: id,
+        seq,
+    }
 }
 
 #[cfg(test)]

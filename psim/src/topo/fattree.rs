@@ -40,6 +40,15 @@ pub struct FatTree {
     losses: Vec<(u32, u32, f64)>,
 }
 
+/// The value given last for the link between `core` and `pod` in a list of
+/// per-link settings (a later entry for the same link wins).
+fn latest<T: Copy>(list: &[(u32, u32, T)], core: u32, pod: u32) -> Option<T> {
+    list.iter()
+        .rev()
+        .find(|(c, p, _)| *c == core && *p == pod)
+        .map(|o| o.2)
+}
+
 impl FatTree {
     /// Gives the link between core switch `core` (0-based among cores) and
     /// pod `pod` its own rate and delay, in both directions.
@@ -61,20 +70,16 @@ impl FatTree {
         if self.losses.is_empty() {
             return None;
         }
-        let p = p as u32;
+        // The core link's ends, from `port`'s wiring: (core index, pod).
         let (core, pod) = match self.kind(e) {
-            EntityKind::Agg if p >= self.half => {
-                let g = e - self.agg_base();
-                ((g % self.half) * self.half + p - self.half, g / self.half)
-            }
-            EntityKind::Core => (e - self.core_base(), p),
+            EntityKind::Agg if p as u32 >= self.half => (
+                self.port(e, p).peer - self.core_base(),
+                (e - self.agg_base()) / self.half,
+            ),
+            EntityKind::Core => (e - self.core_base(), p as u32),
             _ => return None,
         };
-        self.losses
-            .iter()
-            .rev()
-            .find(|(c, q, _)| *c == core && *q == pod)
-            .map(|l| l.2)
+        latest(&self.losses, core, pod)
     }
 
     /// Number of core switches.
@@ -83,11 +88,7 @@ impl FatTree {
     }
 
     fn core_link_of(&self, core: u32, pod: u32) -> LinkSpec {
-        self.overrides
-            .iter()
-            .rev()
-            .find(|(c, p, _)| *c == core && *p == pod)
-            .map_or(self.core_link, |o| o.2)
+        latest(&self.overrides, core, pod).unwrap_or(self.core_link)
     }
 
     /// A FatTree with even `k >= 2` and `oversubscription >= 1` (validated by the config layer).

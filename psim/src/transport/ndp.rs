@@ -247,8 +247,6 @@ pub struct NdpSource {
     /// How many times the path list has been shuffled (the loss exclusion's clock).
     reshuffles: u64,
     scores: Vec<PathScore>,
-    /// Losses over all paths (for the loss counter's mean).
-    losses: u64,
     rtt: RttEstimator,
     /// Counters.
     pub stats: SourceStats,
@@ -277,7 +275,6 @@ impl NdpSource {
             path_idx: usize::MAX,
             reshuffles: 0,
             scores: vec![PathScore::default(); flow.num_paths as usize],
-            losses: 0,
             rtt: RttEstimator::default(),
             stats: SourceStats::default(),
         }
@@ -460,14 +457,14 @@ impl NdpSource {
     /// Exclusion is counted in reshuffles, not time, so an idle flow keeps
     /// no timer for it. Without `path_penalty` the losses are only counted.
     fn count_loss(&mut self, path: u32) {
-        self.losses += 1;
-        let paths = self.scores.len() as f64;
-        let sc = &mut self.scores[path as usize];
-        sc.losses += 1;
+        self.scores[path as usize].losses += 1;
         if !self.p.path_penalty {
             return;
         }
-        let mean = self.losses as f64 / paths;
+        // Timeouts are rare, so the total is summed here rather than kept.
+        let total: u64 = self.scores.iter().map(|s| s.losses).sum();
+        let mean = total as f64 / self.scores.len() as f64;
+        let sc = &mut self.scores[path as usize];
         if sc.losses >= LOSS_MIN && sc.losses as f64 > mean + 3.0 * mean.sqrt() {
             sc.strikes = (sc.strikes + 1).min(LOSS_MAX_STRIKES);
             sc.excluded_until = self.reshuffles + (1u64 << sc.strikes);
