@@ -388,3 +388,14 @@ fn the_manifest_config_writes_out_every_default() {
         assert_eq!(c.pointer(path), Some(&want), "{path} in {c}");
     }
 }
+
+/// An ACK carries one SACK block: asking the sender to read more is refused
+/// by name rather than silently run with one.
+#[test]
+fn more_sack_blocks_than_an_ack_carries_are_refused() {
+    rejected(
+        BASE,
+        &["--set", "protocol.tcp.sack_blocks=3"],
+        "protocol.tcp.sack_blocks = 3: must be 0 (no SACK) or 1",
+    );
+}

@@ -30,6 +30,7 @@
 //! | `ecn` | false | RFC 3168 for plain TCP; DCTCP always uses ECN |
 //! | `rwnd_packets` | 0 = unlimited | receiver window cap on the congestion window |
 //! | `initial_ssthresh_packets` | 0 = unlimited (slow start until the first loss) | RFC 5681 §3.1 ("arbitrarily high"); htsim's TCP starts at 100 segments (issue 19, [C]); pFabric's control loop at 12 ([PFAB] §4.2, spec note 15) |
+//! | `sack_blocks` | 1 | SACK blocks the sender reads from each ACK: 1 = RFC 2018's first block (see below); 0 = none, the sender sees cumulative ACKs only: plain NewReno (RFC 6582), as ns-2's `TCP/Newreno` agent runs behind a SACK sink in the UPS runs ([TH] §5.2; `UPS` scripts). RFC 2018 allows 3–4 blocks (htsim's TCP and ns-2's `Sack1` sink send 3); psim's 64-byte packet carries one, so 2–4 are refused |
 //! | `fixed_rto_us` | 0 = off | when set, every retransmission timeout is this long: no RTT estimate, no minimum, no back-off (pFabric's 45 µs = 3 fabric RTTs, [PFAB] §4.2); the other RTO keys are then unused |
 //!
 //! Packet encoding: byte sequence numbers; a data packet's `ack` field
@@ -100,6 +101,8 @@ pub struct TcpParams {
     /// A constant retransmission timeout (`fixed_rto_us`; 0 = off).
     #[serde(rename = "fixed_rto_us")]
     pub fixed_rto: Micros,
+    /// SACK blocks the sender reads from each ACK: 1, or 0 for none.
+    pub sack_blocks: u32,
 }
 
 impl Default for TcpParams {
@@ -119,6 +122,7 @@ impl Default for TcpParams {
             rwnd_packets: 0,
             initial_ssthresh_packets: 0,
             fixed_rto: Micros::from_ps(0),
+            sack_blocks: 1,
         }
     }
 }
@@ -143,6 +147,13 @@ impl TcpParams {
         self.delayed_ack_timeout.positive(&k("delayed_ack_us"))?;
         if self.fixed_rto != Micros::from_ps(0) {
             self.fixed_rto.positive(&k("fixed_rto_us"))?;
+        }
+        if self.sack_blocks > 1 {
+            return Err(bad(
+                &k("sack_blocks"),
+                self.sack_blocks,
+                "must be 0 (no SACK) or 1: an ACK carries one SACK block",
+            ));
         }
         Ok(())
     }
@@ -426,6 +437,12 @@ impl TcpSource {
             LiaCoupling::new(self.subs.iter().map(|s| s.window(best)))
         });
         let ece = pkt.has(flags::ECE);
+        // Without SACK the block reads as "none": above every sequence number.
+        let sack = if self.p.sack_blocks == 0 {
+            u64::MAX
+        } else {
+            sack
+        };
         let a = AckInfo {
             ack: pkt.ack,
             sack,

@@ -96,6 +96,11 @@ pub struct Subflow {
     /// Fast retransmit pending: sent whatever the pipe (RFC 6675 §5 (4.3)).
     pub(super) fast_retx: bool,
     pub(super) dupacks: u32,
+    /// Without SACK (`sack_blocks = 0`): segments that duplicate ACKs say
+    /// have left the network, each standing in for a SACKed segment in the
+    /// pipe, so that fast recovery sends new data as NewReno's inflated
+    /// window does (RFC 6582 §3.2 steps 3–4).
+    pub(super) dup_left: u32,
     pub(super) in_recovery: bool,
     /// NewReno's `recover`: no new fast recovery until the ACK passes it.
     pub(super) recover: u64,
@@ -126,6 +131,7 @@ impl Subflow {
             sacked: 0,
             fast_retx: false,
             dupacks: 0,
+            dup_left: 0,
             in_recovery: false,
             recover: 0,
             ecn_cut_until: 0,
@@ -179,6 +185,11 @@ impl Subflow {
         self.snd_nxt - self.snd_una
     }
 
+    /// The pipe less what duplicate ACKs say has left (without SACK).
+    fn in_pipe(&self) -> u64 {
+        self.pipe.saturating_sub(self.dup_left as u64 * self.mss)
+    }
+
     /// Retransmission timeout (RFC 6298 §2), before back-off.
     pub(super) fn rto(&self, p: &TcpParams) -> u64 {
         if p.fixed_rto.ps > 0 {
@@ -225,7 +236,7 @@ impl Subflow {
     /// subflow's, recovers without waiting for the RTO).
     fn dup_threshold(&self, p: &TcpParams, more_data: bool) -> u32 {
         let oseg = self.segs.len() as u32;
-        let can_send = more_data && (self.pipe + self.mss) as f64 <= self.cc.window();
+        let can_send = more_data && (self.in_pipe() + self.mss) as f64 <= self.cc.window();
         if p.early_retransmit && oseg < 4 && !can_send {
             oseg.saturating_sub(1).clamp(1, p.dupack_threshold)
         } else {
@@ -262,10 +273,14 @@ impl Subflow {
         } = a;
         let mut acked = 0u64;
         if ack > self.snd_una && ack <= self.snd_nxt {
+            // One of the segments this ACK covers filled the hole; the others
+            // had each drawn a duplicate ACK already.
+            let mut covered = 0u32;
             while self.snd_una < ack {
                 let Some(s) = self.segs.pop_front() else {
                     break;
                 };
+                covered += 1;
                 self.pipe -= s.pipe();
                 self.lost_pending -= (s.flags & (LOST | RETX | SACKED) == LOST) as u32;
                 self.sacked -= (s.flags & SACKED != 0) as u32;
@@ -278,6 +293,7 @@ impl Subflow {
             }
             self.backoff = 0;
             self.dupacks = 0;
+            self.dup_left = self.dup_left.saturating_sub(covered.saturating_sub(1));
             self.rto_at = if self.segs.is_empty() {
                 None
             } else {
@@ -285,7 +301,14 @@ impl Subflow {
             };
         } else if ack == self.snd_una && !self.segs.is_empty() && sack >= ack {
             self.dupacks += 1;
+            if p.sack_blocks == 0 {
+                self.dup_left += 1;
+            }
         }
+        // At most every segment but the hole has left.
+        self.dup_left = self
+            .dup_left
+            .min((self.segs.len() as u32).saturating_sub(1));
         // The SACK block: the segment starting at `sack`.
         if sack >= self.snd_una && sack < self.snd_nxt {
             let mut at = self.snd_una;
@@ -359,6 +382,7 @@ impl Subflow {
         self.backoff += 1;
         self.in_recovery = false;
         self.dupacks = 0;
+        self.dup_left = 0;
         self.recover = self.snd_nxt;
         for i in 0..self.segs.len() {
             let f = self.segs[i].flags;
@@ -399,7 +423,7 @@ impl Subflow {
                     continue;
                 };
                 let len = self.segs[i].len as u64;
-                if self.pipe + len > cwnd && !self.fast_retx {
+                if self.in_pipe() + len > cwnd && !self.fast_retx {
                     break;
                 }
                 self.fast_retx = false;
@@ -415,7 +439,7 @@ impl Subflow {
                 });
                 continue;
             }
-            if self.pipe + self.mss > cwnd || !supply.remaining() {
+            if self.in_pipe() + self.mss > cwnd || !supply.remaining() {
                 break;
             }
             let Some(len) = supply.take() else { break };

@@ -344,3 +344,66 @@ fn subflow_index_survives_the_sequence_encoding() {
     let (sub, seq) = split_seq(sub_seq(7, 123_456_789));
     assert_eq!((sub, seq), (7, 123_456_789));
 }
+
+/// Runs a 100-segment flow with `sack_blocks` = `blocks`, dropping the first
+/// transmission of each segment in `lost`.
+fn run_with_losses(blocks: u32, lost: &[u64]) -> Net {
+    let p = TcpParams {
+        sack_blocks: blocks,
+        ..params()
+    };
+    let mut n = net(Protocol::Tcp, p, Some(100 * MSS));
+    let mut dropped = Vec::new();
+    let mut drop = |pk: &Packet| {
+        let seg = split_seq(pk.seq).1 / MSS;
+        let hit = lost.contains(&seg) && !dropped.contains(&seg);
+        if hit {
+            dropped.push(seg);
+        }
+        hit
+    };
+    n.run(u64::MAX, &mut drop, &mut never);
+    assert_eq!(received(&n), 100 * MSS);
+    n
+}
+
+/// `sack_blocks = 0` with one loss: every duplicate ACK stands for a segment
+/// that left, as a SACK block would, so NewReno's fast recovery (RFC 6582
+/// §3.2, the window inflated by one MSS per duplicate ACK) sends exactly what
+/// SACK recovery sends (RFC 6675's pipe less the SACKed segments): the same
+/// transmissions at the same times. (Without that accounting the pipe stays
+/// full until the retransmission's ACK, and this flow waits for its RTO.)
+#[test]
+fn without_sack_one_loss_recovers_as_with_sack() {
+    let (plain, sack) = (run_with_losses(0, &[15]), run_with_losses(1, &[15]));
+    assert_eq!(sent(&plain), sent(&sack));
+    assert_eq!(sent(&plain).iter().filter(|x| x.2).count(), 1);
+    assert_eq!(tcp(&plain).stats.timeouts, 0);
+}
+
+/// `sack_blocks = 0` with four holes in one window (segments 11, 13, 15,
+/// 17, all sent in the second round trip): the sender learns of each next
+/// hole only from the partial ACK of the previous retransmission (RFC 6582
+/// §3.2 step 5), so the four go out exactly one round trip apart. With SACK,
+/// the segments SACKed above each hole mark it lost at once (RFC 6675
+/// IsLost), and all four go out together.
+#[test]
+fn without_sack_each_further_hole_waits_a_round_trip() {
+    let holes = [11, 13, 15, 17];
+    let retx = |n: &Net| -> Vec<(u64, u64)> {
+        sent(n)
+            .iter()
+            .filter(|x| x.2)
+            .map(|x| (x.0, x.1 / MSS))
+            .collect()
+    };
+    let (plain, sack) = (run_with_losses(0, &holes), run_with_losses(1, &holes));
+    let (p, s) = (retx(&plain), retx(&sack));
+    let t0 = p[0].0;
+    let rtt = 2 * DELAY;
+    let one_per_rtt: Vec<_> = (0..4).map(|i| (t0 + i * rtt, holes[i as usize])).collect();
+    assert_eq!(p, one_per_rtt);
+    let together: Vec<_> = holes.iter().map(|&h| (t0, h)).collect();
+    assert_eq!(s, together);
+    assert_eq!(tcp(&plain).stats.timeouts + tcp(&sack).stats.timeouts, 0);
+}
