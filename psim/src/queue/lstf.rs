@@ -5,10 +5,11 @@
 //!
 //! - **Slack** travels in the packet's `rank`, as a signed 64-bit count of
 //!   picoseconds (`rank as i64`; negative slack is legal: the packet is
-//!   late). The edge stamps it (replay: o − i − t_min; mean FCT: flow size ×
-//!   1 s; tail: a constant; fairness: virtual clock; [TH] §5.2–5.3). None of
-//!   those slack policies exists yet, so today every slack is 0 and LSTF
-//!   serves by arrival time plus transmission time.
+//!   late). The sending host stamps it (`[host.slack]`, `net/edge.rs`:
+//!   mean FCT: flow size × 1 s; tail: a constant; fairness: virtual clock;
+//!   [TH] §5.2–5.3), or a `[replay]` run from its original (o − i − t_min,
+//!   `replay.rs`). Without a policy every slack is 0 and LSTF serves by
+//!   arrival time plus transmission time.
 //! - **Key at arrival** = now + slack + T, with T this link's transmission
 //!   time of the packet ([TH] §5.4: key = slack + i(p, α) + T(p, α)). The
 //!   key is absolute, so queued packets never need re-keying: comparing

@@ -39,6 +39,8 @@ pub mod ranked;
 pub mod red;
 #[cfg(test)]
 pub mod testkit;
+#[cfg(test)]
+mod ups_appendix_a;
 pub mod voq;
 
 pub use classes::ClassQueue;
