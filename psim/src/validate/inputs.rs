@@ -60,6 +60,13 @@ pub struct Filter {
     /// Flows of this priority.
     #[serde(default)]
     pub priority: Option<u8>,
+    /// Flows that started at or after this time, µs (a warm-up to leave
+    /// out: the UPS scripts average flows started in 0.5–2 s).
+    #[serde(default)]
+    pub start_from_us: Option<u64>,
+    /// Flows that started at or before this time, µs.
+    #[serde(default)]
+    pub start_until_us: Option<u64>,
 }
 
 impl Filter {
@@ -79,6 +86,12 @@ impl Filter {
                 .entry
                 .is_none_or(|e| workloads::split_flow_id(f.flow_id).0 == e)
             && self.priority.is_none_or(|p| f.priority == p)
+            && self
+                .start_from_us
+                .is_none_or(|t| f.start_ps >= t.saturating_mul(1_000_000))
+            && self
+                .start_until_us
+                .is_none_or(|t| f.start_ps <= t.saturating_mul(1_000_000))
     }
 }
 

@@ -202,6 +202,18 @@ pub enum Metric {
         /// Quantile in [0, 1].
         q: f64,
     },
+    /// The one-way delay of data packets, µs: a percentile (`q` in [0, 1]),
+    /// or the mean when `q` is absent. From the first send at the source
+    /// NIC to the arrival at the destination ([`super::one_way`], [TH] Fig
+    /// 5.3). Needs the run's packet trace with `enqueue` and `dequeue`
+    /// events; a sampled trace gives an unbiased estimate.
+    OneWay {
+        /// Run name.
+        run: String,
+        /// Quantile in [0, 1]; None: the mean.
+        #[serde(default)]
+        q: Option<f64>,
+    },
     /// A percentile of the RTT of data packets sent exactly once, µs: from
     /// the source NIC's dequeue to the ACK's arrival (the network's share of
     /// [`Metric::AckLatency`]; q = 1 is the largest, [P] §3.2.4's "maximum
@@ -392,6 +404,7 @@ impl Metric {
             | Metric::HeaderLatency { run, .. }
             | Metric::AckLatency { run, .. }
             | Metric::Rtt { run, .. }
+            | Metric::OneWay { run, .. }
             | Metric::Trims { run, .. }
             | Metric::FirstHeader { run, .. }
             | Metric::FirstDeflection { run, .. }
@@ -615,6 +628,27 @@ impl Metric {
                     ));
                 }
                 quantile(&mut v, *q)
+            }
+            Metric::OneWay { run, q } => {
+                let d = get(run)?;
+                if !d.traced.packets_traced {
+                    return Err(format!(
+                        "no packet trace in `{run}` (trace.packets.enabled)"
+                    ));
+                }
+                let mut v: Vec<f64> = d
+                    .traced
+                    .one_way_ps
+                    .iter()
+                    .map(|&x| x as f64 / 1e6)
+                    .collect();
+                if v.is_empty() {
+                    return Err(format!("no data packet arrived in the trace of `{run}`"));
+                }
+                match q {
+                    Some(q) => quantile(&mut v, *q),
+                    None => v.iter().sum::<f64>() / v.len() as f64,
+                }
             }
             Metric::Trims { run, tier } => {
                 let d = get(run)?;
@@ -844,6 +878,20 @@ mod tests {
             ..Filter::default()
         };
         assert!((only(prio2) - 30e-6).abs() < 1e-15);
+        // Start windows are inclusive: the big flow starts at 5 us.
+        let mut late = runs.clone();
+        late.get_mut("r").unwrap().flows[1].start_ps = 5_000_000;
+        let window = |from, until| {
+            let f = Filter {
+                start_from_us: from,
+                start_until_us: until,
+                ..Filter::default()
+            };
+            mean(false, f).eval(&late).unwrap()
+        };
+        assert!((window(Some(5), None) - 30e-6).abs() < 1e-15);
+        assert!((window(None, Some(4)) - 10e-6).abs() < 1e-15);
+        assert!((window(Some(0), Some(5)) - 20e-6).abs() < 1e-15);
         let red = Metric::Reduction {
             a: Box::new(mean(false, Filter::default())),
             b: Box::new(mean(true, Filter::default())),
@@ -957,5 +1005,22 @@ mod tests {
         };
         assert_eq!(trims(TrimTier::TorUp).eval(&runs).unwrap(), 4.0);
         assert_eq!(trims(TrimTier::PastFirstTor).eval(&runs).unwrap(), 3.0);
+    }
+
+    /// One-way delays: the mean, or a percentile, in µs; a traced run in
+    /// which nothing arrived is an error, not a zero.
+    #[test]
+    fn one_way_delay_reads_the_trace() {
+        let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
+        let m = |q| Metric::OneWay { run: "r".into(), q };
+        assert!(m(None).eval(&runs).unwrap_err().contains("no packet trace"));
+        let d = runs.get_mut("r").unwrap();
+        d.traced.packets_traced = true;
+        assert!(m(None).eval(&runs).unwrap_err().contains("no data packet"));
+        let d = runs.get_mut("r").unwrap();
+        d.traced.one_way_ps = vec![1_000_000, 5_000_000, 3_000_000];
+        assert_eq!(m(None).eval(&runs).unwrap(), 3.0);
+        assert_eq!(m(Some(1.0)).eval(&runs).unwrap(), 5.0);
+        assert_eq!(m(Some(0.5)).eval(&runs).unwrap(), 3.0);
     }
 }

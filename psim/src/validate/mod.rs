@@ -14,6 +14,7 @@ pub mod array;
 pub mod figures;
 mod inputs;
 pub mod metrics;
+pub mod one_way;
 pub mod plot;
 pub mod report;
 pub mod targets;

@@ -8,7 +8,8 @@
 //! a few numbers per header so that a validation pass keeps no packet rows.
 //! NDP's Fig. 4 latencies (V3, V26) come from the same trace
 //! ([`super::ack_latency`]), and Fig. 23's trims by tier (V25) from its
-//! `trim` rows ([`TierTrims`]).
+//! `trim` rows ([`TierTrims`]), and the UPS tail delays (T37) from its
+//! data packets' one-way delays ([`super::one_way`]).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -50,6 +51,9 @@ pub struct Traced {
     pub acks: AckLatencies,
     /// Traced trims of data packets, by where they happened.
     pub trims: TierTrims,
+    /// One-way delay of every traced data packet that arrived, ps
+    /// ([`super::one_way`]).
+    pub one_way_ps: Vec<u64>,
 }
 
 /// Data packets trimmed (`trim` rows of `data` packets) by the switch tier
@@ -180,6 +184,7 @@ pub fn read(dir: &Path, topo: &Topology) -> Result<Traced, String> {
         t.headers = headers(&rows);
         t.acks = super::ack_latency::ack_latencies(&rows, topo);
         t.trims = TierTrims::count(&rows, topo);
+        t.one_way_ps = super::one_way::one_way_delays(&rows, topo);
         t.packets_traced = true;
     }
     if dir.join("tofino").is_dir() {
