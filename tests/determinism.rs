@@ -214,6 +214,48 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
     }
 }
 
+/// The validation scenario of T36 and T40 runs at full scale only (its
+/// queues take hundreds of milliseconds to build), so tests/validate.rs
+/// never partitions it: each of its disciplines and slack policies, cut to
+/// 30 ms of arrivals, gives the same flow table and event count at 1 shard
+/// and at 3 shards x 2 threads.
+#[test]
+fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
+    let root = psim_integration_tests::repo_root();
+    let path = root.join("validation/scenarios/t36_mean_fct.toml");
+    let variants: [&[&str]; 6] = [
+        &[],
+        &["switch.queue.kind=srpt", "host.slack.policy=remaining"],
+        &["switch.queue.kind=sjf", "host.slack.policy=flow_size"],
+        &["switch.queue.kind=lstf", "host.slack.policy=mean_fct"],
+        &["switch.queue.kind=fq"],
+        &[
+            "switch.queue.kind=lstf",
+            "host.slack.policy=fairness",
+            "host.slack.r_est_mbps=100",
+        ],
+    ];
+    for v in variants {
+        let sets: Vec<String> = ["traffic.0.stop_us=30000", "stop_us=500000"]
+            .iter()
+            .chain(v)
+            .map(|s| s.to_string())
+            .collect();
+        let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let reference = run(&scn, 1, 1);
+        assert!(reference.flows.len() > 100, "{v:?}");
+        let other = run(&scn, 3, 2);
+        assert!(
+            other.csv == reference.csv,
+            "{v:?}: 3 shards x 2 threads differs"
+        );
+        assert_eq!(
+            other.outcome.summary.events, reference.outcome.summary.events,
+            "{v:?}"
+        );
+    }
+}
+
 #[test]
 fn a_different_seed_gives_a_different_run() {
     // Guards the determinism test against comparing runs that ignore the seed.
