@@ -214,6 +214,16 @@ pub enum Metric {
         #[serde(default)]
         q: Option<f64>,
     },
+    /// The fraction of traced data packets that met exactly `n` congestion
+    /// points: non-empty switch queues ([`super::congestion_points`], [TH]
+    /// §5.1.3 footnote 9). Needs the run's packet trace with `enqueue`
+    /// events.
+    CongestionPoints {
+        /// Run name.
+        run: String,
+        /// Congestion points.
+        n: u32,
+    },
     /// A percentile of the RTT of data packets sent exactly once, µs: from
     /// the source NIC's dequeue to the ACK's arrival (the network's share of
     /// [`Metric::AckLatency`]; q = 1 is the largest, [P] §3.2.4's "maximum
@@ -405,6 +415,7 @@ impl Metric {
             | Metric::AckLatency { run, .. }
             | Metric::Rtt { run, .. }
             | Metric::OneWay { run, .. }
+            | Metric::CongestionPoints { run, .. }
             | Metric::Trims { run, .. }
             | Metric::FirstHeader { run, .. }
             | Metric::FirstDeflection { run, .. }
@@ -649,6 +660,20 @@ impl Metric {
                     Some(q) => quantile(&mut v, *q),
                     None => v.iter().sum::<f64>() / v.len() as f64,
                 }
+            }
+            Metric::CongestionPoints { run, n } => {
+                let d = get(run)?;
+                if !d.traced.packets_traced {
+                    return Err(format!(
+                        "no packet trace in `{run}` (trace.packets.enabled)"
+                    ));
+                }
+                let h = &d.traced.congestion_points;
+                let total: u64 = h.iter().sum();
+                if total == 0 {
+                    return Err(format!("no data packet in the trace of `{run}`"));
+                }
+                h.get(*n as usize).copied().unwrap_or(0) as f64 / total as f64
             }
             Metric::Trims { run, tier } => {
                 let d = get(run)?;
@@ -1022,5 +1047,22 @@ mod tests {
         assert_eq!(m(None).eval(&runs).unwrap(), 3.0);
         assert_eq!(m(Some(1.0)).eval(&runs).unwrap(), 5.0);
         assert_eq!(m(Some(0.5)).eval(&runs).unwrap(), 3.0);
+    }
+
+    /// Congestion-point shares: 1 of 4 packets met none, 3 met two, none
+    /// met five; a trace without data packets is an error.
+    #[test]
+    fn congestion_point_shares_read_the_trace() {
+        let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
+        let m = |n| Metric::CongestionPoints { run: "r".into(), n };
+        assert!(m(0).eval(&runs).unwrap_err().contains("no packet trace"));
+        let d = runs.get_mut("r").unwrap();
+        d.traced.packets_traced = true;
+        assert!(m(0).eval(&runs).unwrap_err().contains("no data packet"));
+        let d = runs.get_mut("r").unwrap();
+        d.traced.congestion_points = vec![1, 0, 3];
+        assert_eq!(m(0).eval(&runs).unwrap(), 0.25);
+        assert_eq!(m(2).eval(&runs).unwrap(), 0.75);
+        assert_eq!(m(5).eval(&runs).unwrap(), 0.0);
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod ack_latency;
 pub mod array;
+pub mod congestion_points;
 pub mod figures;
 mod inputs;
 pub mod metrics;

@@ -54,6 +54,9 @@ pub struct Traced {
     /// One-way delay of every traced data packet that arrived, ps
     /// ([`super::one_way`]).
     pub one_way_ps: Vec<u64>,
+    /// Traced data packets by the congestion points they met
+    /// ([`super::congestion_points`]).
+    pub congestion_points: Vec<u64>,
 }
 
 /// Data packets trimmed (`trim` rows of `data` packets) by the switch tier
@@ -185,6 +188,7 @@ pub fn read(dir: &Path, topo: &Topology) -> Result<Traced, String> {
         t.acks = super::ack_latency::ack_latencies(&rows, topo);
         t.trims = TierTrims::count(&rows, topo);
         t.one_way_ps = super::one_way::one_way_delays(&rows, topo);
+        t.congestion_points = super::congestion_points::congestion_points(&rows, topo);
         t.packets_traced = true;
     }
     if dir.join("tofino").is_dir() {
