@@ -6,7 +6,7 @@
 //! build); where a metric is one of `psim-analyze`'s, it uses the same formula,
 //! and its doc comment names the definition in docs/analysis.md.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::{Deserialize, Serialize};
 
@@ -214,6 +214,23 @@ pub enum Metric {
         #[serde(default)]
         q: Option<f64>,
     },
+    /// Jain's fairness index of the flows' throughput in each `bin_us`
+    /// window, averaged over the windows that start in [`from_us`,
+    /// `until_us`) and see any arrival: (Σx)² / (n Σx²) over every flow of the
+    /// run's flow table, x = payload bytes that reached the destination in
+    /// the window (0 for a flow with none). [TH] Fig 5.4, as the UPS script
+    /// computes it per millisecond. Needs the packet trace's `dequeue` rows.
+    Jain {
+        /// Run name.
+        run: String,
+        /// First window start, µs.
+        from_us: u64,
+        /// Windows start before this, µs.
+        until_us: u64,
+        /// Window, µs (1000: one millisecond).
+        #[serde(default = "one_ms")]
+        bin_us: u64,
+    },
     /// The fraction of traced data packets that met exactly `n` congestion
     /// points: non-empty switch queues ([`super::congestion_points`], [TH]
     /// §5.1.3 footnote 9). Needs the run's packet trace with `enqueue`
@@ -416,6 +433,7 @@ impl Metric {
             | Metric::Rtt { run, .. }
             | Metric::OneWay { run, .. }
             | Metric::CongestionPoints { run, .. }
+            | Metric::Jain { run, .. }
             | Metric::Trims { run, .. }
             | Metric::FirstHeader { run, .. }
             | Metric::FirstDeflection { run, .. }
@@ -649,9 +667,10 @@ impl Metric {
                 }
                 let mut v: Vec<f64> = d
                     .traced
-                    .one_way_ps
+                    .arrivals
                     .iter()
-                    .map(|&x| x as f64 / 1e6)
+                    .filter_map(|a| a.delay_ps)
+                    .map(|x| x as f64 / 1e6)
                     .collect();
                 if v.is_empty() {
                     return Err(format!("no data packet arrived in the trace of `{run}`"));
@@ -660,6 +679,21 @@ impl Metric {
                     Some(q) => quantile(&mut v, *q),
                     None => v.iter().sum::<f64>() / v.len() as f64,
                 }
+            }
+            Metric::Jain {
+                run,
+                from_us,
+                until_us,
+                bin_us,
+            } => {
+                let d = get(run)?;
+                if !d.traced.packets_traced {
+                    return Err(format!(
+                        "no packet trace in `{run}` (trace.packets.enabled)"
+                    ));
+                }
+                jain_mean(&d.flows, &d.traced.arrivals, *from_us, *until_us, *bin_us)
+                    .ok_or_else(|| format!("no arrival in the windows of `{run}`"))?
             }
             Metric::CongestionPoints { run, n } => {
                 let d = get(run)?;
@@ -779,6 +813,46 @@ impl Metric {
             Metric::RelChange { a, b } => (a.eval(runs)? / b.eval(runs)? - 1.0).abs(),
         })
     }
+}
+
+/// [`Metric::Jain`]'s default window, µs.
+fn one_ms() -> u64 {
+    1000
+}
+
+/// [`Metric::Jain`]'s mean over the windows with arrivals; None if none has.
+fn jain_mean(
+    flows: &[FlowRecord],
+    arrivals: &[super::one_way::Arrival],
+    from_us: u64,
+    until_us: u64,
+    bin_us: u64,
+) -> Option<f64> {
+    let bin_ps = bin_us.max(1) * 1_000_000;
+    let index: HashMap<u64, usize> = flows
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (f.flow_id, i))
+        .collect();
+    let (first, end) = (from_us * 1_000_000 / bin_ps, until_us * 1_000_000 / bin_ps);
+    let mut bytes = vec![vec![0f64; flows.len()]; end.saturating_sub(first) as usize];
+    for a in arrivals {
+        let b = a.at_ps / bin_ps;
+        if b < first || b >= end {
+            continue;
+        }
+        if let Some(&i) = index.get(&a.flow) {
+            bytes[(b - first) as usize][i] += a.payload_bytes as f64;
+        }
+    }
+    let js: Vec<f64> = bytes
+        .iter()
+        .filter_map(|x| {
+            let (sum, sq) = x.iter().fold((0.0, 0.0), |(s, q), &v| (s + v, q + v * v));
+            (sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
+        })
+        .collect();
+    (!js.is_empty()).then(|| js.iter().sum::<f64>() / js.len() as f64)
 }
 
 /// The q-quantile with linear interpolation: psim-analyze's percentiles
@@ -1036,6 +1110,7 @@ mod tests {
     /// which nothing arrived is an error, not a zero.
     #[test]
     fn one_way_delay_reads_the_trace() {
+        use crate::validate::one_way::Arrival;
         let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
         let m = |q| Metric::OneWay { run: "r".into(), q };
         assert!(m(None).eval(&runs).unwrap_err().contains("no packet trace"));
@@ -1043,10 +1118,57 @@ mod tests {
         d.traced.packets_traced = true;
         assert!(m(None).eval(&runs).unwrap_err().contains("no data packet"));
         let d = runs.get_mut("r").unwrap();
-        d.traced.one_way_ps = vec![1_000_000, 5_000_000, 3_000_000];
+        d.traced.arrivals = [1_000_000, 5_000_000, 3_000_000]
+            .iter()
+            .map(|&x| Arrival {
+                flow: 1,
+                at_ps: x,
+                payload_bytes: 1000,
+                delay_ps: Some(x),
+            })
+            .collect();
         assert_eq!(m(None).eval(&runs).unwrap(), 3.0);
         assert_eq!(m(Some(1.0)).eval(&runs).unwrap(), 5.0);
         assert_eq!(m(Some(0.5)).eval(&runs).unwrap(), 3.0);
+    }
+
+    /// Jain's index by hand: two flows (ids 1 and 2) and 1 µs windows.
+    /// Window 0: 1000 B and 1000 B, J = 1. Window 1: 1000 B and nothing,
+    /// J = 1000² / (2 x 1000²) = 0.5. Window 2: no arrival, left out.
+    /// Window 3: 3000 B and 1000 B, J = 4000² / (2 x 10⁷) = 0.8. Arrivals
+    /// of a flow not in the table, or outside the windows, count nowhere.
+    #[test]
+    fn jain_index_per_window_by_hand() {
+        use crate::validate::one_way::Arrival;
+        let mut runs = one(vec![flow(1, 9000, 10, 9000), flow(2, 9000, 10, 9000)], 1);
+        let at = |flow, us: u64, bytes| Arrival {
+            flow,
+            at_ps: us * 1_000_000 + 500_000,
+            payload_bytes: bytes,
+            delay_ps: None,
+        };
+        let d = runs.get_mut("r").unwrap();
+        d.traced.packets_traced = true;
+        d.traced.arrivals = vec![
+            at(1, 0, 1000),
+            at(2, 0, 1000),
+            at(1, 1, 1000),
+            at(9, 1, 5000),
+            at(1, 3, 3000),
+            at(2, 3, 1000),
+            at(2, 4, 7000),
+        ];
+        let m = |from_us, until_us| Metric::Jain {
+            run: "r".into(),
+            from_us,
+            until_us,
+            bin_us: 1,
+        };
+        let v = |from, until| m(from, until).eval(&runs).unwrap();
+        assert!((v(0, 1) - 1.0).abs() < 1e-12);
+        assert!((v(1, 2) - 0.5).abs() < 1e-12);
+        assert!((v(0, 4) - (1.0 + 0.5 + 0.8) / 3.0).abs() < 1e-12);
+        assert!(m(2, 3).eval(&runs).unwrap_err().contains("no arrival"));
     }
 
     /// Congestion-point shares: 1 of 4 packets met none, 3 met two, none

@@ -22,44 +22,68 @@
 //! or drops each packet by a hash of its identity) gives an unbiased
 //! estimate, as for [`super::ack_latency`].
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::topo::Topology;
 use crate::trace::packets::PacketRow;
 use crate::trace::spec::PacketEvent;
 use crate::units::tx_time_ps;
 
-/// Reduces a packet trace (rows in causal order) to the one-way delay of
-/// every data packet that arrived, ps, in order of arrival; `topo` gives
-/// each packet's last link.
-pub fn one_way_delays(rows: &[PacketRow], topo: &Topology) -> Vec<u64> {
-    // First send of each packet; None once it has arrived.
-    let mut sent: HashMap<(u64, u64), Option<u64>> = HashMap::new();
+/// One data packet's first arrival at its destination.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Arrival {
+    /// Its flow.
+    pub flow: u64,
+    /// When its last bit reached the destination, ps.
+    pub at_ps: u64,
+    /// Its payload, bytes.
+    pub payload_bytes: u32,
+    /// Its one-way delay, ps; None when its first send is not in the trace
+    /// (a trace without `enqueue` rows).
+    pub delay_ps: Option<u64>,
+}
+
+/// Reduces a packet trace (rows in causal order) to the first arrival of
+/// every data packet that arrived, in order of arrival; `topo` gives each
+/// packet's last link. Arrivals need only `dequeue` rows; delays need the
+/// `enqueue` rows at the sources as well.
+pub fn arrivals(rows: &[PacketRow], topo: &Topology) -> Vec<Arrival> {
+    let mut sent: HashMap<(u64, u64), u64> = HashMap::new();
+    let mut arrived: HashSet<(u64, u64)> = HashSet::new();
     let mut out = Vec::new();
     for r in rows.iter().filter(|r| r.kind == "data") {
         match r.event {
             PacketEvent::Enqueue if r.entity == r.src => {
-                sent.entry((r.flow, r.seq)).or_insert(Some(r.time_ps));
+                sent.entry((r.flow, r.seq)).or_insert(r.time_ps);
             }
             PacketEvent::Dequeue if r.entity != r.dst => {
                 let link = topo.port(r.entity, r.port);
-                if link.peer != r.dst {
+                if link.peer != r.dst || !arrived.insert((r.flow, r.seq)) {
                     continue;
                 }
-                let Some(first) = sent.get_mut(&(r.flow, r.seq)) else {
-                    continue;
-                };
-                if let Some(t0) = first.take() {
-                    let at = r.time_ps
-                        + tx_time_ps(r.size_bytes as u64, link.link.rate_bps)
-                        + link.link.delay_ps;
-                    out.push(at - t0);
-                }
+                let at = r.time_ps
+                    + tx_time_ps(r.size_bytes as u64, link.link.rate_bps)
+                    + link.link.delay_ps;
+                out.push(Arrival {
+                    flow: r.flow,
+                    at_ps: at,
+                    payload_bytes: r.payload_bytes,
+                    delay_ps: sent.get(&(r.flow, r.seq)).map(|&t0| at - t0),
+                });
             }
             _ => {}
         }
     }
     out
+}
+
+/// The one-way delay of every traced data packet that arrived and whose
+/// first send is in the trace, ps, in order of arrival.
+pub fn one_way_delays(rows: &[PacketRow], topo: &Topology) -> Vec<u64> {
+    arrivals(rows, topo)
+        .iter()
+        .filter_map(|a| a.delay_ps)
+        .collect()
 }
 
 #[cfg(test)]
@@ -126,5 +150,26 @@ mod tests {
             one_way_delays(&rows, &t),
             [5_000_000 + tail, 5_000_000 + tail]
         );
+    }
+
+    /// Without `enqueue` rows the arrivals are still there (the T38
+    /// throughput per millisecond needs no more), with no delays.
+    #[test]
+    fn arrivals_need_only_dequeue_rows() {
+        use PacketEvent::Dequeue;
+        let t = Topology::FatTree(FatTree::new(4, 1, L, L, L));
+        let tor = t.port(10, 0).peer;
+        let down = (0..t.port_count(tor))
+            .find(|&p| t.port(tor, p).peer == 10)
+            .expect("a port to host 10");
+        let rows = vec![
+            row(5_000_000, Dequeue, tor, down, 0),
+            row(6_000_000, Dequeue, tor, down, 0),
+        ];
+        let a = arrivals(&rows, &t);
+        assert_eq!(a.len(), 1);
+        assert_eq!(a[0].at_ps, 5_000_000 + 2_200_000);
+        assert_eq!((a[0].payload_bytes, a[0].delay_ps), (1436, None));
+        assert!(one_way_delays(&rows, &t).is_empty());
     }
 }

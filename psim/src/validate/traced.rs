@@ -51,9 +51,9 @@ pub struct Traced {
     pub acks: AckLatencies,
     /// Traced trims of data packets, by where they happened.
     pub trims: TierTrims,
-    /// One-way delay of every traced data packet that arrived, ps
+    /// The first arrival of every traced data packet that arrived
     /// ([`super::one_way`]).
-    pub one_way_ps: Vec<u64>,
+    pub arrivals: Vec<super::one_way::Arrival>,
     /// Traced data packets by the congestion points they met
     /// ([`super::congestion_points`]).
     pub congestion_points: Vec<u64>,
@@ -187,7 +187,7 @@ pub fn read(dir: &Path, topo: &Topology) -> Result<Traced, String> {
         t.headers = headers(&rows);
         t.acks = super::ack_latency::ack_latencies(&rows, topo);
         t.trims = TierTrims::count(&rows, topo);
-        t.one_way_ps = super::one_way::one_way_delays(&rows, topo);
+        t.arrivals = super::one_way::arrivals(&rows, topo);
         t.congestion_points = super::congestion_points::congestion_points(&rows, topo);
         t.packets_traced = true;
     }
