@@ -173,10 +173,7 @@ mod tests {
     /// The ToR of host 0 and its port towards host 0.
     fn last_hop(t: &Topology) -> (u32, u16) {
         let tor = t.port(0, 0).peer;
-        let port = (0..t.port_count(tor))
-            .find(|&p| t.port(tor, p).peer == 0)
-            .expect("a port to host 0");
-        (tor, port)
+        (tor, crate::validate::testrows::port_towards(t, tor, 0))
     }
 
     /// Hand-built trace, answers by hand: packet 0 is sent once; packet 1

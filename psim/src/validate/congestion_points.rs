@@ -47,32 +47,11 @@ pub fn congestion_points(rows: &[PacketRow], topo: &Topology) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topo::{FatTree, LinkSpec};
-
-    const L: LinkSpec = LinkSpec {
-        rate_bps: 10_000_000_000,
-        delay_ps: 1_000_000,
-    };
+    use crate::validate::testrows::{data_row, fattree};
 
     /// An enqueue row of data packet `seq` at `entity` leaving `queue_pkts`.
     fn row(entity: u32, seq: u64, queue_pkts: u32) -> PacketRow {
-        PacketRow {
-            time_ps: seq,
-            event: PacketEvent::Enqueue,
-            entity,
-            entity_seq: seq,
-            port: 0,
-            flow: 7,
-            seq,
-            kind: "data",
-            flags: 0,
-            src: 0,
-            dst: 10,
-            size_bytes: 1500,
-            payload_bytes: 1436,
-            queue_bytes: 0,
-            queue_pkts,
-        }
+        data_row(seq, PacketEvent::Enqueue, entity, 0, seq, queue_pkts)
     }
 
     /// By hand: packet 0 joins a queue of 3 at the host's NIC (not counted)
@@ -81,7 +60,7 @@ mod tests {
     /// alone in every queue: 0. A dequeue row changes nothing.
     #[test]
     fn counts_non_empty_switch_queues_per_packet() {
-        let t = Topology::FatTree(FatTree::new(4, 1, L, L, L));
+        let t = fattree();
         let tor = t.port(0, 0).peer;
         let agg = (0..t.port_count(tor))
             .map(|p| t.port(tor, p).peer)

@@ -449,6 +449,18 @@ impl Metric {
             runs.get(name)
                 .ok_or_else(|| format!("run `{name}` did not run"))
         };
+        // A run whose packet trace the metric reads.
+        let traced = |name: &String| {
+            get(name).and_then(|d| {
+                if d.traced.packets_traced {
+                    Ok(d)
+                } else {
+                    Err(format!(
+                        "no packet trace in `{name}` (trace.packets.enabled)"
+                    ))
+                }
+            })
+        };
         let flows = |name: &String, filter: &Filter| -> Result<Vec<&FlowRecord>, String> {
             let v: Vec<&FlowRecord> = get(name)?
                 .flows
@@ -640,12 +652,7 @@ impl Metric {
                 quantile(&mut v, *q)
             }
             Metric::AckLatency { run, q } | Metric::Rtt { run, q } => {
-                let d = get(run)?;
-                if !d.traced.packets_traced {
-                    return Err(format!(
-                        "no packet trace in `{run}` (trace.packets.enabled)"
-                    ));
-                }
+                let d = traced(run)?;
                 let ps = match self {
                     Metric::AckLatency { .. } => &d.traced.acks.send_to_ack_ps,
                     _ => &d.traced.acks.rtt_ps,
@@ -659,12 +666,7 @@ impl Metric {
                 quantile(&mut v, *q)
             }
             Metric::OneWay { run, q } => {
-                let d = get(run)?;
-                if !d.traced.packets_traced {
-                    return Err(format!(
-                        "no packet trace in `{run}` (trace.packets.enabled)"
-                    ));
-                }
+                let d = traced(run)?;
                 let mut v: Vec<f64> = d
                     .traced
                     .arrivals
@@ -686,22 +688,12 @@ impl Metric {
                 until_us,
                 bin_us,
             } => {
-                let d = get(run)?;
-                if !d.traced.packets_traced {
-                    return Err(format!(
-                        "no packet trace in `{run}` (trace.packets.enabled)"
-                    ));
-                }
+                let d = traced(run)?;
                 jain_mean(&d.flows, &d.traced.arrivals, *from_us, *until_us, *bin_us)
                     .ok_or_else(|| format!("no arrival in the windows of `{run}`"))?
             }
             Metric::CongestionPoints { run, n } => {
-                let d = get(run)?;
-                if !d.traced.packets_traced {
-                    return Err(format!(
-                        "no packet trace in `{run}` (trace.packets.enabled)"
-                    ));
-                }
+                let d = traced(run)?;
                 let h = &d.traced.congestion_points;
                 let total: u64 = h.iter().sum();
                 if total == 0 {
@@ -710,12 +702,7 @@ impl Metric {
                 h.get(*n as usize).copied().unwrap_or(0) as f64 / total as f64
             }
             Metric::Trims { run, tier } => {
-                let d = get(run)?;
-                if !d.traced.packets_traced {
-                    return Err(format!(
-                        "no packet trace in `{run}` (trace.packets.enabled)"
-                    ));
-                }
+                let d = traced(run)?;
                 let t = &d.traced.trims;
                 (match tier {
                     TrimTier::TorUp => t.tor_up,

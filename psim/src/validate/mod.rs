@@ -19,6 +19,8 @@ pub mod one_way;
 pub mod plot;
 pub mod report;
 pub mod targets;
+#[cfg(test)]
+mod testrows;
 pub mod traced;
 
 use std::collections::BTreeMap;

@@ -89,32 +89,10 @@ pub fn one_way_delays(rows: &[PacketRow], topo: &Topology) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::topo::{FatTree, LinkSpec};
+    use crate::validate::testrows::{data_row, fattree, port_towards, L};
 
-    const L: LinkSpec = LinkSpec {
-        rate_bps: 10_000_000_000,
-        delay_ps: 1_000_000,
-    };
-
-    /// A data row of flow 7 from host 0 to host 10, 1500 B on the wire.
     fn row(t: u64, ev: PacketEvent, entity: u32, port: u16, seq: u64) -> PacketRow {
-        PacketRow {
-            time_ps: t,
-            event: ev,
-            entity,
-            entity_seq: t,
-            port,
-            flow: 7,
-            seq,
-            kind: "data",
-            flags: 0,
-            src: 0,
-            dst: 10,
-            size_bytes: 1500,
-            payload_bytes: 1436,
-            queue_bytes: 0,
-            queue_pkts: 0,
-        }
+        data_row(t, ev, entity, port, seq, 0)
     }
 
     /// Hand-built trace, answers by hand: packet 0 is sent at 0 and leaves
@@ -126,11 +104,9 @@ mod tests {
     #[test]
     fn delay_runs_from_the_first_send_to_the_last_link_s_end() {
         use PacketEvent::{Dequeue, Enqueue};
-        let t = Topology::FatTree(FatTree::new(4, 1, L, L, L));
+        let t = fattree();
         let tor = t.port(10, 0).peer;
-        let down = (0..t.port_count(tor))
-            .find(|&p| t.port(tor, p).peer == 10)
-            .expect("a port to host 10");
+        let down = port_towards(&t, tor, 10);
         let up = (0..t.port_count(tor))
             .find(|&p| t.port(tor, p).peer != 10)
             .expect("another port");
@@ -157,11 +133,9 @@ mod tests {
     #[test]
     fn arrivals_need_only_dequeue_rows() {
         use PacketEvent::Dequeue;
-        let t = Topology::FatTree(FatTree::new(4, 1, L, L, L));
+        let t = fattree();
         let tor = t.port(10, 0).peer;
-        let down = (0..t.port_count(tor))
-            .find(|&p| t.port(tor, p).peer == 10)
-            .expect("a port to host 10");
+        let down = port_towards(&t, tor, 10);
         let rows = vec![
             row(5_000_000, Dequeue, tor, down, 0),
             row(6_000_000, Dequeue, tor, down, 0),
