@@ -26,7 +26,9 @@
 //!   `snd_nxt` advances `snd_nxt` to it.
 //! - `sack = false`: the sender ignores every SACK block (TCP's and the
 //!   RLP's); only cumulative ACKs say what was delivered, so some delivered
-//!   bytes are sent again ([TH] §2.1.1 fn. 3).
+//!   bytes are sent again ([TH] §2.1.1 fn. 3). The primary loop then recovers
+//!   as NewReno does, each duplicate ACK standing for one segment that left
+//!   (TCP's `sack_blocks = 0`, `transport/tcp/mod.rs`).
 //!
 //! TCP's timers and the other `[protocol.tcp]` keys apply to the primary
 //! loop; `[protocol.rc3]` sets its MSS and initial window (the thesis's
@@ -125,11 +127,13 @@ impl Rc3Params {
         Ok(())
     }
 
-    /// The primary loop's TCP parameters: `[protocol.tcp]` with this MSS and IW.
+    /// The primary loop's TCP parameters: `[protocol.tcp]` with this MSS and
+    /// IW, and without SACK when `sack = false` (NewReno's recovery).
     pub fn tcp(&self, tcp: &TcpParams) -> TcpParams {
         TcpParams {
             mss_bytes: self.mss_bytes,
             iw_packets: self.iw_packets,
+            sack_blocks: if self.sack { tcp.sack_blocks } else { 0 },
             ..tcp.clone()
         }
     }
