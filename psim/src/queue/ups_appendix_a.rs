@@ -10,7 +10,9 @@
 //! on a whole unit, every point is free at every whole unit, and serving
 //! one packet per unit *is* the non-preemptive, work-conserving rule (a
 //! preemptive one could do no better: nothing arrives mid-packet). That is
-//! why [`replay`] is a plain loop over units.
+//! why [`replay`] serves one packet per point per unit. Fig. A.2 alone
+//! (A.5) has other transmission times and a link of propagation 2: it runs
+//! on [`replay_timed`], in tenths of a unit, under the same rules.
 //!
 //! **A schedule** is, per packet p: path(p) (its congestion points in
 //! order), i(p) (when it reaches the first) and o(p, α) (when α starts
@@ -95,18 +97,90 @@ impl Schedule {
     }
 }
 
-/// Runs `net`'s packets through the model with one psim queue per
-/// congestion point (built by `mk`), and returns when each point started
-/// each packet (`sched[p][h]`).
+/// How long the model's steps take, in ticks of `tick` ps: each congestion
+/// point's T and each link's propagation between two points (ingress and
+/// egress links, and white switches, take zero time). A.2's model is
+/// [`Timing::unit`]: T = 1, no propagation, 1 tick = 1 unit = [`U`].
+/// Fig. A.2 needs T = 1, 0.5 and 0.2 and a link of 2, whole numbers of
+/// ticks of a tenth of a unit.
 ///
-/// Each unit t: first every packet reaching a point at t is offered to its
+/// psim's queues see one packet size at one rate, so LSTF's key adds the
+/// same [`U`] at every point whatever the point's T: the same constant for
+/// every packet compared there, which changes no order.
+#[derive(Clone, Debug)]
+struct Timing {
+    /// ps per tick.
+    tick: u64,
+    /// T(α) per congestion point, ticks (every packet has the same size).
+    tx: Vec<u64>,
+    /// `link[α][β]`: propagation from point α to point β, ticks.
+    link: Vec<Vec<u64>>,
+}
+
+impl Timing {
+    /// A.2's model on `nodes` points.
+    fn unit(nodes: usize) -> Timing {
+        Timing {
+            tick: U,
+            tx: vec![1; nodes],
+            link: vec![vec![0; nodes]; nodes],
+        }
+    }
+    /// When a packet on `path` that its h-th point starts at `start`
+    /// reaches the next one: T there, then the link.
+    fn next_arrival(&self, path: &[usize], h: usize, start: u64) -> u64 {
+        start + self.tx[path[h]] + self.link[path[h]][path[h + 1]]
+    }
+    /// The exit of a packet on `path` started at `starts`: last start + T.
+    fn exit(&self, path: &[usize], starts: &[u64]) -> u64 {
+        starts.last().expect("a path has a point") + self.tx[*path.last().unwrap()]
+    }
+    /// t_min(p, α_h, dest(p)): every T and link from p's h-th point on.
+    fn t_min(&self, path: &[usize], h: usize) -> u64 {
+        let links: u64 = path[h..].windows(2).map(|w| self.link[w[0]][w[1]]).sum();
+        path[h..].iter().map(|&n| self.tx[n]).sum::<u64>() + links
+    }
+    /// Black-box slack(p) = o(p) − i(p) − t_min(p, src, dest), ticks.
+    fn slack(&self, s: &Schedule, p: usize) -> i64 {
+        let path = &s.net.paths[p];
+        let o = self.exit(path, &s.sched[p]) as i64;
+        o - s.net.ingress[p] as i64 - self.t_min(path, 0) as i64
+    }
+    /// The packets whose exit in `replayed` is later than their o(p) in `s`.
+    fn overdue(&self, s: &Schedule, replayed: &[Vec<u64>]) -> Vec<usize> {
+        let paths = &s.net.paths;
+        (0..replayed.len())
+            .filter(|&p| self.exit(&paths[p], &replayed[p]) > self.exit(&paths[p], &s.sched[p]))
+            .collect()
+    }
+}
+
+/// [`replay_timed`] in A.2's unit model.
+fn replay<D: Discipline>(
+    net: &Net,
+    mk: impl Fn() -> D,
+    kit: &mut Kit,
+    stamp: impl FnMut(usize, usize, u64, &mut Packet),
+) -> Vec<Vec<u64>> {
+    replay_timed(net, &Timing::unit(net.nodes), mk, kit, stamp)
+}
+
+/// Runs `net`'s packets through the model timed by `tm`, with one psim
+/// queue per congestion point (built by `mk`), and returns when each point
+/// started each packet (`sched[p][h]`).
+///
+/// Each tick t: first every packet reaching a point at t is offered to its
 /// queue, in packet order (so ties a discipline breaks first come, first
 /// served go to the lower packet number), after `stamp(p, h, t, header)`
 /// has written what the ingress or the switch puts in the header at p's
-/// h-th point; then every point with something queued dequeues one packet,
-/// which reaches its next point at t + 1 (or leaves the network).
-fn replay<D: Discipline>(
+/// h-th point; then every point that is free at t (done sending its last
+/// packet) and has something queued dequeues one packet, which it sends
+/// for T(α) and which reaches its next point after the link (or leaves
+/// the network). In the unit model every point is free at every unit, and
+/// serving one packet per unit is the non-preemptive, work-conserving rule.
+fn replay_timed<D: Discipline>(
     net: &Net,
+    tm: &Timing,
     mk: impl Fn() -> D,
     kit: &mut Kit,
     mut stamp: impl FnMut(usize, usize, u64, &mut Packet),
@@ -114,6 +188,8 @@ fn replay<D: Discipline>(
     assert_eq!(tx_time_ps(SIZE as u64, RATE_BPS), U, "T is one unit");
     let n = net.paths.len();
     let mut queues: Vec<D> = (0..net.nodes).map(|_| mk()).collect();
+    // When each point is done sending its last packet.
+    let mut free = vec![0; net.nodes];
     let mut sched = vec![Vec::new(); n];
     // Per packet on its way: when it reaches its next point, and its header.
     let mut next: Vec<Option<(u64, Packet)>> = (0..n)
@@ -123,7 +199,7 @@ fn replay<D: Discipline>(
     let mut t = 0;
     while left > 0 {
         assert!(t < HORIZON, "the replay does not end");
-        kit.at(t * U);
+        kit.at(t * tm.tick);
         for p in 0..n {
             if next[p].as_ref().is_some_and(|(at, _)| *at == t) {
                 let (_, mut hdr) = next[p].take().unwrap();
@@ -133,13 +209,18 @@ fn replay<D: Discipline>(
             }
         }
         for (node, q) in queues.iter_mut().enumerate() {
+            if free[node] > t {
+                continue;
+            }
             if let Some(hdr) = kit.take(q) {
                 let p = hdr.seq as usize;
+                let path = &net.paths[p];
                 let h = sched[p].len();
-                assert_eq!(net.paths[p][h], node, "packet {p} served off its path");
+                assert_eq!(path[h], node, "packet {p} served off its path");
                 sched[p].push(t);
-                if h + 1 < net.paths[p].len() {
-                    next[p] = Some((t + 1, hdr));
+                free[node] = t + tm.tx[node];
+                if h + 1 < path.len() {
+                    next[p] = Some((tm.next_arrival(path, h, t), hdr));
                 } else {
                     left -= 1;
                 }
@@ -150,13 +231,25 @@ fn replay<D: Discipline>(
     sched
 }
 
-/// Checks that `sched`, with the arrivals `arr` (`arr[p][h]` at p's h-th
-/// point), is a schedule of the model on `net`: each packet reaches its
-/// first point at i(p) and each later one a unit after the previous point
-/// started it; no point starts a packet before it arrives or two packets in
-/// one unit; and, if asked, no point stays idle while a packet waits.
+/// [`viable_timed`] in A.2's unit model.
 fn viable(
     net: &Net,
+    arr: &[Vec<u64>],
+    sched: &[Vec<u64>],
+    work_conserving: bool,
+) -> Result<(), String> {
+    viable_timed(net, &Timing::unit(net.nodes), arr, sched, work_conserving)
+}
+
+/// Checks that `sched`, with the arrivals `arr` (`arr[p][h]` at p's h-th
+/// point), is a schedule of the model timed by `tm` on `net`: each packet
+/// reaches its first point at i(p) and each later one T and the link after
+/// the previous point started it; no point starts a packet before it
+/// arrives, or while it is still sending another (two in one unit, in the
+/// unit model); and, if asked, no point stays idle while a packet waits.
+fn viable_timed(
+    net: &Net,
+    tm: &Timing,
     arr: &[Vec<u64>],
     sched: &[Vec<u64>],
     work_conserving: bool,
@@ -171,7 +264,7 @@ fn viable(
             return Err(format!("packet {p} enters at {}, not i(p)", a[0]));
         }
         for h in 0..path.len() {
-            if h > 0 && a[h] != s[h - 1] + 1 {
+            if h > 0 && a[h] != tm.next_arrival(path, h - 1, s[h - 1]) {
                 return Err(format!("packet {p} reaches hop {h} at {}", a[h]));
             }
             if s[h] < a[h] {
@@ -181,12 +274,17 @@ fn viable(
         }
     }
     for (node, st) in starts.iter().enumerate() {
+        let tx = tm.tx[node];
+        let sending = |t: u64| st.iter().any(|x| x.0 <= t && t < x.0 + tx);
         for &(s, a, p) in st {
             if st.iter().filter(|x| x.0 == s).count() > 1 {
                 return Err(format!("point {node} starts two packets at {s}"));
             }
+            if st.iter().any(|x| x.0 < s && s < x.0 + tx) {
+                return Err(format!("point {node} starts {p} at {s} while sending"));
+            }
             if work_conserving {
-                if let Some(t) = (a..s).find(|&t| !st.iter().any(|x| x.0 == t)) {
+                if let Some(t) = (a..s).find(|&t| !sending(t)) {
                     return Err(format!("point {node} idles at {t} while {p} waits"));
                 }
             }
@@ -600,5 +698,313 @@ fn network_wide_edf_gives_lstfs_schedule() {
             |p, h, _, hdr| hdr.rank = (s.exit(p) - s.t_min(p, h) + 1) * U,
         );
         assert_eq!(edf, lstf, "#{k}");
+    }
+}
+
+/// Figure A.3 ([TH] App. A.6.3): LSTF fails once a flow crosses three
+/// congestion points.
+mod fig_a3 {
+    use super::*;
+
+    const A: usize = 0;
+    const B: usize = 1;
+    const C1: usize = 2;
+    const C2: usize = 3;
+    const D1: usize = 4;
+    const D2: usize = 5;
+    const NAME: [&str; 6] = ["a", "b", "c1", "c2", "d1", "d2"];
+
+    /// **[INF] A reconstruction**: the figure's topology and table are not
+    /// in our copy of [TH], only the caption and A.6.3's prose. This is the
+    /// smallest original (one packet per flow, each of b, c and d crossing
+    /// one point) that meets every statement there, with α0..α2 as points
+    /// 0..2:
+    /// - T = 1 at α0, α1, α2, zero elsewhere, zero propagation (caption);
+    /// - flows A, B, C, D (caption); a crosses α0, α1, α2 ("a flow passes
+    ///   through three congestion points"), each shared with another flow;
+    /// - a and b both reach α0 at 0 ("when a arrives at α0 ... at the same
+    ///   time, b"); a goes first, so b waits 1 there and that is all its
+    ///   waiting: slack(b) = 2 − 0 − 1 = 1 ("b has a slack of 1, since it
+    ///   waits behind a at α0");
+    /// - α1 starts a at 1 (o(a, α1) = 1, as the text says), so a reaches α2
+    ///   at 2, where d1 (arriving 2) and d2 (arriving 3) go first: a starts
+    ///   at 4 and exits at 5, slack(a) = 5 − 0 − 3 = 2 ("a slack of 2, since
+    ///   it waits behind d1 and d2 at α2");
+    /// - c1 and c2 reach α1 at 2 and 3 and are sent at once, as in the
+    ///   original neither waits: slack 0 each, so in the replay c1 has zero
+    ///   slack at 2 and c2 zero slack at 3 ("c1 with a zero slack", "c2 is
+    ///   also present at α1 with zero slack"); d1, d2 likewise slack 0.
+    ///
+    /// Every point is work-conserving in this original.
+    const ORIGINAL: &[Row] = &[
+        (0, &[(A, 0, 0), (B, 0, 1)]),
+        (1, &[(A, 1, 1), (C1, 2, 2), (C2, 3, 3)]),
+        (2, &[(D1, 2, 2), (D2, 3, 3), (A, 2, 4)]),
+    ];
+
+    /// The LSTF replay of [`ORIGINAL`], by hand. Keys are arrival + slack +
+    /// T, smallest first, ties first come, first served.
+    /// - α0 at 0: b's key 0 + 1 + 1 = 2 beats a's 0 + 2 + 1 = 3 ("b gets
+    ///   scheduled before a"): b at 0 (exit 1 ≤ 2), a at 1, leaving with
+    ///   slack 2 − 1 = 1.
+    /// - α1 at 2: a arrives with slack 1 (key 4), later than o(a, α1) = 1;
+    ///   c1 arrives with slack 0 (key 3) and goes at 2 (exit 3, on time).
+    /// - α1 at 3: a has waited 1, slack 0 (key still 4); c2 arrives with
+    ///   slack 0 (key 3 + 0 + 1 = 4). A tie: a, queued first, goes at 3
+    ///   (the text's "as shown"), c2 at 4: **c2 exits 5 > o(c2) = 4**.
+    /// - α2: d1 at 2 and d2 at 3, alone (exits 3, 4, on time); a arrives at
+    ///   4 with slack 0 and goes at once: exit 5 = o(a), on time.
+    ///
+    /// Had c2 gone at 3, a would have reached α2 at 5 and exited at 6 > 5.
+    const LSTF_REPLAY: &[Row] = &[
+        (0, &[(B, 0, 0), (A, 0, 1)]),
+        (1, &[(C1, 2, 2), (A, 2, 3), (C2, 3, 4)]),
+        (2, &[(D1, 2, 2), (D2, 3, 3), (A, 4, 4)]),
+    ];
+
+    /// LSTF at every point, black-box slack o − i − t_min stamped at the
+    /// ingress; also returns the slack each packet carries into each of its
+    /// points, units.
+    fn lstf(s: &Schedule) -> (Vec<Vec<u64>>, Vec<Vec<i64>>) {
+        let mut carried = vec![Vec::new(); s.net.paths.len()];
+        let mk = || LstfQueue::new(ROOM, Form::Lstf);
+        let r = replay(&s.net, mk, &mut Kit::new(0), |p, h, _, hdr| {
+            if h == 0 {
+                hdr.rank = (s.slack(p) * U as i64) as u64;
+            }
+            carried[p].push(hdr.rank as i64 / U as i64);
+        });
+        (r, carried)
+    }
+
+    /// The reconstruction is a viable, work-conserving original with the
+    /// text's slacks at α0 (a 2, b 1) and o(a, α1) = 1, in which a crosses
+    /// three points, each of which another flow also crosses.
+    #[test]
+    fn fig_a3_original_is_viable_with_the_texts_slacks() {
+        let (s, arr) = from_table(ORIGINAL);
+        viable(&s.net, &arr, &s.sched, true).unwrap();
+        assert_eq!(s.net.paths[A], [0, 1, 2], "a crosses α0, α1, α2");
+        for node in 0..3 {
+            let others = (0..6).filter(|&p| p != A && s.net.paths[p].contains(&node));
+            assert!(others.count() > 0, "α{node} is shared");
+        }
+        assert_eq!((s.net.ingress[A], s.net.ingress[B]), (0, 0));
+        assert_eq!(s.sched[A][1], 1, "o(a, α1)");
+        let slacks: Vec<(&str, i64)> = (0..6).map(|p| (NAME[p], s.slack(p))).collect();
+        let want = [
+            ("a", 2),
+            ("b", 1),
+            ("c1", 0),
+            ("c2", 0),
+            ("d1", 0),
+            ("d2", 0),
+        ];
+        assert_eq!(slacks, want);
+    }
+
+    /// psim's LSTF replays the reconstruction as derived by hand above: b
+    /// before a at α0; a reaches α1 at 2 (> o(a, α1) = 1) with slack 1 and
+    /// leaves it with slack 0; exactly one packet is overdue, and it is one
+    /// of the text's two outcomes (c2, with psim's first-come tie-break).
+    #[test]
+    fn lstf_misses_fig_a3() {
+        let (s, _) = from_table(ORIGINAL);
+        let (r, carried) = lstf(&s);
+        let (want, arr) = from_table(LSTF_REPLAY);
+        viable(&want.net, &arr, &want.sched, true).unwrap();
+        assert_eq!(r, want.sched);
+
+        assert!(r[B][0] < r[A][0], "b before a at α0");
+        assert_eq!(r[A][0] + 1, 2, "a reaches α1 at 2");
+        assert!(r[A][0] + 1 > s.sched[A][1], "later than o(a, α1)");
+        assert_eq!(carried[A], [2, 1, 0], "a's slack into α0, α1, α2");
+        assert_eq!(carried[C1], [0], "c1's slack at α1");
+        assert_eq!(carried[C2], [0], "c2's slack at α1");
+
+        let late = s.overdue(&r);
+        assert_eq!(late.len(), 1, "{late:?}");
+        assert!([A, C2].contains(&late[0]), "{}", NAME[late[0]]);
+        assert_eq!(NAME[late[0]], "c2");
+    }
+
+    /// Once α0 sends b first (LSTF's choice), no choice at α1 or α2 saves
+    /// the replay: c1 and c2 need α1 at 2 and 3, and a needs it by 3. With
+    /// a first at α0, the original itself is a perfect replay.
+    #[test]
+    fn no_rule_replays_fig_a3_once_b_goes_first() {
+        let (s, _) = from_table(ORIGINAL);
+        assert!(!perfect_replay_exists(&s, B));
+        assert!(perfect_replay_exists(&s, A));
+    }
+}
+
+/// Figure A.2 ([TH] App. A.5): simple priorities fail with two congestion
+/// points per packet.
+mod fig_a2 {
+    use super::*;
+
+    const A: usize = 0;
+    const B: usize = 1;
+    const C: usize = 2;
+    const NAME: [&str; 3] = ["a", "b", "c"];
+
+    /// 1 unit = 10 ticks of [`U`] / 10 ps.
+    const TICK: u64 = U / 10;
+
+    /// The caption's timing, α1..α3 as points 0..2: T = 1, 0.5, 0.2 units
+    /// (10, 5, 2 ticks); L, [INF] the link from α1 to α3, propagation 2
+    /// units (20 ticks); every other link zero.
+    fn timing() -> Timing {
+        let mut link = vec![vec![0; 3]; 3];
+        link[0][2] = 20;
+        Timing {
+            tick: TICK,
+            tx: vec![10, 5, 2],
+            link,
+        }
+    }
+
+    /// **[INF] A reconstruction**: the figure is not in our copy of [TH],
+    /// only A.5's prose and the caption (flows A, B, C; one packet size;
+    /// T = 1, 0.5, 0.2 at α1, α2, α3; link L of propagation 2; every other
+    /// link, ingress, egress and white switch zero time). Ticks; a
+    /// packet's cells are (arrival, start).
+    ///
+    /// The three requirements (a before b at α1, b before c at α2, c before
+    /// a at α3) make each pair of packets meet at one point, so each packet
+    /// crosses exactly two: a α1 and α3, b α1 and α2, c α2 and α3. A
+    /// requirement binds a work-conserving replay only if both packets wait
+    /// at that point together; with three packets that means arriving at the
+    /// same instant. Each point cannot hold one packet's first hop and the
+    /// other's second: going round the cycle, each second hop comes after
+    /// the first hop that must precede it, and the delays would sum to
+    /// zero. So one point holds two first hops and another two second hops;
+    /// of the six ways to choose them, only one makes the meetings
+    /// simultaneous with the caption's numbers: a and b enter at α1 at 0
+    /// (a sent 0–1, b 1–2); b and c meet at α2 at 2 (b 2–2.5, c 2.5–3); a
+    /// crosses L from α1 and meets c at α3 at 1 + 2 = 3 (c 3–3.2, a
+    /// 3.2–3.4). The meeting at α3 needs T1 + 2·T2 = L, and 1 + 2 × 0.5 = 2:
+    /// the caption's numbers fit it exactly. Each packet waits only behind
+    /// the packet that must precede it: slacks a 0.2, b 1, c 0.5 units.
+    const ORIGINAL: &[Row] = &[
+        (0, &[(A, 0, 0), (B, 0, 10)]),
+        (1, &[(B, 20, 20), (C, 20, 25)]),
+        (2, &[(C, 30, 30), (A, 30, 32)]),
+    ];
+
+    /// The original is a viable, work-conserving schedule of the caption's
+    /// timing in which every packet crosses two points and each point
+    /// serves its pair in A.5's order: (a, b) at α1, (b, c) at α2, (c, a) at
+    /// α3. Its exits (a 3.4, b 2.5, c 3.2 units) and slacks (0.2, 1, 0.5)
+    /// are the hand values above. Starting c at α2 while b is still sent
+    /// there is rejected, so the check can fail.
+    #[test]
+    fn fig_a2_original_is_viable_with_a_priority_cycle() {
+        let (s, arr) = from_table(ORIGINAL);
+        let tm = timing();
+        viable_timed(&s.net, &tm, &arr, &s.sched, true).unwrap();
+        assert_eq!(s.net.paths, [vec![0, 2], vec![0, 1], vec![1, 2]]);
+        assert!(s.net.paths.iter().all(|p| p.len() <= 2));
+
+        let order: Vec<Vec<&str>> = (0..3)
+            .map(|node| {
+                let mut here: Vec<(u64, usize)> = (0..3)
+                    .filter_map(|p| {
+                        let h = s.net.paths[p].iter().position(|&n| n == node)?;
+                        Some((s.sched[p][h], p))
+                    })
+                    .collect();
+                here.sort_unstable();
+                here.into_iter().map(|(_, p)| NAME[p]).collect()
+            })
+            .collect();
+        assert_eq!(order, [["a", "b"], ["b", "c"], ["c", "a"]]);
+
+        let exits: Vec<u64> = (0..3)
+            .map(|p| tm.exit(&s.net.paths[p], &s.sched[p]))
+            .collect();
+        assert_eq!(exits, [34, 25, 32]);
+        let slacks: Vec<i64> = (0..3).map(|p| tm.slack(&s, p)).collect();
+        assert_eq!(slacks, [2, 10, 5]);
+
+        let mut bad = s.sched.clone();
+        bad[C][0] = 22;
+        let mut bad_arr = arr.clone();
+        bad_arr[C][1] = 27;
+        let e = viable_timed(&s.net, &tm, &bad_arr, &bad, false).unwrap_err();
+        assert!(e.contains("starts 2 at 22 while sending"), "{e}");
+    }
+
+    /// Replays the original with psim's rank queue at every point and
+    /// `rank(p, h)` stamped into p's header at its h-th point.
+    fn by_rank(s: &Schedule, rank: impl Fn(usize, usize) -> u64) -> Vec<Vec<u64>> {
+        let mk = || RankQueue::new(ROOM);
+        replay_timed(&s.net, &timing(), mk, &mut Kit::new(0), |p, h, _, hdr| {
+            hdr.rank = rank(p, h);
+        })
+    }
+
+    /// [TH] App. A.5: every one of the 6 static orders of (a, b, c) breaks
+    /// one of the three requirements and leaves a packet overdue. By hand
+    /// (ticks; smallest priority first):
+    /// - b before a at α1 (b<a<c, b<c<a, c<b<a): a is sent 10–20, crosses
+    ///   L, reaches α3 at 40 and exits at 42 > 34: a late. b (α2 at 10,
+    ///   alone) and c (α2 at 20, α3 at 25, both alone) are early.
+    /// - a before b at α1, c before b at α2 (a<c<b, c<a<b): b and c meet
+    ///   at α2 at 20; c goes 20–25, b 25–30: b exits 30 > 25, late. c
+    ///   reaches α3 at 25, alone; a at 30, alone, exits 32: both on time.
+    /// - a<b<c: α1 and α2 as the original; a and c meet at α3 at 30, a goes
+    ///   30–32 and c 32–34: c exits 34 > 32, late.
+    ///
+    /// Control: per-hop priorities o(p, α) ([TH] App. A.1) replay it
+    /// exactly, so the failures come from one priority per packet, not
+    /// from the driver.
+    #[test]
+    fn simple_priorities_miss_fig_a2_in_every_order() {
+        let (s, _) = from_table(ORIGINAL);
+        let tm = timing();
+        let cases: [([usize; 3], &[usize]); 6] = [
+            ([A, B, C], &[C]),
+            ([A, C, B], &[B]),
+            ([B, A, C], &[A]),
+            ([B, C, A], &[A]),
+            ([C, A, B], &[B]),
+            ([C, B, A], &[A]),
+        ];
+        let distinct: std::collections::HashSet<[usize; 3]> = cases.iter().map(|c| c.0).collect();
+        assert_eq!(distinct.len(), 6, "all six orders");
+        for (order, want) in cases {
+            let prio = |p: usize| order.iter().position(|&q| q == p).unwrap() as u64;
+            let r = by_rank(&s, |p, _| prio(p));
+            let late = tm.overdue(&s, &r);
+            let names = order.map(|p| NAME[p]);
+            assert!(!late.is_empty(), "{names:?} replays the original");
+            assert_eq!(late, want, "{names:?}");
+        }
+
+        let r = by_rank(&s, |p, h| s.sched[p][h]);
+        assert_eq!(r, s.sched, "per-hop priorities replay it");
+    }
+
+    /// [TH] App. A.6.1: LSTF replays any schedule with at most two
+    /// congestion points per packet; here with black-box slack o − i −
+    /// t_min (a 2, b 10, c 5 ticks). Keys arrival + slack (+ psim's
+    /// constant T), by hand: α1 at 0, a 2 < b 10: a, then b at 10 with its
+    /// slack spent (0); α2 at 20, b 20 < c 25: b, then c at 25 (slack 0);
+    /// α3 at 30, c 30 < a 32: c, then a at 32. That is the original itself:
+    /// nothing is overdue.
+    #[test]
+    fn lstf_replays_fig_a2() {
+        let (s, _) = from_table(ORIGINAL);
+        let tm = timing();
+        let mk = || LstfQueue::new(ROOM, Form::Lstf);
+        let r = replay_timed(&s.net, &tm, mk, &mut Kit::new(0), |p, h, _, hdr| {
+            if h == 0 {
+                hdr.rank = (tm.slack(&s, p) * TICK as i64) as u64;
+            }
+        });
+        assert_eq!(tm.overdue(&s, &r), [] as [usize; 0]);
+        assert_eq!(r, s.sched);
     }
 }
