@@ -164,7 +164,7 @@ pub(crate) fn port_queues(
         },
         tiers,
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
-        slack: host.slack,
+        slack: host.slack.clone(),
         tofino,
     })
 }

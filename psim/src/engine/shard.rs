@@ -220,7 +220,7 @@ impl Shard {
                 rng: stream_rng(shared.seed, stream::ENTITY | e as u64),
                 ports,
                 host: (kind == EntityKind::Host)
-                    .then(|| Box::new(crate::net::HostState::new(scn.queues.slack))),
+                    .then(|| Box::new(crate::net::HostState::new(scn.queues.slack.clone()))),
                 pfc,
                 tofino,
             });

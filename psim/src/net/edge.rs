@@ -17,6 +17,7 @@
 //! |---|---|---|
 //! | `d_us` (`mean_fct`) | 1,000,000 (1 s per packet) | [TH] §5.2.1 "D = 1 s"; `UPS` `tcp.cc` |
 //! | `slack_us` (`tail`) | 1,000,000 (1 s) | `UPS` `initSlack_` (T37 runs) |
+//! | `r_est_mbps_by_entry` (`fairness`) | [] (every flow uses `r_est_mbps`) | [TH] §5.2.3 (T39: r_est 900 : 100 : 100 Mb/s gives flows weights 9 : 1 : 1) |
 //! | `r_est_mbps` (`fairness`) | 100 | `UPS` scripts: interSlack 116,800 ns = 1460 B at 100 Mb/s, the best r_est at 70% load (T40, T41) |
 //! | `deadline_us` (`deadline`) | 1,000,000 (1 s) | none: as `tail`, so that EDF and LSTF give the same schedule |
 //!
@@ -28,8 +29,9 @@
 //! common r_est, and t = when the transport hands the packet to the host's
 //! NIC. The `UPS` code (`edge-fq-lstf.cc`) adds a per-packet constant
 //! instead, at the edge queue's departure: the same with equal packets and
-//! an idle NIC. One r_est for every flow (per-flow weights, T39, are not
-//! offered yet).
+//! an idle NIC. One r_est for every flow, or one per `[[traffic]]` entry
+//! (`r_est_mbps_by_entry`: weights, T39; the thesis gives per-flow values
+//! without saying how a host learns them).
 //!
 //! State: one [`EdgeFlow`] per source endpoint, in its host slot, updated
 //! only when the flow sends: no timers, nothing per idle flow. Replay's
@@ -69,12 +71,15 @@ pub struct Tail {
     pub slack: Micros,
 }
 
-/// `r_est_mbps` of `fairness`.
-#[derive(Clone, Copy, Debug, PartialEq, Deserialize, Serialize)]
+/// `r_est_mbps` (and `r_est_mbps_by_entry`) of `fairness`.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Fairness {
     /// The rate estimate, Mb/s.
     pub r_est_mbps: f64,
+    /// Per-`[[traffic]]`-entry rate estimates, Mb/s: entry i's flows use
+    /// element i, entries past the end use `r_est_mbps` (weights, T39).
+    pub r_est_mbps_by_entry: Vec<f64>,
 }
 
 /// `deadline_us` of `deadline`.
@@ -100,7 +105,10 @@ impl Default for Tail {
 }
 impl Default for Fairness {
     fn default() -> Self {
-        Fairness { r_est_mbps: 100.0 }
+        Fairness {
+            r_est_mbps: 100.0,
+            r_est_mbps_by_entry: Vec::new(),
+        }
     }
 }
 impl Default for Deadline {
@@ -110,7 +118,7 @@ impl Default for Deadline {
 }
 
 /// `[host.slack]`: the policy and its key.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Deserialize, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
 #[serde(tag = "policy", rename_all = "snake_case", deny_unknown_fields)]
 pub enum SlackConfig {
     /// Leave the transport's rank.
@@ -179,12 +187,27 @@ impl SlackConfig {
             SlackConfig::MeanFct(m) => drop(m.d.positive(&format!("{key}.d_us"))?),
             SlackConfig::Tail(t) => drop(t.slack.positive(&format!("{key}.slack_us"))?),
             SlackConfig::Deadline(d) => drop(d.after.positive(&format!("{key}.deadline_us"))?),
-            SlackConfig::Fairness(f) if f.r_est_mbps.is_nan() || f.r_est_mbps < 1e-6 => {
-                return Err(bad(
-                    &format!("{key}.r_est_mbps"),
-                    f.r_est_mbps,
-                    "must be at least 1e-6 (1 b/s)",
-                ));
+            SlackConfig::Fairness(f) => {
+                let too_small = |r: f64| r.is_nan() || r < 1e-6;
+                if too_small(f.r_est_mbps) {
+                    return Err(bad(
+                        &format!("{key}.r_est_mbps"),
+                        f.r_est_mbps,
+                        "must be at least 1e-6 (1 b/s)",
+                    ));
+                }
+                if let Some((i, &r)) = f
+                    .r_est_mbps_by_entry
+                    .iter()
+                    .enumerate()
+                    .find(|(_, &r)| too_small(r))
+                {
+                    return Err(bad(
+                        &format!("{key}.r_est_mbps_by_entry[{i}]"),
+                        r,
+                        "must be at least 1e-6 (1 b/s)",
+                    ));
+                }
             }
             _ => {}
         }
@@ -223,12 +246,25 @@ impl SlackConfig {
             },
             _ => 0,
         };
+        let r_est_bps = match self {
+            SlackConfig::Fairness(f) => {
+                let entry = workloads::split_flow_id(flow.id).0 as usize;
+                let mbps = f
+                    .r_est_mbps_by_entry
+                    .get(entry)
+                    .copied()
+                    .unwrap_or(f.r_est_mbps);
+                (mbps * 1e6).round() as u64
+            }
+            _ => 0,
+        };
         EdgeFlow {
             source: true,
             size,
             slack,
             sent: 0,
             last_at: None,
+            r_est_bps,
         }
     }
 
@@ -251,12 +287,12 @@ impl SlackConfig {
                 }
                 SlackConfig::MeanFct(_) => flow.slack as u64,
                 SlackConfig::Tail(t) => t.slack.ps.min(i64::MAX as u64),
-                SlackConfig::Fairness(f) => {
+                SlackConfig::Fairness(_) => {
                     let slack = match flow.last_at {
                         None => 0,
                         Some(t) => {
                             let bits = p.size as f64 * 8.0;
-                            let tx = (bits / (f.r_est_mbps * 1e6) * 1e12).round() as i64;
+                            let tx = (bits / flow.r_est_bps as f64 * 1e12).round() as i64;
                             let gap = now.saturating_sub(t).min(i64::MAX as u64) as i64;
                             flow.slack.saturating_add(tx).saturating_sub(gap).max(0)
                         }
@@ -305,6 +341,8 @@ pub struct EdgeFlow {
     sent: u64,
     /// `fairness`: when the last packet left.
     last_at: Option<u64>,
+    /// `fairness`: this flow's rate estimate, b/s.
+    r_est_bps: u64,
 }
 
 #[cfg(test)]
@@ -458,11 +496,43 @@ mod tests {
         assert!(SlackConfig::None
             .validate("host.slack", [&drop_tail])
             .is_ok());
-        let zero = SlackConfig::Fairness(Fairness { r_est_mbps: 0.0 });
+        let zero = SlackConfig::Fairness(Fairness {
+            r_est_mbps: 0.0,
+            ..Fairness::default()
+        });
         let msg = zero
             .validate("host.slack", [&lstf])
             .unwrap_err()
             .to_string();
         assert!(msg.contains("host.slack.r_est_mbps"), "{msg}");
+        let weights = SlackConfig::Fairness(Fairness {
+            r_est_mbps_by_entry: vec![900.0, f64::NAN],
+            ..Fairness::default()
+        });
+        let msg = weights
+            .validate("host.slack", [&lstf])
+            .unwrap_err()
+            .to_string();
+        assert!(msg.contains("host.slack.r_est_mbps_by_entry[1]"), "{msg}");
+    }
+
+    /// `r_est_mbps_by_entry`: a flow of entry 1 takes element 1 (10 Mb/s:
+    /// 800 µs per 1000 B packet), a flow of entry 3, past the end, takes
+    /// `r_est_mbps` (100 Mb/s: 80 µs).
+    #[test]
+    fn fairness_weights_follow_the_traffic_entry() {
+        let fair = SlackConfig::Fairness(Fairness {
+            r_est_mbps_by_entry: vec![900.0, 10.0],
+            ..Fairness::default()
+        });
+        let us = 1_000_000;
+        for (entry, per_packet) in [(1u16, 800 * us), (3, 80 * us)] {
+            let mut f = flow(Some(1 << 30), 1);
+            f.id = workloads::flow_id(entry, 0, 0);
+            let mut st = fair.flow(&f, 936);
+            let mut two = [data(936, false), data(936, false)];
+            fair.stamp(&mut st, 0, &mut two);
+            assert_eq!([two[0].rank, two[1].rank], [0, per_packet], "entry {entry}");
+        }
     }
 }
