@@ -214,7 +214,7 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
     }
 }
 
-/// The validation scenario of T36 and T40 runs at full scale only (its
+/// The validation scenario of T36, T40 and T41 runs at full scale only (its
 /// queues take hundreds of milliseconds to build), so tests/validate.rs
 /// never partitions it: each of its disciplines and slack policies, cut to
 /// 30 ms of arrivals, gives the same flow table and event count at 1 shard
@@ -223,12 +223,13 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
 fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
     let root = psim_integration_tests::repo_root();
     let path = root.join("validation/scenarios/t36_mean_fct.toml");
-    let variants: [&[&str]; 6] = [
+    let variants: [&[&str]; 7] = [
         &[],
         &["switch.queue.kind=srpt", "host.slack.policy=remaining"],
         &["switch.queue.kind=sjf", "host.slack.policy=flow_size"],
         &["switch.queue.kind=lstf", "host.slack.policy=mean_fct"],
         &["switch.queue.kind=fq"],
+        &["switch.queue.kind=fq_codel"],
         &[
             "switch.queue.kind=lstf",
             "host.slack.policy=fairness",
