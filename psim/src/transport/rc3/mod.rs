@@ -331,16 +331,14 @@ impl Rc3Source {
         }
     }
 
-    fn packet(&mut self, mut pkt: Packet, cx: &mut Ctx<'_>) {
+    fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         if pkt.kind != PacketKind::Ack || pkt.has(flags::SYN) {
             self.tcp.packet(pkt, cx);
             return;
         }
+        // Without SACK the primary loop ignores the block itself
+        // (`sack_blocks = 0`, see `tcp()`); only the RLP's use is guarded here.
         let total = self.tcp.info.size.unwrap_or(u64::MAX);
-        if !self.p.sack {
-            // No SACK block: the sender sees cumulative ACKs only.
-            pkt.seq = sub_seq(0, u64::MAX);
-        }
         if pkt.prio > 0 {
             self.rc3.low_acks += 1;
             if let Some(seen) = self.tcp.supply.seen.as_deref_mut() {
