@@ -49,7 +49,6 @@ use std::collections::HashMap;
 use crate::topo::Topology;
 use crate::trace::packets::PacketRow;
 use crate::trace::spec::PacketEvent;
-use crate::units::tx_time_ps;
 
 /// What the trace showed of each acknowledged data packet.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -98,19 +97,15 @@ pub fn ack_latencies(rows: &[PacketRow], topo: &Topology) -> AckLatencies {
                 }
             }
             ("ack", PacketEvent::Dequeue) if r.entity != r.dst => {
-                let link = topo.port(r.entity, r.port);
-                if link.peer != r.dst {
+                let Some(at) = super::one_way::delivered_at(r, topo) else {
                     continue;
-                }
+                };
                 let Some(state) = seen.get_mut(&(r.flow, r.seq)) else {
                     continue;
                 };
                 let State::Sent { first, left, sends } = *state else {
                     continue;
                 };
-                let at = r.time_ps
-                    + tx_time_ps(r.size_bytes as u64, link.link.rate_bps)
-                    + link.link.delay_ps;
                 out.send_to_ack_ps.push(at - first);
                 if let (1, Some(left)) = (sends, left) {
                     out.rtt_ps.push(at - left);
@@ -127,6 +122,7 @@ pub fn ack_latencies(rows: &[PacketRow], topo: &Topology) -> AckLatencies {
 mod tests {
     use super::*;
     use crate::topo::{FatTree, LinkSpec};
+    use crate::units::tx_time_ps;
 
     const L: LinkSpec = LinkSpec {
         rate_bps: 10_000_000_000,

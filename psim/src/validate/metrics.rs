@@ -808,6 +808,8 @@ fn one_ms() -> u64 {
 }
 
 /// [`Metric::Jain`]'s mean over the windows with arrivals; None if none has.
+/// Only windows that see an arrival hold a row of per-flow bytes, so the
+/// memory follows the trace, whatever span the target asks for.
 fn jain_mean(
     flows: &[FlowRecord],
     arrivals: &[super::one_way::Arrival],
@@ -815,25 +817,28 @@ fn jain_mean(
     until_us: u64,
     bin_us: u64,
 ) -> Option<f64> {
-    let bin_ps = bin_us.max(1) * 1_000_000;
+    let bin_ps = bin_us.max(1).saturating_mul(1_000_000);
+    let (from_ps, until_ps) = (
+        from_us.saturating_mul(1_000_000),
+        until_us.saturating_mul(1_000_000),
+    );
     let index: HashMap<u64, usize> = flows
         .iter()
         .enumerate()
         .map(|(i, f)| (f.flow_id, i))
         .collect();
-    let (first, end) = (from_us * 1_000_000 / bin_ps, until_us * 1_000_000 / bin_ps);
-    let mut bytes = vec![vec![0f64; flows.len()]; end.saturating_sub(first) as usize];
+    let mut bytes: BTreeMap<u64, Vec<f64>> = BTreeMap::new();
     for a in arrivals {
         let b = a.at_ps / bin_ps;
-        if b < first || b >= end {
+        if b * bin_ps < from_ps || b * bin_ps >= until_ps {
             continue;
         }
         if let Some(&i) = index.get(&a.flow) {
-            bytes[(b - first) as usize][i] += a.payload_bytes as f64;
+            bytes.entry(b).or_insert_with(|| vec![0.0; flows.len()])[i] += a.payload_bytes as f64;
         }
     }
     let js: Vec<f64> = bytes
-        .iter()
+        .values()
         .filter_map(|x| {
             let (sum, sq) = x.iter().fold((0.0, 0.0), |(s, q), &v| (s + v, q + v * v));
             (sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))

@@ -56,14 +56,13 @@ pub fn arrivals(rows: &[PacketRow], topo: &Topology) -> Vec<Arrival> {
             PacketEvent::Enqueue if r.entity == r.src => {
                 sent.entry((r.flow, r.seq)).or_insert(r.time_ps);
             }
-            PacketEvent::Dequeue if r.entity != r.dst => {
-                let link = topo.port(r.entity, r.port);
-                if link.peer != r.dst || !arrived.insert((r.flow, r.seq)) {
+            PacketEvent::Dequeue => {
+                let Some(at) = delivered_at(r, topo) else {
+                    continue;
+                };
+                if !arrived.insert((r.flow, r.seq)) {
                     continue;
                 }
-                let at = r.time_ps
-                    + tx_time_ps(r.size_bytes as u64, link.link.rate_bps)
-                    + link.link.delay_ps;
                 out.push(Arrival {
                     flow: r.flow,
                     at_ps: at,
@@ -75,6 +74,20 @@ pub fn arrivals(rows: &[PacketRow], topo: &Topology) -> Vec<Arrival> {
         }
     }
     out
+}
+
+/// When the packet of `dequeue` row `r` reaches its destination, if the
+/// row's port is the last hop (its link ends at the packet's `dst`): the
+/// dequeue plus that link's serialisation and propagation. The trace has no
+/// arrival rows; this is how every reduction reads one.
+pub fn delivered_at(r: &PacketRow, topo: &Topology) -> Option<u64> {
+    if r.entity == r.dst {
+        return None;
+    }
+    let link = topo.port(r.entity, r.port);
+    (link.peer == r.dst).then(|| {
+        r.time_ps + tx_time_ps(r.size_bytes as u64, link.link.rate_bps) + link.link.delay_ps
+    })
 }
 
 /// The one-way delay of every traced data packet that arrived and whose
