@@ -639,13 +639,21 @@ fn mesh_flow(e: u16, m: &Mesh, h: u32, k: u32, start: u64) -> Option<(FlowSpec, 
             let dst = base + (h - base + 1 + k) % size;
             Some((flow(e, h, k, dst, m.size, start, 0), k))
         }
-        MeshKind::Lists { receivers, .. } => {
+        MeshKind::Lists {
+            receivers, copies, ..
+        } => {
+            // Index k is copy k % copies of the flow to receiver k / copies.
             let (i, &dst) = receivers
                 .iter()
                 .enumerate()
-                .skip(k as usize)
+                .skip((k / copies) as usize)
                 .find(|&(_, &r)| r != h)?;
-            Some((flow(e, h, i as u32, dst, m.size, start, 0), i as u32))
+            let idx = if i as u32 == k / copies {
+                k
+            } else {
+                i as u32 * copies
+            };
+            Some((flow(e, h, idx, dst, m.size, start, 0), idx))
         }
     }
 }

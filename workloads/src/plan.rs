@@ -95,6 +95,8 @@ pub(crate) enum MeshKind {
     Lists {
         receivers: Vec<u32>,
         is_sender: Vec<bool>,
+        /// Flows per (sender, receiver) pair.
+        copies: u32,
     },
 }
 
@@ -520,10 +522,18 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             if s.senders.is_empty() || s.receivers.is_empty() {
                 return Err(ctx.invalid("senders", "senders and receivers must not be empty"));
             }
+            let copies = ctx.positive("flows_per_pair", s.flows_per_pair)?;
+            if u64::from(copies) * s.receivers.len() as u64 > u64::from(u32::MAX) {
+                return Err(ctx.invalid(
+                    "flows_per_pair",
+                    "times the number of receivers must fit the flow counter (2^32 - 1)",
+                ));
+            }
             Ok(Plan::Mesh(Mesh {
                 kind: MeshKind::Lists {
                     receivers: s.receivers.clone(),
                     is_sender,
+                    copies,
                 },
                 size: ctx.size("size_bytes", s.size_bytes)?,
                 start_ps: ctx.us("start_us", s.start_us)?,

@@ -242,6 +242,9 @@ pub struct ManyToManySpec {
     /// Bytes per (sender, receiver) pair; absent = long-lived flows.
     #[serde(default)]
     pub size_bytes: Option<u64>,
+    /// Flows (connections) each sender opens to each receiver (default 1).
+    #[serde(default = "one")]
+    pub flows_per_pair: u32,
     /// Start time in µs (default 0).
     #[serde(default = "zero")]
     pub start_us: f64,

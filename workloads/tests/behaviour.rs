@@ -132,6 +132,7 @@ jitter_us = 0.5
 pattern = "many_to_many"
 senders = [1, 2, 3]
 receivers = [3, 4, 5]
+flows_per_pair = 2
 size_bytes = 1500
 [[traffic]]
 pattern = "sender_limited"
@@ -215,6 +216,32 @@ fn flows_do_not_depend_on_the_partition() {
     }
     // Closed incast: 3 rounds, open incast: 5 rounds.
     assert_eq!(g1.iter().filter(|g| g.name == "incast").count(), 8);
+}
+
+#[test]
+fn many_to_many_opens_flows_per_pair_connections_to_each_receiver() {
+    let dir = tempfile::tempdir().unwrap();
+    // The TIMELY testbed's incast ([TH] Ch. 3): clients with 4 connections each to one server.
+    let text = "[[traffic]]\npattern = \"many_to_many\"\nsenders = [1, 2, 3]\nreceivers = [3, 0]\nflows_per_pair = 4\n";
+    let w = workload(text, env(4, Some(1_000_000), dir.path())).unwrap();
+    let (flows, _) = drive(&mut [w.generator(&|_| true)], 1_000_000);
+    let mut pairs: Vec<(u32, u32)> = flows.iter().map(|f| (f.src, f.dst)).collect();
+    pairs.sort();
+    let mut want = Vec::new();
+    for (s, d) in [(1, 0), (1, 3), (2, 0), (2, 3), (3, 0)] {
+        want.extend([(s, d); 4]);
+    }
+    assert_eq!(pairs, want);
+    let ids: BTreeSet<u64> = flows.iter().map(|f| f.id).collect();
+    assert_eq!(ids.len(), 20, "every connection is a flow of its own");
+    assert!(flows
+        .iter()
+        .all(|f| f.size_bytes.is_none() && f.start_ps == 0));
+    let m = err_of(
+        "[[traffic]]\npattern = \"many_to_many\"\nsenders = [1]\nreceivers = [0]\nflows_per_pair = 0\n",
+        env(4, None, dir.path()),
+    );
+    assert!(m.contains("flows_per_pair"), "{m}");
 }
 
 #[test]
