@@ -7,16 +7,18 @@
 //! (RoCE, DCQCN) would be the next: one more field here, implementing
 //! [`HostScheduler`], and one more line in [`HostServices::rearm`] and
 //! [`HostServices::on_timer`]. pHost's token clock and send arbiter
-//! ([`super::phost::PhostSched`]) are the second.
+//! ([`super::phost::PhostSched`]) are the second, and TIMELY's segment
+//! scheduler ([`super::segment_sched`]) the third.
 //!
 //! The services share one engine timer: its deadline is the earliest one any
 //! service wants. The pull pacer is polled only when it has no deadline (its
-//! poll draws from the host's random stream); pHost's schedulers are polled
-//! after every input, and a changed pHost deadline moves the timer (a newer
-//! generation makes the old event stale).
+//! poll draws from the host's random stream); pHost's and TIMELY's schedulers
+//! are polled after every input, and a changed deadline moves the timer (a
+//! newer generation makes the old event stale).
 
 use super::phost::PhostSched;
 use super::pull::PullQueue;
+use super::segment_sched::SegmentSched;
 use crate::rng::Rng;
 
 /// A host-owned scheduler that grants endpoints turns.
@@ -35,6 +37,8 @@ pub struct HostServices {
     pub pulls: PullQueue,
     /// pHost's receiver token clock and sender arbiter.
     pub phost: PhostSched,
+    /// TIMELY's segment scheduler.
+    pub segments: SegmentSched,
     /// The pull pacer's deadline, if it has one.
     pull_at: Option<u64>,
     /// Deadline currently scheduled in the engine.
@@ -53,10 +57,14 @@ impl HostServices {
         if self.pull_at.is_none() {
             self.pull_at = self.pulls.poll_at(now, rng);
         }
-        let want = match (self.pull_at, self.phost.poll_at(now, rng)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
+        let want = [
+            self.pull_at,
+            self.phost.poll_at(now, rng),
+            self.segments.poll_at(now, rng),
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         if want == self.timer_at {
             return None;
         }
@@ -83,6 +91,9 @@ impl HostServices {
             if let Some(slot) = self.pulls.on_timer(now) {
                 return Some(Some(slot));
             }
+        }
+        if let Some(slot) = self.segments.on_timer(now) {
+            return Some(Some(slot));
         }
         Some(self.phost.on_timer(now))
     }

@@ -19,14 +19,37 @@
 //! one included) is reset by a gradient decrease and by the T_high branch;
 //! the T_low branch leaves it as it is.
 //!
-//! **Segments.** The thesis samples the RTT once per segment (16–64 KB)
-//! sent as a line-rate burst ([TH] §3.2.1, §3.4). Here packets are paced
-//! one by one at the rate and the sender reports one RTT sample per
-//! `segment_bytes` acknowledged: the ACK that completes a segment gives
-//! now − (send time of the packet it acknowledges) − that packet's
-//! serialisation at the NIC rate, which equals the thesis's
-//! completion − send − seg/NIC rate for a line-rate burst. Burst sending is
-//! not modelled.
+//! **The rate engine and segments** ([TH] §3.2.1, §3.2.3, §3.4;
+//! [`SegmentPacer`]). A flow's data leaves in segments of `segment_bytes`
+//! (rounded up to whole packets of the RoCE MTU). With `burst = true` (the
+//! thesis's engine) a segment goes out as one burst of back-to-back packets
+//! at the NIC rate, or at the static `nic_pacing_mbps` rate of the thesis's
+//! fine-grained NIC pacer (§3.6, Fig. 3.14), and the next segment may start
+//! `segment wire bytes / rate` after this one started (or when this one
+//! ends, if that is later): the pacing delay between segments. With `burst =
+//! false` every packet is paced at the rate, as the Ch. 4 simulations and
+//! the ns-3 forks do (TA3). One segment with `segment_bytes` at most the MTU
+//! is one packet, and both modes are the same.
+//!
+//! **The host's scheduler.** With bursts of more than one packet at the NIC
+//! rate, a flow whose segment is due asks the host's segment scheduler
+//! (`transport/segment_sched.rs`) for a turn; when the NIC has sent the last
+//! burst, due flows get one segment each in round robin, and the whole
+//! segment goes to the NIC at once. The RoCE sender (`timely`) works this
+//! way; IRN's sender (`irn_timely`), which picks its packets one at a time,
+//! paces its bursts on its own.
+//!
+//! **RTT samples.** One per segment: the ACK that completes it (the
+//! `segment_bytes`-th byte acknowledged) gives now − (send time of the
+//! packet it acknowledges) − that packet's serialisation at the burst rate.
+//! For a burst that left at the burst rate this is the thesis's
+//! completion − t_send − segment/NIC rate (the pacer's serialisation is
+//! subtracted too, as §3.6 does). A host-scheduled burst's packets all carry
+//! the burst's start, so its sample subtracts the whole segment at the NIC
+//! rate: exactly completion − t_send − segment/NIC rate. Time queued in the
+//! host's NIC behind other traffic counts as RTT, as in the thesis. `rtt_noise_us` adds uniform
+//! noise in [0, x] to every sample (Fig. 3.12's experiment), drawn from the
+//! host's random stream.
 //!
 //! **`completion_scaling`** (off by default: Algorithm 1 exactly). [TH] §3.4
 //! says to "scale updates by the number of completions per minRTT" without
@@ -48,10 +71,15 @@
 //! | `segment_bytes` | 16384 | [TH] §3.5 (16 KB; up to 64 KB) |
 //! | `min_rate_mbps` | 100 | `HPCC` `MinRate` attribute ([TH] gives none) |
 //! | `completion_scaling` | false | TA2 |
+//! | `burst` | true | [TH] §3.2.3 (segments leave as line-rate bursts); false: per-packet pacing (TA3, `HPCC`) |
+//! | `nic_pacing_mbps` | none (the NIC rate) | [TH] §3.6: static NIC pacing of the packets in a segment, e.g. 700 Mb/s |
+//! | `rtt_noise_us` | 0 | [TH] §3.6, Fig. 3.12: uniform noise in [0, x] added to each RTT sample |
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 use crate::config::ConfigError;
+use crate::rng::Rng;
 use crate::transport::config::{bad, Micros};
+use crate::units::tx_time_ps;
 
 /// `[protocol.timely]` (defaults and sources in the table above).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -83,6 +111,14 @@ pub struct TimelyParams {
     pub min_rate_mbps: f64,
     /// Scale updates by the time since the last one (TA2).
     pub completion_scaling: bool,
+    /// Send each segment as one burst (else pace every packet).
+    pub burst: bool,
+    /// Static pacing rate of the packets inside a segment, Mb/s (none: the NIC rate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nic_pacing_mbps: Option<f64>,
+    /// Upper bound of the uniform noise added to each RTT sample (`rtt_noise_us`).
+    #[serde(rename = "rtt_noise_us")]
+    pub rtt_noise: Micros,
 }
 
 impl Default for TimelyParams {
@@ -99,6 +135,9 @@ impl Default for TimelyParams {
             segment_bytes: 16_384,
             min_rate_mbps: 100.0,
             completion_scaling: false,
+            burst: true,
+            nic_pacing_mbps: None,
+            rtt_noise: Micros::from_ps(0),
         }
     }
 }
@@ -137,6 +176,18 @@ impl TimelyParams {
                 value,
             });
         }
+        if let Some(r) = self.nic_pacing_mbps {
+            if r.is_nan() || r <= 0.0 {
+                return Err(ConfigError::NonPositiveRate {
+                    key: k("nic_pacing_mbps"),
+                    value: r,
+                });
+            }
+        }
+        if self.rtt_noise != Micros::from_ps(0) {
+            // 0 turns the noise off; anything else must be a positive time.
+            self.rtt_noise.positive(&k("rtt_noise_us"))?;
+        }
         if self.segment_bytes == 0 {
             return Err(bad(&k("segment_bytes"), 0, "must be at least 1"));
         }
@@ -148,6 +199,136 @@ impl TimelyParams {
             ));
         }
         Ok(())
+    }
+}
+
+/// TIMELY's rate engine for one flow ([TH] §3.2.3): when its packets may
+/// leave, and which ACKs give an RTT sample (module documentation).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct SegmentPacer {
+    /// Packets per segment.
+    pkts: u64,
+    /// Send segments as bursts.
+    burst: bool,
+    /// Rate of the packets inside a burst, b/s.
+    burst_bps: u64,
+    /// The NIC's rate, b/s.
+    nic_bps: u64,
+    /// Bursts take turns in the host's segment scheduler
+    /// (`transport/segment_sched.rs`) instead of pacing each flow alone.
+    host_sched: bool,
+    /// Upper bound of the RTT noise, ps.
+    noise_ps: u64,
+    /// Payload bytes per RTT sample: one segment.
+    sample_bytes: u64,
+    /// Wire bytes of a full packet (MTU + header).
+    full_wire: u64,
+    /// When the current segment's first packet left.
+    seg_start: u64,
+    /// Packets of the current segment sent so far.
+    in_seg: u64,
+    /// Wire bytes of the current segment sent so far.
+    seg_wire: u64,
+    /// Payload bytes acknowledged since the last sample.
+    acked: u64,
+}
+
+impl SegmentPacer {
+    /// The engine of a flow with `mtu` payload bytes (`header` more on the
+    /// wire) per packet on a NIC of `nic_bps`.
+    pub fn new(p: &TimelyParams, mtu: u32, header: u32, nic_bps: u64) -> Self {
+        let pkts = p.segment_bytes.div_ceil(mtu as u64).max(1);
+        let pacing = p.nic_pacing_mbps.map_or(nic_bps, |m| (m * 1e6) as u64);
+        SegmentPacer {
+            pkts,
+            burst: p.burst,
+            burst_bps: pacing.clamp(1, nic_bps.max(1)),
+            nic_bps: nic_bps.max(1),
+            host_sched: p.burst && pkts > 1 && p.nic_pacing_mbps.is_none(),
+            noise_ps: p.rtt_noise.ps,
+            sample_bytes: pkts * mtu as u64,
+            full_wire: (mtu + header) as u64,
+            seg_start: 0,
+            in_seg: 0,
+            seg_wire: 0,
+            acked: 0,
+        }
+    }
+
+    /// The same engine pacing each flow's bursts on its own, without the
+    /// host's scheduler (IRN's sender, which picks packets one at a time).
+    pub fn per_flow(mut self) -> Self {
+        self.host_sched = false;
+        self
+    }
+
+    /// Whether whole segments take turns in the host's scheduler: bursts of
+    /// more than one packet at the NIC rate.
+    pub fn host_scheduled(&self) -> bool {
+        self.host_sched
+    }
+
+    /// Packets per segment.
+    pub fn segment_packets(&self) -> u64 {
+        self.pkts
+    }
+
+    /// When the next segment of a flow at `rate_bps` may start, after one of
+    /// `wire` bytes started at `start`; the granted burst holds the NIC
+    /// until the returned `.1` (host-scheduled engines).
+    pub fn after_burst(&self, start: u64, wire: u64, rate_bps: u64) -> (u64, u64) {
+        let nic_done = start + tx_time_ps(wire, self.nic_bps);
+        (start + tx_time_ps(wire, rate_bps.max(1)), nic_done)
+    }
+
+    /// When the packet after one of `wire` bytes that left at `now` may
+    /// leave, with the controller at `rate_bps`.
+    pub fn next_departure(&mut self, now: u64, wire: u64, rate_bps: u64) -> u64 {
+        let rate = rate_bps.max(1);
+        let own = now + tx_time_ps(wire, self.burst_bps);
+        if !self.burst {
+            return own.max(now + tx_time_ps(wire, rate));
+        }
+        if self.in_seg == 0 {
+            self.seg_start = now;
+        }
+        self.in_seg += 1;
+        self.seg_wire += wire;
+        if self.in_seg < self.pkts {
+            return own;
+        }
+        let gap = self.seg_start + tx_time_ps(self.seg_wire, rate);
+        self.in_seg = 0;
+        self.seg_wire = 0;
+        gap.max(own)
+    }
+
+    /// Counts `bytes` newly acknowledged; true when they complete a segment.
+    pub fn completes_segment(&mut self, bytes: u64) -> bool {
+        self.acked += bytes;
+        if self.acked < self.sample_bytes {
+            return false;
+        }
+        self.acked %= self.sample_bytes;
+        true
+    }
+
+    /// The RTT sample of an ACK arriving at `now` for a packet sent at
+    /// `sent`, plus noise: less the packet's serialisation at the burst
+    /// rate, or, for a host-scheduled burst (whose packets all carry the
+    /// burst's start), less the whole segment's serialisation at the NIC
+    /// rate.
+    pub fn rtt(&self, now: u64, sent: u64, rng: &mut Rng) -> u64 {
+        let serialisation = if self.host_sched {
+            tx_time_ps(self.pkts * self.full_wire, self.nic_bps)
+        } else {
+            tx_time_ps(self.full_wire, self.burst_bps)
+        };
+        let rtt = (now - sent.min(now)).saturating_sub(serialisation);
+        if self.noise_ps == 0 {
+            return rtt;
+        }
+        rtt + rand::RngExt::random_range(rng, 0..=self.noise_ps)
     }
 }
 
@@ -370,6 +551,127 @@ mod tests {
         // A huge RTT cannot cut below half.
         t.on_completion(100_000 * US, 100 * US);
         assert!(t.rate() >= 0.5 * (5e9 + 12.5e6));
+    }
+
+    /// 1000 B of payload + 64 B of header at 10 Gb/s.
+    const WIRE: u64 = 1064;
+    const PKT_10G: u64 = 851_200;
+
+    fn pacer(f: impl FnOnce(&mut TimelyParams)) -> SegmentPacer {
+        let mut p = TimelyParams {
+            segment_bytes: 4000,
+            ..Default::default()
+        };
+        f(&mut p);
+        p.validate("protocol.timely").unwrap();
+        SegmentPacer::new(&p, 1000, 64, LINE)
+    }
+
+    #[test]
+    fn a_segment_leaves_as_a_line_rate_burst_then_waits_out_its_share_of_the_rate() {
+        let mut s = pacer(|_| {});
+        // Four packets of a 4000-byte segment, back to back at 10 Gb/s.
+        let mut t = 0;
+        let mut departures = vec![t];
+        for _ in 0..4 {
+            t = s.next_departure(t, WIRE, 1_000_000_000);
+            departures.push(t);
+        }
+        // At 1 Gb/s the segment's 4 × 1064 wire bytes take 34.048 µs: the
+        // next segment starts then, counted from the first packet.
+        assert_eq!(
+            departures,
+            [0, PKT_10G, 2 * PKT_10G, 3 * PKT_10G, 4 * WIRE * 8 * 1000]
+        );
+        // The next segment does the same from there.
+        let t0 = departures[4];
+        for _ in 0..3 {
+            t = s.next_departure(t, WIRE, 1_000_000_000);
+        }
+        assert_eq!(t, t0 + 3 * PKT_10G);
+        assert_eq!(s.next_departure(t, WIRE, 1_000_000_000), 2 * t0);
+    }
+
+    #[test]
+    fn without_bursts_every_packet_is_paced_at_the_rate() {
+        let mut s = pacer(|p| p.burst = false);
+        assert_eq!(s.next_departure(0, WIRE, 1_000_000_000), WIRE * 8 * 1000);
+        assert_eq!(s.next_departure(7, WIRE, 10_000_000_000), 7 + PKT_10G);
+    }
+
+    #[test]
+    fn nic_pacing_spaces_the_packets_of_a_segment_and_caps_the_flow() {
+        // 700 Mb/s ([TH] Fig. 3.14): 1064 B take 12.16 µs.
+        let mut s = pacer(|p| p.nic_pacing_mbps = Some(700.0));
+        let gap = (WIRE * 8 * 1_000_000_000_000u64).div_ceil(700_000_000);
+        assert_eq!(gap, 12_160_000);
+        let mut t = 0;
+        for i in 1..=8 {
+            // Whatever the controller allows, packets never leave faster.
+            t = s.next_departure(t, WIRE, LINE);
+            assert_eq!(t, i * gap);
+        }
+        // The RTT sample subtracts the pacer's serialisation (§3.6).
+        let mut rng = crate::rng::stream_rng(1, 2);
+        assert_eq!(s.rtt(100 * US, 10 * US, &mut rng), 90 * US - gap);
+    }
+
+    #[test]
+    fn a_sample_per_completed_segment_with_bounded_noise() {
+        // 4000 bytes per segment: the ACKs of four 1000-byte packets.
+        let mut s = pacer(|_| {});
+        let done: Vec<bool> = (0..8).map(|_| s.completes_segment(1000)).collect();
+        assert_eq!(done, [false, false, false, true, false, false, false, true]);
+        // A cumulative ACK of 6000 bytes completes one and starts the next half way.
+        assert!(s.completes_segment(6000));
+        assert!(!s.completes_segment(1000));
+        assert!(s.completes_segment(1000));
+        // Segments round up to whole packets: 4500 bytes are 5 packets.
+        let mut s = pacer(|p| p.segment_bytes = 4500);
+        assert!(!s.completes_segment(4500) && s.completes_segment(500));
+
+        let mut rng = crate::rng::stream_rng(1, 2);
+        // A host-scheduled burst: all four packets carry its start, and the
+        // sample subtracts the whole segment at the NIC rate.
+        let quiet = pacer(|_| {});
+        assert!(quiet.host_scheduled());
+        assert_eq!(quiet.rtt(50 * US, 0, &mut rng), 50 * US - 4 * PKT_10G);
+        // Paced alone, each packet carries its own departure: one packet less.
+        let alone = pacer(|_| {}).per_flow();
+        assert!(!alone.host_scheduled());
+        assert_eq!(alone.rtt(50 * US, 0, &mut rng), 50 * US - PKT_10G);
+        let noisy = pacer(|p| p.rtt_noise = Micros::from_us(20.0)).per_flow();
+        let base = 50 * US - PKT_10G;
+        let v: Vec<u64> = (0..2000).map(|_| noisy.rtt(50 * US, 0, &mut rng)).collect();
+        assert!(v.iter().all(|&r| (base..=base + 20 * US).contains(&r)));
+        // Uniform: the mean is near the middle, and both halves are used.
+        let mean = v.iter().map(|&r| (r - base) as f64).sum::<f64>() / v.len() as f64;
+        assert!((mean - 10e6).abs() < 0.5e6, "{mean}");
+        assert!(v.iter().any(|&r| r < base + 2 * US) && v.iter().any(|&r| r > base + 18 * US));
+    }
+
+    #[test]
+    fn bad_engine_settings_name_their_key() {
+        for (f, key) in [
+            (
+                (|p: &mut TimelyParams| p.nic_pacing_mbps = Some(0.0)) as fn(&mut TimelyParams),
+                "protocol.timely.nic_pacing_mbps",
+            ),
+            (
+                |p: &mut TimelyParams| p.rtt_noise = Micros::from_us(-5.0),
+                "protocol.timely.rtt_noise_us",
+            ),
+        ] {
+            let mut p = TimelyParams::default();
+            f(&mut p);
+            let e = p.validate("protocol.timely").unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+        let p = TimelyParams {
+            rtt_noise: Micros::from_us(0.0),
+            ..Default::default()
+        };
+        p.validate("protocol.timely").unwrap();
     }
 
     #[test]

@@ -46,11 +46,12 @@
 
 use std::collections::VecDeque;
 
-use super::{RoceDef, RoceSink, RoceSource};
+use super::{timely_parts, RoceDef, RoceSink, RoceSource};
 use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol};
 use crate::transport::cc::dcqcn::Style;
-use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss, Timely};
+use crate::transport::cc::timely::SegmentPacer;
+use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss};
 use crate::transport::config::{bad, in_range, Micros};
 use crate::transport::{
     Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats, SwitchClass,
@@ -320,7 +321,7 @@ impl Transport for IrnSource {
             PacketKind::Ack | PacketKind::Nack => {
                 let acked = self.acknowledge(pkt.ack, now);
                 if acked > 0 {
-                    self.base.feed_ack(acked, &pkt, now, cx.nic_bps);
+                    self.base.feed_ack(acked, &pkt, cx);
                 }
                 if pkt.kind == PacketKind::Nack && pkt.seq > self.base.una {
                     self.sack(pkt.seq);
@@ -450,9 +451,9 @@ fn irn_endpoint(
     p: &ProtocolParams,
     cc: Option<Controller>,
     ect: bool,
-    seg: u64,
+    pacer: Option<SegmentPacer>,
 ) -> Endpoint {
-    let base = RoceSource::new(flow, proto, &p.roce, cc, ect, seg);
+    let base = RoceSource::new(flow, proto, &p.roce, cc, ect, pacer);
     Endpoint::IrnSource(Box::new(IrnSource::new(base, &p.irn)))
 }
 
@@ -471,7 +472,7 @@ impl ProtocolDef for IrnDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        irn_endpoint(proto, flow, p, None, false, 0)
+        irn_endpoint(proto, flow, p, None, false, None)
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         irn_sink(first, p, Style::Paper)
@@ -489,7 +490,7 @@ impl ProtocolDef for IrnDcqcnDef {
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
         let cc = Controller::Dcqcn(Dcqcn::new(p.dcqcn.resolve(flow.nic_bps)));
-        irn_endpoint(proto, flow, p, Some(cc), true, 0)
+        irn_endpoint(proto, flow, p, Some(cc), true, None)
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         irn_sink(first, p, p.dcqcn.style)
@@ -506,8 +507,8 @@ impl ProtocolDef for IrnTimelyDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let cc = Controller::Timely(Timely::new(&p.timely, flow.nic_bps));
-        irn_endpoint(proto, flow, p, Some(cc), false, p.timely.segment_bytes)
+        let (cc, pacer) = timely_parts(flow, p);
+        irn_endpoint(proto, flow, p, Some(cc), false, Some(pacer.per_flow()))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         irn_sink(first, p, Style::Paper)

@@ -57,11 +57,12 @@ pub use sink::RoceSink;
 pub use source::RoceSource;
 
 use super::cc::dcqcn::Style;
+use super::cc::timely::SegmentPacer;
 use super::cc::{Controller, Dcqcn, Timely};
 use super::config::{bad, in_range, Micros};
 use super::{Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SwitchClass};
 use crate::config::ConfigError;
-use crate::packet::{Packet, Protocol};
+use crate::packet::{Packet, Protocol, HEADER_BYTES};
 
 /// `[protocol.roce]` (defaults and sources in the table above).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -178,7 +179,7 @@ impl ProtocolDef for RoceDef {
         p.roce.mtu_bytes
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let src = RoceSource::new(flow, proto, &p.roce, None, false, 0);
+        let src = RoceSource::new(flow, proto, &p.roce, None, false, None);
         Endpoint::RoceSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
@@ -199,7 +200,7 @@ impl ProtocolDef for DcqcnDef {
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
         let cc = Controller::Dcqcn(Dcqcn::new(p.dcqcn.resolve(flow.nic_bps)));
-        let src = RoceSource::new(flow, proto, &p.roce, Some(cc), true, 0);
+        let src = RoceSource::new(flow, proto, &p.roce, Some(cc), true, None);
         Endpoint::RoceSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
@@ -208,8 +209,16 @@ impl ProtocolDef for DcqcnDef {
     }
 }
 
-/// The protocol table's row for RoCE + TIMELY: one RTT sample per
-/// `[protocol.timely] segment_bytes` acknowledged.
+/// A TIMELY sender's controller and rate engine (`cc/timely.rs`).
+fn timely_parts(flow: &FlowInfo, p: &ProtocolParams) -> (Controller, SegmentPacer) {
+    let cc = Controller::Timely(Timely::new(&p.timely, flow.nic_bps));
+    let mtu = p.roce.mtu_bytes;
+    let pacer = SegmentPacer::new(&p.timely, mtu, HEADER_BYTES, flow.nic_bps);
+    (cc, pacer)
+}
+
+/// The protocol table's row for RoCE + TIMELY: segments of
+/// `[protocol.timely] segment_bytes`, one RTT sample each.
 pub struct TimelyDef;
 
 impl ProtocolDef for TimelyDef {
@@ -219,9 +228,8 @@ impl ProtocolDef for TimelyDef {
         p.roce.mtu_bytes
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let cc = Controller::Timely(Timely::new(&p.timely, flow.nic_bps));
-        let seg = p.timely.segment_bytes;
-        let src = RoceSource::new(flow, proto, &p.roce, Some(cc), false, seg);
+        let (cc, pacer) = timely_parts(flow, p);
+        let src = RoceSource::new(flow, proto, &p.roce, Some(cc), false, Some(pacer));
         Endpoint::RoceSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {

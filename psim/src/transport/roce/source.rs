@@ -3,6 +3,7 @@
 
 use super::RoceParams;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::transport::cc::timely::SegmentPacer;
 use crate::transport::cc::{AckEvent, CongestionControl, Controller, Loss};
 use crate::transport::{Ctx, FlowInfo, SourceStats, Transport};
 use crate::units::tx_time_ps;
@@ -36,23 +37,25 @@ pub struct RoceSource {
     pub(super) cc: Option<Controller>,
     /// Mark data ECN-capable (DCQCN).
     ect: bool,
-    /// Bytes acknowledged per RTT sample (0: one per ACK).
-    sample_bytes: u64,
-    acked_since_sample: u64,
+    /// TIMELY's rate engine: segments, bursts and RTT samples (None: every
+    /// packet paced at the rate, an RTT sample per ACK).
+    pacer: Option<SegmentPacer>,
+    /// A turn is requested from the host's segment scheduler.
+    seg_wait: bool,
     /// Counters.
     pub stats: SourceStats,
 }
 
 impl RoceSource {
     /// A sender for `flow` with controller `cc`; `ect` marks data
-    /// ECN-capable; one RTT sample per `sample_bytes` acknowledged.
+    /// ECN-capable; `pacer` is TIMELY's segment engine.
     pub fn new(
         flow: &FlowInfo,
         proto: Protocol,
         p: &RoceParams,
         cc: Option<Controller>,
         ect: bool,
-        sample_bytes: u64,
+        pacer: Option<SegmentPacer>,
     ) -> Self {
         let mtu = p.mtu_bytes;
         RoceSource {
@@ -75,8 +78,8 @@ impl RoceSource {
             window: p.window_packets as u64,
             cc,
             ect,
-            sample_bytes,
-            acked_since_sample: 0,
+            pacer,
+            seg_wait: false,
             stats: SourceStats::default(),
         }
     }
@@ -104,8 +107,23 @@ impl RoceSource {
             && (self.window == 0 || self.next_psn - self.una < self.window)
     }
 
-    /// Sends the next PSN if it may leave now.
+    /// Whether whole segments take turns in the host's scheduler.
+    fn host_scheduled(&self) -> bool {
+        self.pacer.as_ref().is_some_and(|p| p.host_scheduled())
+    }
+
+    /// Sends the next PSN if it may leave now (or, host-scheduled, asks for
+    /// the next segment's turn).
     fn try_send(&mut self, cx: &mut Ctx<'_>) {
+        if self.host_scheduled() {
+            if self.has_data() && !self.seg_wait {
+                self.seg_wait = true;
+                cx.services
+                    .segments
+                    .request(cx.slot, self.next_tx.max(cx.now));
+            }
+            return;
+        }
         if !self.has_data() || self.next_tx > cx.now {
             return;
         }
@@ -168,7 +186,12 @@ impl RoceSource {
         self.stats.bytes_sent += payload as u64;
         self.stats.packets_sent += 1;
         self.high = self.high.max(psn + 1);
-        self.next_tx = now + tx_time_ps(size as u64, rate.max(1));
+        self.next_tx = match &mut self.pacer {
+            // A host-scheduled burst sets it once, for the whole segment.
+            Some(p) if p.host_scheduled() => self.next_tx,
+            Some(p) => p.next_departure(now, size as u64, rate),
+            None => now + tx_time_ps(size as u64, rate.max(1)),
+        };
         if let Some(Controller::Dcqcn(d)) = &mut self.cc {
             // DCQCN's byte counter (the controller trait has no hook for sent bytes).
             d.on_transmit(size as u64, now);
@@ -217,19 +240,23 @@ impl RoceSource {
     }
 
     /// Tells the controller that `acked` bytes were acknowledged by `pkt`,
-    /// with an RTT sample once per `sample_bytes`.
-    pub(super) fn feed_ack(&mut self, acked: u64, pkt: &Packet, now: u64, nic_bps: u64) {
+    /// with an RTT sample when they complete a segment (every ACK without
+    /// a segment engine).
+    pub(super) fn feed_ack(&mut self, acked: u64, pkt: &Packet, cx: &mut Ctx<'_>) {
+        let now = cx.now;
         let ev = self.ack_event(acked, false);
-        let full = self.mtu as u64 + HEADER_BYTES as u64;
-        let rtt = (now - pkt.sent_ps.min(now)).saturating_sub(tx_time_ps(full, nic_bps));
-        self.acked_since_sample += acked;
-        let sample = self.acked_since_sample >= self.sample_bytes;
-        if sample && self.sample_bytes > 0 {
-            self.acked_since_sample %= self.sample_bytes;
-        }
+        let rtt = match &mut self.pacer {
+            Some(p) => p
+                .completes_segment(acked)
+                .then(|| p.rtt(now, pkt.sent_ps, cx.rng)),
+            None => {
+                let full = self.mtu as u64 + HEADER_BYTES as u64;
+                Some((now - pkt.sent_ps.min(now)).saturating_sub(tx_time_ps(full, cx.nic_bps)))
+            }
+        };
         if let Some(cc) = &mut self.cc {
             cc.on_timer(now);
-            if sample {
+            if let Some(rtt) = rtt {
                 cc.on_rtt_sample(rtt, now);
             }
             cc.on_ack(&ev);
@@ -264,7 +291,7 @@ impl Transport for RoceSource {
                 if acked == 0 {
                     return;
                 }
-                self.feed_ack(acked, &pkt, now, cx.nic_bps);
+                self.feed_ack(acked, &pkt, cx);
                 self.try_send(cx);
             }
             PacketKind::Nack => {
@@ -296,8 +323,40 @@ impl Transport for RoceSource {
         self.try_send(cx);
     }
 
+    fn on_grant(&mut self, cx: &mut Ctx<'_>) {
+        if !std::mem::take(&mut self.seg_wait) {
+            return;
+        }
+        // The segment's turn: all of it to the NIC at once, as one burst.
+        let Some(pkts) = self.pacer.as_ref().map(|p| p.segment_packets()) else {
+            return;
+        };
+        let now = cx.now;
+        let rate = self.rate(now, cx.nic_bps);
+        let mut wire = 0;
+        for _ in 0..pkts {
+            if !self.has_data() {
+                break;
+            }
+            wire += u64::from(self.payload(self.next_psn) + HEADER_BYTES);
+            self.emit(self.next_psn, 0, rate, cx);
+            self.next_psn += 1;
+        }
+        if wire > 0 {
+            if let Some(p) = &self.pacer {
+                let (next, nic_free) = p.after_burst(now, wire, rate);
+                self.next_tx = next;
+                cx.services.segments.busy_until(nic_free);
+            }
+            if self.rto_at.is_none() {
+                self.rto_at = self.rto.map(|r| now + r);
+            }
+        }
+        self.try_send(cx);
+    }
+
     fn poll_at(&self) -> Option<u64> {
-        let tx = self.has_data().then_some(self.next_tx);
+        let tx = (self.has_data() && !self.host_scheduled()).then_some(self.next_tx);
         [tx, self.rto_at].into_iter().flatten().min()
     }
 

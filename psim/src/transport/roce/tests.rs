@@ -235,9 +235,70 @@ fn timely_takes_one_rtt_sample_per_segment() {
     let Some(crate::transport::cc::Controller::Timely(t)) = s.controller() else {
         panic!()
     };
-    // 160 KB in 16 KB segments (16384 B): 9 complete segments.
-    assert_eq!(t.samples, 160_000 / 16_384);
+    // 160 KB in 16 KB segments (16384 B, rounded up to 17 packets of
+    // 1000 B): 9 complete segments.
+    assert_eq!(t.samples, 160_000 / 17_000);
     assert_eq!(HEADER_BYTES, 64);
+}
+
+#[test]
+fn timely_bursts_a_segment_and_waits_out_its_share_of_a_lower_rate() {
+    let mut p = ProtocolParams::default();
+    p.timely.segment_bytes = 4000;
+    // One segment outstanding, so that the test sets the pace of ACKs.
+    p.roce.window_packets = 4;
+    p.validate().unwrap();
+    let mut h = source(&p, Protocol::Timely, 1_000_000);
+    // The flow asks the host's segment scheduler for a turn, and sends the
+    // whole 4-packet segment at once when it gets it.
+    assert!(h.start(0).is_empty());
+    let first = h.advance(0);
+    assert_eq!(
+        first.iter().map(|(t, p)| (*t, p.seq)).collect::<Vec<_>>(),
+        [(0, 0), (0, 1), (0, 2), (0, 3)]
+    );
+    assert_eq!(
+        h.next_wake(),
+        Some(320 * US),
+        "only the RTO: the window is full"
+    );
+    // The ACK of the segment measures an RTT of 1000 µs (the burst's start
+    // to its ACK, less the segment's 4 × 1064 B at the NIC rate): above
+    // T_high, the rate falls to 1 − 0.8·(1 − 500/1000) = 0.6 of line rate.
+    let now = 1000 * US + 4 * GAP;
+    let ack = |psn: u64, sent: u64| {
+        let mut a = data(psn);
+        (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
+        a
+    };
+    assert!(h.deliver(now, ack(3, 0)).is_empty());
+    let Some(crate::transport::cc::Controller::Timely(t)) = h.ep.controller() else {
+        panic!("a TIMELY controller")
+    };
+    assert_eq!(t.samples, 1);
+    let rate = t.rate() as u64;
+    assert_eq!(rate, 6_000_000_000);
+    let second = h.advance(now);
+    assert_eq!(
+        second.iter().map(|(t, p)| (*t, p.seq)).collect::<Vec<_>>(),
+        [(now, 4), (now, 5), (now, 6), (now, 7)]
+    );
+    // Its ACK comes back quickly (an RTT below T_low: the rate rises by δ),
+    // but the next segment waits for its share of the rate: 4 × 1064 wire
+    // bytes at 6 Gb/s from the start of the second burst.
+    assert!(h.deliver(now + 5 * GAP, ack(7, now)).is_empty());
+    let share = (4 * 1064 * 8 * 1_000_000_000_000u64).div_ceil(rate);
+    assert!(share > 5 * GAP);
+    let third = h.advance(now + share);
+    assert_eq!(
+        third.iter().map(|(t, p)| (*t, p.seq)).collect::<Vec<_>>(),
+        [
+            (now + share, 8),
+            (now + share, 9),
+            (now + share, 10),
+            (now + share, 11)
+        ]
+    );
 }
 
 #[test]
