@@ -61,7 +61,11 @@ fn every_small_scenario_is_identical_across_partitions() {
 /// keys (checked at full size by hand: docs/rdma.md, "Reproducing the thesis").
 #[test]
 fn every_rdma_scenario_is_identical_across_partitions() {
-    let paths = psim_integration_tests::scenario_files("scenarios/rdma");
+    let testbed = "timely_testbed.toml";
+    let paths: Vec<_> = psim_integration_tests::scenario_files("scenarios/rdma")
+        .into_iter()
+        .filter(|p| !p.ends_with(testbed))
+        .collect();
     assert_eq!(paths.len(), 13, "{paths:?}");
     let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
     let mut runs: Vec<_> = paths
@@ -103,6 +107,27 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             );
             assert_eq!(other.outcome.summary.events, s.events, "{}", path.display());
         }
+    }
+    // The TIMELY testbed incast ([TH] Ch. 3; long-lived flows on a graph):
+    // its first 3 ms, with the start-up's PFC pauses and the hosts' segment
+    // schedulers, and with RTT noise drawn from the hosts' random streams.
+    let path = psim_integration_tests::repo_root()
+        .join("scenarios/rdma")
+        .join(testbed);
+    let sets = small(&["stop_us=3000", "protocol.timely.rtt_noise_us=20"]);
+    let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+    let reference = run(&scn, 1, 1);
+    let s = &reference.outcome.summary;
+    assert!(s.conserved(), "{s:?}");
+    assert_eq!(reference.flows.len(), 40);
+    assert!(s.events > 50_000, "{s:?}");
+    for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
+        let other = run(&scn, shards, threads);
+        assert!(
+            other.csv == reference.csv,
+            "{testbed}: {shards} shards x {threads} threads differs from 1 shard"
+        );
+        assert_eq!(other.outcome.summary.events, s.events);
     }
 }
 

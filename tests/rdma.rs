@@ -110,3 +110,61 @@ fn dcqcn_without_marks_and_timely_without_acks_are_refused() {
     load(&text("irn_timely", "droptail", no_acks)).unwrap();
     load(&text("roce", "droptail", no_acks)).unwrap();
 }
+
+/// [TH] §3.2.3's rate engine on the TIMELY testbed incast
+/// (scenarios/rdma/timely_testbed.toml): a client's NIC sends whole 16 KB
+/// segments, each as one burst of 16 packets back to back at 10 Gb/s, and the
+/// bursts of its 4 connections take turns (round robin) instead of
+/// interleaving packet by packet. Without PFC and with the first 300 µs only,
+/// before the 4 MB switch queue fills.
+#[test]
+fn timely_segments_leave_the_nic_as_whole_bursts_that_take_turns() {
+    use psim::trace::{read_packets, PacketEvent};
+    let path = psim_integration_tests::repo_root().join("scenarios/rdma/timely_testbed.toml");
+    let sets: Vec<String> = [
+        "stop_us=300",
+        "switch.pfc.enabled=false",
+        "protocol.roce.pfc=false",
+        "trace.packets.enabled=true",
+        "trace.packets.entities=[1]",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    let scn = psim::config::Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let opts = psim::engine::SimOptions {
+        shards: 2,
+        threads: 1,
+    };
+    psim::run::execute(&scn, opts, &out, false, &mut |_| {}).unwrap();
+    let rows: Vec<_> = read_packets(&out)
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.event == PacketEvent::Dequeue && r.entity == 1 && r.kind == "data")
+        .collect();
+    // 1024 + 64 bytes at 10 Gb/s: 870.4 ns, and the NIC never idles.
+    let gap = psim::units::tx_time_ps(1088, 10_000_000_000);
+    assert_eq!(gap, 870_400);
+    assert!(rows.len() > 200, "{} packets", rows.len());
+    assert!(rows.windows(2).all(|w| w[1].time_ps - w[0].time_ps == gap));
+    // Runs of one flow: 16 packets each (the trace may end inside the last).
+    let mut bursts: Vec<(u64, usize)> = Vec::new();
+    for r in &rows {
+        match bursts.last_mut() {
+            Some((f, n)) if *f == r.flow => *n += 1,
+            _ => bursts.push((r.flow, 1)),
+        }
+    }
+    let (last, whole) = bursts.split_last().unwrap();
+    assert!(whole.iter().all(|&(_, n)| n == 16), "{bursts:?}");
+    assert!(last.1 <= 16);
+    // Round robin: every 4 consecutive bursts are the 4 connections.
+    for w in whole.chunks(4).filter(|c| c.len() == 4) {
+        let mut flows: Vec<u64> = w.iter().map(|b| b.0).collect();
+        flows.sort();
+        flows.dedup();
+        assert_eq!(flows.len(), 4, "{bursts:?}");
+    }
+}

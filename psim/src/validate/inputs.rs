@@ -250,4 +250,8 @@ pub enum Stat {
     Max,
     /// The 10th percentile (linear interpolation).
     P10,
+    /// The sum: the flows' aggregate throughput.
+    Sum,
+    /// Jain's fairness index, (Σx)² / (n Σx²) ([TH] Table 3.1).
+    Jain,
 }

@@ -191,16 +191,18 @@ pub enum Metric {
         /// Quantile in [0, 1].
         q: f64,
     },
-    /// A percentile of the per-packet send-to-ACK latency, µs: from a data
-    /// packet's first send to the arrival at its sender of the ACK covering
-    /// it, retransmissions included ([P] §3.2.4, Fig. 4; definition in
-    /// [`super::ack_latency`]). Needs the run's packet trace with `enqueue`
-    /// and `dequeue` events; a sampled trace gives an unbiased estimate.
+    /// The per-packet send-to-ACK latency, µs: a percentile (`q` in [0, 1]),
+    /// or the mean when `q` is absent. From a data packet's first send to the
+    /// arrival at its sender of the ACK covering it, retransmissions included
+    /// ([P] §3.2.4, Fig. 4; definition in [`super::ack_latency`]). Needs the
+    /// run's packet trace with `enqueue` and `dequeue` events; a sampled
+    /// trace gives an unbiased estimate.
     AckLatency {
         /// Run name.
         run: String,
-        /// Quantile in [0, 1].
-        q: f64,
+        /// Quantile in [0, 1]; None: the mean.
+        #[serde(default)]
+        q: Option<f64>,
     },
     /// The one-way delay of data packets, µs: a percentile (`q` in [0, 1]),
     /// or the mean when `q` is absent. From the first send at the source
@@ -241,15 +243,16 @@ pub enum Metric {
         /// Congestion points.
         n: u32,
     },
-    /// A percentile of the RTT of data packets sent exactly once, µs: from
-    /// the source NIC's dequeue to the ACK's arrival (the network's share of
-    /// [`Metric::AckLatency`]; q = 1 is the largest, [P] §3.2.4's "maximum
-    /// RTT").
+    /// The RTT of data packets sent exactly once, µs: a percentile (`q` in
+    /// [0, 1]; 1 is the largest, [P] §3.2.4's "maximum RTT"), or the mean when
+    /// `q` is absent. From the source NIC's dequeue to the ACK's arrival (the
+    /// network's share of [`Metric::AckLatency`]).
     Rtt {
         /// Run name.
         run: String,
-        /// Quantile in [0, 1].
-        q: f64,
+        /// Quantile in [0, 1]; None: the mean.
+        #[serde(default)]
+        q: Option<f64>,
     },
     /// Data packets trimmed at one tier, counted from the run's packet trace
     /// (`trim` events, unsampled; [`super::traced::TierTrims`]).
@@ -576,6 +579,16 @@ impl Metric {
                     Stat::Min => g.iter().copied().fold(f64::MAX, f64::min),
                     Stat::Max => g.iter().copied().fold(f64::MIN, f64::max),
                     Stat::P10 => quantile(&mut g, 0.1),
+                    Stat::Sum => g.iter().sum(),
+                    Stat::Jain => {
+                        let sq: f64 = g.iter().map(|x| x * x).sum();
+                        let sum: f64 = g.iter().sum();
+                        if sq > 0.0 {
+                            sum * sum / (g.len() as f64 * sq)
+                        } else {
+                            return Err(format!("run `{run}`: no flow received anything"));
+                        }
+                    }
                 }
             }
             Metric::FlowsBelow { run, gbps, filter } => {
@@ -651,11 +664,12 @@ impl Metric {
                 }
                 quantile(&mut v, *q)
             }
-            Metric::AckLatency { run, q } | Metric::Rtt { run, q } => {
+            Metric::AckLatency { run, .. } | Metric::Rtt { run, .. } => {
                 let d = traced(run)?;
-                let ps = match self {
-                    Metric::AckLatency { .. } => &d.traced.acks.send_to_ack_ps,
-                    _ => &d.traced.acks.rtt_ps,
+                let (ps, q) = match self {
+                    Metric::AckLatency { q, .. } => (&d.traced.acks.send_to_ack_ps, q),
+                    Metric::Rtt { q, .. } => (&d.traced.acks.rtt_ps, q),
+                    _ => unreachable!("matched above"),
                 };
                 let mut v: Vec<f64> = ps.iter().map(|&x| x as f64 / 1e6).collect();
                 if v.is_empty() {
@@ -663,7 +677,7 @@ impl Metric {
                         "no acknowledged data packet in the trace of `{run}`"
                     ));
                 }
-                quantile(&mut v, *q)
+                quantile_or_mean(&mut v, *q)
             }
             Metric::OneWay { run, q } => {
                 let d = traced(run)?;
@@ -677,10 +691,7 @@ impl Metric {
                 if v.is_empty() {
                     return Err(format!("no data packet arrived in the trace of `{run}`"));
                 }
-                match q {
-                    Some(q) => quantile(&mut v, *q),
-                    None => v.iter().sum::<f64>() / v.len() as f64,
-                }
+                quantile_or_mean(&mut v, *q)
             }
             Metric::Jain {
                 run,
@@ -855,6 +866,14 @@ pub fn quantile(v: &mut [f64], q: f64) -> f64 {
     let lo = h.floor() as usize;
     let hi = (lo + 1).min(v.len() - 1);
     v[lo] + (h - lo as f64) * (v[hi] - v[lo])
+}
+
+/// The `q` quantile of `v`, or its mean when `q` is None (`v` not empty).
+fn quantile_or_mean(v: &mut [f64], q: Option<f64>) -> f64 {
+    match q {
+        Some(q) => quantile(v, q),
+        None => v.iter().sum::<f64>() / v.len() as f64,
+    }
 }
 
 #[cfg(test)]
@@ -1042,6 +1061,9 @@ mod tests {
         // 1000 B in 1 us = 8 Gb/s; 2000 B = 16 Gb/s.
         assert!((g(Stat::Mean).eval(&runs).unwrap() - 12.0).abs() < 1e-9);
         assert!((g(Stat::Min).eval(&runs).unwrap() - 8.0).abs() < 1e-9);
+        assert!((g(Stat::Sum).eval(&runs).unwrap() - 24.0).abs() < 1e-9);
+        // Jain: (8 + 16)² / (2 (8² + 16²)) = 576 / 640.
+        assert!((g(Stat::Jain).eval(&runs).unwrap() - 0.9).abs() < 1e-12);
         let spread = Metric::FctSpread {
             run: "r".into(),
             filter: Filter::default(),
@@ -1074,7 +1096,10 @@ mod tests {
     #[test]
     fn ack_latency_and_trims_read_the_trace() {
         let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
-        let m = |q| Metric::AckLatency { run: "r".into(), q };
+        let m = |q: f64| Metric::AckLatency {
+            run: "r".into(),
+            q: Some(q),
+        };
         assert!(m(0.5).eval(&runs).unwrap_err().contains("no packet trace"));
         let d = runs.get_mut("r").unwrap();
         d.traced.packets_traced = true;
@@ -1085,9 +1110,14 @@ mod tests {
         d.traced.trims.tor_down = 2;
         assert_eq!(m(0.5).eval(&runs).unwrap(), 200.0);
         assert_eq!(m(1.0).eval(&runs).unwrap(), 300.0);
+        let mean = Metric::AckLatency {
+            run: "r".into(),
+            q: None,
+        };
+        assert_eq!(mean.eval(&runs).unwrap(), 200.0);
         let rtt = Metric::Rtt {
             run: "r".into(),
-            q: 1.0,
+            q: Some(1.0),
         };
         assert_eq!(rtt.eval(&runs).unwrap(), 70.0);
         let trims = |tier| Metric::Trims {
