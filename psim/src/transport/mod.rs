@@ -392,6 +392,8 @@ registry! {
         Rc3 = 13, "rc3" => rc3::Rc3,
         /// pHost: RTS, SRPT tokens, free tokens, downgrade, receiver-driven recovery ([PH]; [Y]).
         Phost = 14, "phost" => phost::Phost,
+        /// IRN + TCP's AIMD window ([TH] §4.3.6).
+        IrnAimd = 15, "irn_aimd" => roce::IrnAimdDef,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -412,7 +414,7 @@ registry! {
         timely: TimelyParams,
         /// `[protocol.pfabric]`: pFabric's transport.
         pfabric: PfabricParams,
-        /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely).
+        /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely, irn_aimd).
         irn: IrnParams,
         /// `[protocol.rc3]`: RC3's MSS, IW and priority buckets.
         rc3: rc3::Rc3Params,

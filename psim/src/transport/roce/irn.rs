@@ -1,7 +1,8 @@
 //! IRN, "improved RoCE NIC" ([TH] §4.2): RoCE with selective repeat instead
 //! of go-back-N, so that it needs no lossless fabric. Protocols `irn` (line
 //! rate), `irn_dcqcn` and `irn_timely` (the controllers of `dcqcn` and
-//! `timely`). It reuses the RoCE sender's pacing, packet format and
+//! `timely`), and `irn_aimd`, IRN "augmented with TCP's AIMD logic" ([TH]
+//! §4.3.6, T30; below). It reuses the RoCE sender's pacing, packet format and
 //! controller plumbing ([`RoceSource`]) and the RoCE receiver's control
 //! packets and CNPs ([`RoceSink`]); only the loss recovery differs.
 //!
@@ -21,6 +22,15 @@
 //!   RoCE, while BDP-FC allows: PSN − cumulative ACK < `bdp_cap_packets`
 //!   ([TH] §4.2.2). Recovery ends when the cumulative ACK passes the
 //!   recovery sequence. No window, slow start or AIMD.
+//! - **`irn_aimd`** ([TH] §4.3.6): the same sender with NewReno's window
+//!   (`cc/reno.rs`) over new packets: packets in flight (sent, neither
+//!   cumulatively nor selectively ACKed) stay below cwnd as well as under
+//!   BDP-FC; retransmissions in recovery are not held back. The window
+//!   starts at the BDP-FC cap (120 packets; `[protocol.tcp] iw_packets` when
+//!   BDP-FC is off) with ssthresh there, so there is no slow start, as the
+//!   thesis credits IRN's BDP-FC for; then one MTU more per window of ACKs,
+//!   halved when a NACK starts recovery, and one MTU after a timeout (then
+//!   slow start back to ssthresh, as TCP). The thesis gives no more detail.
 //! - **Timeouts** ([TH] §4.2.1, TA9): the timer is armed at RTO_low when a
 //!   packet leaves with none armed, and re-armed on every advance of the
 //!   cumulative ACK. When RTO_low expires with more than N packets in flight
@@ -51,7 +61,7 @@ use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol};
 use crate::transport::cc::dcqcn::Style;
 use crate::transport::cc::timely::SegmentPacer;
-use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss};
+use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss, Reno};
 use crate::transport::config::{bad, in_range, Micros};
 use crate::transport::{
     Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats, SwitchClass,
@@ -229,6 +239,10 @@ impl IrnSource {
         b.started
             && b.total.is_none_or(|t| b.next_psn < t)
             && (self.cap == 0 || b.next_psn - b.una < self.cap)
+            && b.cc.as_ref().is_none_or(|cc| {
+                // A window-based controller (irn_aimd); the others' is infinite.
+                ((self.in_flight() * b.mtu as u64) as f64) < cc.window()
+            })
     }
 
     /// Cumulative acknowledgement up to (not including) `e`; bytes newly acked.
@@ -245,6 +259,9 @@ impl IrnSource {
         self.base.note_done(now);
         if self.recovery.is_some_and(|r| e > r) {
             self.recovery = None;
+            if let Some(cc) = &mut self.base.cc {
+                cc.on_recovery_end();
+            }
         }
         if e < self.base.next_psn {
             self.arm(now);
@@ -272,13 +289,16 @@ impl IrnSource {
         self.settle();
     }
 
-    /// Enters recovery (if not in it) from the cumulative ACK.
-    fn recover(&mut self, now: u64) {
-        if self.recovery.is_none() {
-            self.recovery = Some(self.base.next_psn - 1);
-            self.cursor = self.base.una;
-            self.fetch_ready = now + self.fetch;
+    /// Enters recovery (if not in it) from the cumulative ACK; true if it
+    /// entered.
+    fn recover(&mut self, now: u64) -> bool {
+        if self.recovery.is_some() {
+            return false;
         }
+        self.recovery = Some(self.base.next_psn - 1);
+        self.cursor = self.base.una;
+        self.fetch_ready = now + self.fetch;
+        true
     }
 
     fn try_send(&mut self, cx: &mut Ctx<'_>) {
@@ -325,7 +345,13 @@ impl Transport for IrnSource {
                 }
                 if pkt.kind == PacketKind::Nack && pkt.seq > self.base.una {
                     self.sack(pkt.seq);
-                    self.recover(now);
+                    if self.recover(now) {
+                        // A loss signal for a window-based controller (irn_aimd).
+                        let flight = self.in_flight() * self.base.mtu as u64;
+                        if let Some(cc) = &mut self.base.cc {
+                            cc.on_loss(Loss::FastRetransmit, flight);
+                        }
+                    }
                 }
                 self.try_send(cx);
             }
@@ -494,6 +520,31 @@ impl ProtocolDef for IrnDcqcnDef {
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         irn_sink(first, p, p.dcqcn.style)
+    }
+}
+
+/// The protocol table's row for IRN + AIMD: NewReno's window over IRN
+/// ([TH] §4.3.6), starting at the BDP-FC cap in congestion avoidance.
+pub struct IrnAimdDef;
+
+impl ProtocolDef for IrnAimdDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        RoceDef::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let mtu = p.roce.mtu_bytes;
+        let iw = match p.irn.bdp_cap_packets {
+            0 => p.tcp.iw_packets,
+            cap => cap,
+        };
+        let mut reno = Reno::new(iw, mtu, false);
+        reno.set_ssthresh(iw as f64 * mtu as f64);
+        irn_endpoint(proto, flow, p, Some(Controller::Reno(reno)), false, None)
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        irn_sink(first, p, Style::Paper)
     }
 }
 

@@ -246,3 +246,50 @@ fn bad_irn_settings_name_their_key() {
     let e = p.validate().unwrap_err().to_string();
     assert!(e.contains("protocol.irn.retx_fetch_us"), "{e}");
 }
+
+/// `irn_aimd` ([TH] §4.3.6): NewReno's window over IRN's new packets. It
+/// starts in congestion avoidance at its initial window (here 4 packets,
+/// with BDP-FC off), grows by MTU²/cwnd per ACKed MTU, and halves when a
+/// NACK starts recovery; the recovery's retransmissions still go out. Plain
+/// IRN without BDP-FC keeps sending at line rate.
+#[test]
+fn irn_aimd_holds_new_packets_to_a_window_that_halves_on_a_nack() {
+    let mut p = params(|i| i.bdp_cap_packets = 0);
+    p.tcp.iw_packets = 4;
+    p.validate().unwrap();
+    let Endpoint::IrnSource(s) = Protocol::IrnAimd.source(&flow(Some(100_000), 1), &p) else {
+        panic!("an IRN source")
+    };
+    let mut h = Host::new(0, *s);
+    use crate::transport::cc::CongestionControl;
+    let cwnd = |h: &Host<IrnSource>| h.ep.controller().unwrap().metrics().cwnd;
+    let mut sent = h.start(0);
+    sent.extend(h.advance(100 * US).into_iter().map(|(_, p)| p));
+    assert_eq!(sent.iter().map(|p| p.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    assert_eq!(cwnd(&h), 4000.0);
+    // One ACKed packet: 4000 + 1000·1000/4000 = 4250 bytes, room for two more.
+    let mut more: Vec<u64> = h
+        .deliver(100 * US, feedback(PacketKind::Ack, 1, 0))
+        .iter()
+        .map(|p| p.seq)
+        .collect();
+    assert_eq!(cwnd(&h), 4250.0);
+    more.extend(psns(&h.advance(200 * US)));
+    assert_eq!(more, [4, 5]);
+    // PSN 2 lost: the NACK for 3 starts recovery with 4 packets in flight
+    // (1, 2, 4, 5): ssthresh = cwnd = 2000. The cumulative-ACK PSN and the
+    // hole below the SACK are resent all the same; nothing new.
+    let mut resent: Vec<u64> = h
+        .deliver(200 * US, feedback(PacketKind::Nack, 1, 3))
+        .iter()
+        .map(|p| p.seq)
+        .collect();
+    assert_eq!(cwnd(&h), 2000.0);
+    resent.extend(psns(&h.advance(300 * US)));
+    assert_eq!(resent, [1, 2]);
+    // Without the window, IRN sends on at line rate.
+    let mut irn = source(&p, 100_000);
+    let mut out = irn.start(0);
+    out.extend(irn.advance(10 * GAP).into_iter().map(|(_, p)| p));
+    assert_eq!(out.len(), 11);
+}

@@ -2,7 +2,7 @@
 //! ([TH] §4.1.1, §4.3.1), and the rate-controlled RoCE variants: plain
 //! `roce` (line rate, no congestion control), `dcqcn` (RoCE + DCQCN,
 //! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`). IRN
-//! (`irn`, `irn_dcqcn`, `irn_timely`: selective repeat over the same
+//! (`irn`, `irn_dcqcn`, `irn_timely`, `irn_aimd`: selective repeat over the same
 //! sender and receiver) is in `irn.rs`.
 //!
 //! - **Receiver** ([`RoceSink`]): accepts only the expected PSN. An
@@ -52,7 +52,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 
-pub use irn::{IrnDcqcnDef, IrnDef, IrnParams, IrnSink, IrnSource, IrnTimelyDef};
+pub use irn::{IrnAimdDef, IrnDcqcnDef, IrnDef, IrnParams, IrnSink, IrnSource, IrnTimelyDef};
 pub use sink::RoceSink;
 pub use source::RoceSource;
 
