@@ -183,6 +183,10 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
             "bench/ndp_perm_8192.toml",
             k4(&["traffic.0.size_bytes=200000"]),
         ),
+        (
+            "bench/roce_dcqcn_perm_8192.toml",
+            k4(&["traffic.0.size_bytes=200000"]),
+        ),
         ("example/websearch_k8.toml", k4(&["stop_us=1000"])),
         ("ndp/v13_permutation_432.toml", k4(&["stop_us=500"])),
         ("ndp/v20_permutation_8192.toml", k4(&["stop_us=300"])),
