@@ -399,3 +399,26 @@ fn more_sack_blocks_than_an_ack_carries_are_refused() {
         "protocol.tcp.sack_blocks = 3: must be 0 (no SACK) or 1",
     );
 }
+
+/// TIMELY's rate-engine keys and the workload's connections per pair
+/// ([TH] Ch. 3's testbed) name themselves when impossible.
+#[test]
+fn impossible_timely_engine_and_connection_settings_are_refused() {
+    let timely = "seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n\
+        [[traffic]]\nprotocol = \"timely\"\npattern = \"many_to_many\"\nsenders = [1, 2]\nreceivers = [0]\n";
+    rejected(
+        timely,
+        &["--set", "protocol.timely.rtt_noise_us=-3"],
+        "protocol.timely.rtt_noise_us = -3: must be 0 (off) or a positive time",
+    );
+    rejected(
+        timely,
+        &["--set", "protocol.timely.nic_pacing_mbps=0"],
+        "protocol.timely.nic_pacing_mbps = 0",
+    );
+    rejected(
+        timely,
+        &["--set", "traffic.0.flows_per_pair=0"],
+        "`flows_per_pair`: must be > 0",
+    );
+}

@@ -33,6 +33,19 @@ impl Micros {
         }
     }
 
+    /// Checks that the duration at `key` is 0 (off) or a positive time: 0
+    /// ps for 0, else as [`Self::positive`], with a message that says 0 is
+    /// allowed.
+    pub fn zero_or_positive(self, key: &str) -> Result<u64, ConfigError> {
+        if self.us == 0.0 {
+            return Ok(0);
+        }
+        if self.us.is_nan() || self.us < 0.0 || self.ps == 0 {
+            return Err(bad(key, self.us, "must be 0 (off) or a positive time"));
+        }
+        self.positive(key)
+    }
+
     /// Checks that the duration at `key` is positive (and not NaN, nor below
     /// 1 ps) and converts to picoseconds without saturating (at most
     /// [`crate::config::MAX_TIME_PS`]).

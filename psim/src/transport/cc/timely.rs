@@ -184,10 +184,7 @@ impl TimelyParams {
                 });
             }
         }
-        if self.rtt_noise != Micros::from_ps(0) {
-            // 0 turns the noise off; anything else must be a positive time.
-            self.rtt_noise.positive(&k("rtt_noise_us"))?;
-        }
+        self.rtt_noise.zero_or_positive(&k("rtt_noise_us"))?;
         if self.segment_bytes == 0 {
             return Err(bad(&k("segment_bytes"), 0, "must be at least 1"));
         }
