@@ -254,6 +254,25 @@ pub enum Metric {
         #[serde(default)]
         q: Option<f64>,
     },
+    /// The queue of one port in units of time, µs: a percentile (`q` in
+    /// [0, 1]) or the mean of the run's queue time series at `entity`'s
+    /// output `port` from `from_us` on, each sample's bytes at the link's
+    /// rate ([TH] Fig. 3.2; needs `[trace.queues]`, sampled every
+    /// `interval_us`).
+    QueueTime {
+        /// Run name.
+        run: String,
+        /// The switch or host.
+        entity: u32,
+        /// Its output port.
+        port: u16,
+        /// Quantile in [0, 1]; None: the mean.
+        #[serde(default)]
+        q: Option<f64>,
+        /// Samples before this time are left out, µs (default 0).
+        #[serde(default)]
+        from_us: u64,
+    },
     /// Data packets trimmed at one tier, counted from the run's packet trace
     /// (`trim` events, unsampled; [`super::traced::TierTrims`]).
     Trims {
@@ -434,6 +453,7 @@ impl Metric {
             | Metric::HeaderLatency { run, .. }
             | Metric::AckLatency { run, .. }
             | Metric::Rtt { run, .. }
+            | Metric::QueueTime { run, .. }
             | Metric::OneWay { run, .. }
             | Metric::CongestionPoints { run, .. }
             | Metric::Jain { run, .. }
@@ -676,6 +696,30 @@ impl Metric {
                     return Err(format!(
                         "no acknowledged data packet in the trace of `{run}`"
                     ));
+                }
+                quantile_or_mean(&mut v, *q)
+            }
+            Metric::QueueTime {
+                run,
+                entity,
+                port,
+                q,
+                from_us,
+            } => {
+                let d = get(run)?;
+                let Some(v) = d.traced.queue_time_ps.get(&(*entity, *port)) else {
+                    return Err(format!(
+                        "no queue series for entity {entity} port {port} in `{run}` (enable [trace.queues])"
+                    ));
+                };
+                let from = from_us.saturating_mul(1_000_000);
+                let mut v: Vec<f64> = v
+                    .iter()
+                    .filter(|&&(t, _)| t >= from)
+                    .map(|&(_, x)| x as f64 / 1e6)
+                    .collect();
+                if v.is_empty() {
+                    return Err(format!("no queue sample in `{run}`"));
                 }
                 quantile_or_mean(&mut v, *q)
             }
@@ -1093,6 +1137,35 @@ mod tests {
 
     /// Latency percentiles read the trace's reduction, in µs; a run
     /// without a packet trace is an error naming the missing trace.
+    /// The queue-time metric reads one port's series; a run without it is
+    /// an error naming the missing trace.
+    #[test]
+    fn queue_time_reads_one_ports_series() {
+        let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
+        let m = |q, from_us| Metric::QueueTime {
+            run: "r".into(),
+            entity: 11,
+            port: 0,
+            q,
+            from_us,
+        };
+        assert!(m(None, 0)
+            .eval(&runs)
+            .unwrap_err()
+            .contains("[trace.queues]"));
+        let d = runs.get_mut("r").unwrap();
+        let us = 1_000_000;
+        d.traced.queue_time_ps.insert(
+            (11, 0),
+            vec![(0, 0), (us, 10 * us), (2 * us, 20 * us), (3 * us, 30 * us)],
+        );
+        assert_eq!(m(None, 0).eval(&runs).unwrap(), 15.0);
+        assert_eq!(m(Some(1.0), 0).eval(&runs).unwrap(), 30.0);
+        assert_eq!(m(Some(0.5), 0).eval(&runs).unwrap(), 15.0);
+        // From 2 µs: the samples 20 and 30 µs.
+        assert_eq!(m(None, 2).eval(&runs).unwrap(), 25.0);
+    }
+
     #[test]
     fn ack_latency_and_trims_read_the_trace() {
         let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);

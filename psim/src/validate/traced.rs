@@ -57,6 +57,11 @@ pub struct Traced {
     /// Traced data packets by the congestion points they met
     /// ([`super::congestion_points`]).
     pub congestion_points: Vec<u64>,
+    /// The queue time series (`[trace.queues]`) in units of time: every
+    /// sample of each (entity, port) as (sample time, its queued bytes'
+    /// serialisation at the port's link rate), ps ([TH] Fig. 3.2's "queue
+    /// occupancy ... in units of time"). Empty without a queue trace.
+    pub queue_time_ps: BTreeMap<(u32, u16), Vec<(u64, u64)>>,
 }
 
 /// Data packets trimmed (`trim` rows of `data` packets) by the switch tier
@@ -121,6 +126,23 @@ impl TierTrims {
     pub fn uplinks(&self) -> u64 {
         self.tor_up + self.agg_up
     }
+}
+
+/// Each queue sample as (its time, the time its bytes take to leave at the
+/// port's link rate), grouped by (entity, port) in time order.
+pub fn queue_time(
+    samples: &[crate::trace::QueueSample],
+    topo: &Topology,
+) -> BTreeMap<(u32, u16), Vec<(u64, u64)>> {
+    let mut out: BTreeMap<(u32, u16), Vec<(u64, u64)>> = BTreeMap::new();
+    for s in samples {
+        let rate = topo.port(s.node, s.port).link.rate_bps;
+        let t = crate::units::tx_time_ps(s.queue_bytes, rate.max(1));
+        out.entry((s.node, s.port))
+            .or_default()
+            .push((s.time_ps, t));
+    }
+    out
 }
 
 /// The share of `[0, end_ps)` that egress port `port` spends in `mode`
@@ -191,6 +213,11 @@ pub fn read(dir: &Path, topo: &Topology) -> Result<Traced, String> {
         t.congestion_points = super::congestion_points::congestion_points(&rows, topo);
         t.packets_traced = true;
     }
+    if dir.join("queues").is_dir() {
+        let (_, samples) =
+            crate::trace::read_queues(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        t.queue_time_ps = queue_time(&samples, topo);
+    }
     if dir.join("tofino").is_dir() {
         let rows = crate::trace::read_tofino(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         t.first_dod_ps = rows
@@ -255,6 +282,38 @@ mod tests {
     /// 16) has hosts on ports 0-1 and aggregation switches on 2-3, its first
     /// aggregation switch (24) ToRs on 0-1 and cores on 2-3; headers,
     /// bounces and enqueues are not trims of data.
+    /// Queue samples become time at the port's link rate: 12,500 bytes at
+    /// 10 Gb/s are 10 µs, grouped per (entity, port) in sample order.
+    #[test]
+    fn queue_samples_become_time_at_the_link_rate() {
+        let l = crate::topo::LinkSpec {
+            rate_bps: 10_000_000_000,
+            delay_ps: 1_000_000,
+        };
+        let topo = Topology::FatTree(crate::topo::FatTree::new(4, 1, l, l, l));
+        let sample = |t: u64, node: u32, port: u16, bytes: u64| crate::trace::QueueSample {
+            time_ps: t,
+            node,
+            port,
+            peer: 0,
+            queue_bytes: bytes,
+            queue_pkts: 0,
+            tx_bytes: 0,
+            busy_ps: 0,
+        };
+        let q = queue_time(
+            &[
+                sample(0, 16, 0, 12_500),
+                sample(0, 16, 1, 0),
+                sample(10, 16, 0, 1250),
+            ],
+            &topo,
+        );
+        assert_eq!(q[&(16, 0)], [(0, 10_000_000), (10, 1_000_000)]);
+        assert_eq!(q[&(16, 1)], [(0, 0)]);
+        assert_eq!(q.len(), 2);
+    }
+
     #[test]
     fn trims_sort_by_tier_and_direction() {
         let l = crate::topo::LinkSpec {
