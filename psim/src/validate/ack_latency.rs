@@ -96,7 +96,7 @@ pub fn ack_latencies(rows: &[PacketRow], topo: &Topology) -> AckLatencies {
                     left.get_or_insert(r.time_ps);
                 }
             }
-            ("ack", PacketEvent::Dequeue) if r.entity != r.dst => {
+            ("ack", PacketEvent::Dequeue) => {
                 let Some(at) = super::one_way::delivered_at(r, topo) else {
                     continue;
                 };

@@ -600,15 +600,8 @@ impl Metric {
                     Stat::Max => g.iter().copied().fold(f64::MIN, f64::max),
                     Stat::P10 => quantile(&mut g, 0.1),
                     Stat::Sum => g.iter().sum(),
-                    Stat::Jain => {
-                        let sq: f64 = g.iter().map(|x| x * x).sum();
-                        let sum: f64 = g.iter().sum();
-                        if sq > 0.0 {
-                            sum * sum / (g.len() as f64 * sq)
-                        } else {
-                            return Err(format!("run `{run}`: no flow received anything"));
-                        }
-                    }
+                    Stat::Jain => jain_index(&g)
+                        .ok_or_else(|| format!("run `{run}`: no flow received anything"))?,
                 }
             }
             Metric::FlowsBelow { run, gbps, filter } => {
@@ -892,14 +885,14 @@ fn jain_mean(
             bytes.entry(b).or_insert_with(|| vec![0.0; flows.len()])[i] += a.payload_bytes as f64;
         }
     }
-    let js: Vec<f64> = bytes
-        .values()
-        .filter_map(|x| {
-            let (sum, sq) = x.iter().fold((0.0, 0.0), |(s, q), &v| (s + v, q + v * v));
-            (sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
-        })
-        .collect();
+    let js: Vec<f64> = bytes.values().filter_map(|x| jain_index(x)).collect();
     (!js.is_empty()).then(|| js.iter().sum::<f64>() / js.len() as f64)
+}
+
+/// Jain's fairness index (Σx)² / (n Σx²); None when every x is 0.
+fn jain_index(x: &[f64]) -> Option<f64> {
+    let (sum, sq) = x.iter().fold((0.0, 0.0), |(s, q), &v| (s + v, q + v * v));
+    (sq > 0.0).then(|| sum * sum / (x.len() as f64 * sq))
 }
 
 /// The q-quantile with linear interpolation: psim-analyze's percentiles

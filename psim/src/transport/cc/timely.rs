@@ -47,9 +47,9 @@
 //! subtracted too, as §3.6 does). A host-scheduled burst's packets all carry
 //! the burst's start, so its sample subtracts the whole segment at the NIC
 //! rate: exactly completion − t_send − segment/NIC rate. Time queued in the
-//! host's NIC behind other traffic counts as RTT, as in the thesis. `rtt_noise_us` adds uniform
-//! noise in [0, x] to every sample (Fig. 3.12's experiment), drawn from the
-//! host's random stream.
+//! host's NIC behind other traffic counts as RTT, as in the thesis.
+//! `rtt_noise_us` adds uniform noise in [0, x] to every sample (Fig. 3.12's
+//! experiment), drawn from the host's random stream.
 //!
 //! **`completion_scaling`** (off by default: Algorithm 1 exactly). [TH] §3.4
 //! says to "scale updates by the number of completions per minRTT" without
@@ -161,26 +161,16 @@ impl TimelyParams {
             ));
         }
         self.min_rtt.positive(&k("min_rtt_us"))?;
-        if let Some(d) = self.delta_mbps {
-            if d.is_nan() || d <= 0.0 {
+        let rates = [
+            ("delta_mbps", self.delta_mbps),
+            ("min_rate_mbps", Some(self.min_rate_mbps)),
+            ("nic_pacing_mbps", self.nic_pacing_mbps),
+        ];
+        for (name, value) in rates {
+            if let Some(value) = value.filter(|v| v.is_nan() || *v <= 0.0) {
                 return Err(ConfigError::NonPositiveRate {
-                    key: k("delta_mbps"),
-                    value: d,
-                });
-            }
-        }
-        if self.min_rate_mbps.is_nan() || self.min_rate_mbps <= 0.0 {
-            let value = self.min_rate_mbps;
-            return Err(ConfigError::NonPositiveRate {
-                key: k("min_rate_mbps"),
-                value,
-            });
-        }
-        if let Some(r) = self.nic_pacing_mbps {
-            if r.is_nan() || r <= 0.0 {
-                return Err(ConfigError::NonPositiveRate {
-                    key: k("nic_pacing_mbps"),
-                    value: r,
+                    key: k(name),
+                    value,
                 });
             }
         }

@@ -38,7 +38,7 @@ pub struct RoceSource {
     /// Mark data ECN-capable (DCQCN).
     ect: bool,
     /// TIMELY's rate engine: segments, bursts and RTT samples (None: every
-    /// packet paced at the rate, an RTT sample per ACK).
+    /// packet paced at the rate, and no RTT samples: only TIMELY uses them).
     pacer: Option<SegmentPacer>,
     /// A turn is requested from the host's segment scheduler.
     seg_wait: bool,
@@ -128,8 +128,13 @@ impl RoceSource {
             return;
         }
         let rate = self.rate(cx.now, cx.nic_bps);
-        let psn = self.next_psn;
-        self.emit(psn, 0, rate, cx);
+        self.send_next(rate, cx);
+    }
+
+    /// Puts the next PSN on the wire at `rate` and arms the RTO if none is
+    /// running.
+    fn send_next(&mut self, rate: u64, cx: &mut Ctx<'_>) {
+        self.emit(self.next_psn, 0, rate, cx);
         self.next_psn += 1;
         if self.rto_at.is_none() {
             self.rto_at = self.rto.map(|r| cx.now + r);
@@ -240,20 +245,15 @@ impl RoceSource {
     }
 
     /// Tells the controller that `acked` bytes were acknowledged by `pkt`,
-    /// with an RTT sample when they complete a segment (every ACK without
-    /// a segment engine).
+    /// with an RTT sample when they complete a segment of TIMELY's engine
+    /// (the only controller that takes samples).
     pub(super) fn feed_ack(&mut self, acked: u64, pkt: &Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         let ev = self.ack_event(acked, false);
-        let rtt = match &mut self.pacer {
-            Some(p) => p
-                .completes_segment(acked)
-                .then(|| p.rtt(now, pkt.sent_ps, cx.rng)),
-            None => {
-                let full = self.mtu as u64 + HEADER_BYTES as u64;
-                Some((now - pkt.sent_ps.min(now)).saturating_sub(tx_time_ps(full, cx.nic_bps)))
-            }
-        };
+        let rtt = self.pacer.as_mut().and_then(|p| {
+            p.completes_segment(acked)
+                .then(|| p.rtt(now, pkt.sent_ps, cx.rng))
+        });
         if let Some(cc) = &mut self.cc {
             cc.on_timer(now);
             if let Some(rtt) = rtt {
@@ -339,17 +339,13 @@ impl Transport for RoceSource {
                 break;
             }
             wire += u64::from(self.payload(self.next_psn) + HEADER_BYTES);
-            self.emit(self.next_psn, 0, rate, cx);
-            self.next_psn += 1;
+            self.send_next(rate, cx);
         }
         if wire > 0 {
             if let Some(p) = &self.pacer {
                 let (next, nic_free) = p.after_burst(now, wire, rate);
                 self.next_tx = next;
                 cx.services.segments.busy_until(nic_free);
-            }
-            if self.rto_at.is_none() {
-                self.rto_at = self.rto.map(|r| now + r);
             }
         }
         self.try_send(cx);
