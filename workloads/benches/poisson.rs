@@ -22,6 +22,7 @@ fn workload() -> Workload {
         start_us: 0.0,
         stop_us: None,
         exclude_hosts: Vec::new(),
+        far_group_size: None,
     });
     let env = WorkloadEnv {
         hosts: 8192,

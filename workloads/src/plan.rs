@@ -42,6 +42,9 @@ impl std::fmt::Debug for Inner {
 pub(crate) struct Participants {
     pub list: Vec<u32>,
     pub index: Vec<u32>,
+    /// Hosts per group (`far_group_size`): random destinations lie outside
+    /// the sender's group of consecutive hosts. 0: anywhere.
+    pub far_group: u32,
 }
 
 impl Participants {
@@ -49,9 +52,20 @@ impl Participants {
         self.index.get(h as usize).is_some_and(|&i| i != NONE)
     }
 
-    /// A uniformly random participant other than `h` (which must be a participant).
+    /// A uniformly random participant other than `h` (which must be a
+    /// participant), outside `h`'s group when groups are set.
     pub fn random_other(&self, h: u32, rng: &mut Stream) -> u32 {
         let n = self.list.len() as u64;
+        if self.far_group > 0 {
+            // Rejection: `far` checked that every group has participants
+            // outside it, so this ends; each try costs one draw.
+            loop {
+                let d = self.list[rng.below(n) as usize];
+                if d / self.far_group != h / self.far_group {
+                    return d;
+                }
+            }
+        }
         let me = self.index[h as usize] as u64;
         let mut j = rng.below(n - 1);
         if j >= me {
@@ -323,7 +337,40 @@ impl Ctx<'_> {
                 have: list.len() as u64,
             });
         }
-        Ok(Participants { list, index })
+        Ok(Participants {
+            list,
+            index,
+            far_group: 0,
+        })
+    }
+
+    /// Sets `far_group_size`: random destinations outside the sender's
+    /// group of that many consecutive hosts (a FatTree pod's k²/4: the
+    /// longest paths, [TH] §3.5.2's "longest path uniform random").
+    fn far(
+        &self,
+        mut parts: Participants,
+        group: Option<u32>,
+    ) -> Result<Participants, WorkloadError> {
+        let Some(g) = group else { return Ok(parts) };
+        if g == 0 || g >= self.env.hosts {
+            return Err(self.invalid(
+                "far_group_size",
+                format!(
+                    "{g} must be at least 1 and below the host count {}",
+                    self.env.hosts
+                ),
+            ));
+        }
+        let first = parts.list[0] / g;
+        if parts.list.iter().all(|&h| h / g == first) {
+            return Err(self.invalid(
+                "far_group_size",
+                format!("every participating host is in group {first}: no destination outside it"),
+            ));
+        }
+        parts.far_group = g;
+        Ok(parts)
     }
 
     fn horizon(&self, stop_us: Option<f64>) -> Result<u64, WorkloadError> {
@@ -438,8 +485,15 @@ fn pairs(
     jitter_us: f64,
     exclude: &[u32],
     permutation: bool,
+    far_group: Option<u32>,
 ) -> Result<Plan, WorkloadError> {
-    let parts = ctx.participants(exclude, 2)?;
+    if permutation && far_group.is_some() {
+        return Err(ctx.invalid(
+            "far_group_size",
+            "applies to random destinations, not to a permutation",
+        ));
+    }
+    let parts = ctx.far(ctx.participants(exclude, 2)?, far_group)?;
     let perm = permutation.then(|| {
         let mut rng = stream(ctx.env.seed, &[ctx.e as u64, GLOBAL]);
         derangement(&mut rng, parts.list.len())
@@ -469,6 +523,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             s.jitter_us,
             &s.exclude_hosts,
             true,
+            None,
         ),
         PatternSpec::Random(s) => pairs(
             ctx,
@@ -478,6 +533,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             s.jitter_us,
             &s.exclude_hosts,
             false,
+            None,
         ),
         PatternSpec::Background(s) => pairs(
             ctx,
@@ -487,6 +543,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             s.jitter_us,
             &s.exclude_hosts,
             s.destination == Destination::Permutation,
+            s.far_group_size,
         ),
         PatternSpec::Incast(s) => compile_incast(ctx, s),
         PatternSpec::AllToAll(s) => {
@@ -595,7 +652,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                     load: s.load,
                 });
             }
-            let parts = ctx.participants(&s.exclude_hosts, 2)?;
+            let parts = ctx.far(ctx.participants(&s.exclude_hosts, 2)?, s.far_group_size)?;
             let sizes = ctx.sizes(
                 s.size_dist,
                 s.size_bytes,

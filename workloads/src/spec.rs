@@ -128,6 +128,10 @@ pub struct BackgroundSpec {
     /// `"random"` (default) or `"permutation"`.
     #[serde(default)]
     pub destination: Destination,
+    /// Random destinations outside the sender's group of this many
+    /// consecutive hosts (a FatTree pod: the longest paths).
+    #[serde(default)]
+    pub far_group_size: Option<u32>,
     /// Start time in µs (default 0).
     #[serde(default = "zero")]
     pub start_us: f64,
@@ -333,6 +337,10 @@ pub struct PoissonSpec {
     /// Hosts that take no part.
     #[serde(default)]
     pub exclude_hosts: Vec<u32>,
+    /// Destinations outside the sender's group of this many consecutive
+    /// hosts (a FatTree pod: the longest paths).
+    #[serde(default)]
+    pub far_group_size: Option<u32>,
     /// Priority of every flow of this entry (0 = normal; RC3's critical flows, [TH] §2.4.1).
     #[serde(default)]
     pub priority: u8,

@@ -175,3 +175,53 @@ fn poisson_priority_marks_its_entry_only() {
     assert!(by(0).all(|f| f.priority == 1));
     assert!(by(1).all(|f| f.priority == 0));
 }
+
+/// `far_group_size`: every random destination lies outside the sender's group
+/// of consecutive hosts, and every host outside it is reached (uniform among
+/// them: 4 groups of 8, so each of the 24 far hosts gets about 1/24 of a
+/// sender's flows; 200 draws per sender leave each count above 0 with
+/// probability 1 - 24 (23/24)^200 > 0.9995).
+#[test]
+fn far_group_size_sends_outside_the_senders_group() {
+    let fl = flows(
+        "[[traffic]]\npattern = \"background\"\nflows_per_host = 200\nfar_group_size = 8\n\
+         [[traffic]]\npattern = \"poisson\"\nload = 0.5\nsize_dist = \"websearch\"\nfar_group_size = 8\n",
+        env(32, 7, Some(2_000_000_000_000)),
+    );
+    for class in [0u16, 1] {
+        let mine: Vec<&FlowSpec> = fl.iter().filter(|f| f.class == class).collect();
+        assert!(mine.len() > 1000, "entry {class}: {} flows", mine.len());
+        assert!(mine.iter().all(|f| f.src / 8 != f.dst / 8));
+    }
+    for src in 0..32u32 {
+        let mut hit = [false; 32];
+        for f in fl.iter().filter(|f| f.class == 0 && f.src == src) {
+            hit[f.dst as usize] = true;
+        }
+        let far = (0..32u32).filter(|&d| d / 8 != src / 8);
+        assert!(far.clone().all(|d| hit[d as usize]), "host {src}");
+    }
+}
+
+/// `far_group_size` that leaves no destination, or that asks a permutation
+/// for random destinations, is refused with the key named.
+#[test]
+fn impossible_far_group_size_is_refused() {
+    for (text, want) in [
+        ("pattern = \"background\"\nfar_group_size = 16", "far_group_size"),
+        ("pattern = \"background\"\nfar_group_size = 0", "far_group_size"),
+        (
+            "pattern = \"background\"\nfar_group_size = 8\nexclude_hosts = [8, 9, 10, 11, 12, 13, 14, 15]",
+            "no destination outside",
+        ),
+        (
+            "pattern = \"background\"\ndestination = \"permutation\"\nfar_group_size = 8",
+            "not to a permutation",
+        ),
+    ] {
+        let err = Workload::new(entries(&format!("[[traffic]]\n{text}\n")), env(16, 1, Some(1)))
+            .expect_err(text)
+            .to_string();
+        assert!(err.contains(want), "{text}: {err}");
+    }
+}
