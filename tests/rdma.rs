@@ -168,3 +168,30 @@ fn timely_segments_leave_the_nic_as_whole_bursts_that_take_turns() {
         assert_eq!(flows.len(), 4, "{bursts:?}");
     }
 }
+
+/// An application-limited flow (`app`, transport/app.rs) sends exactly what
+/// its application handed over: a 64 KB message every 65536 × 8 / 2 Gb/s =
+/// 262.144 µs from t = 0 arrives 39 times by 10.1 ms (the 39th at 9961.5 µs;
+/// the 40th at 10223.6 µs, after the stop). Each message takes 64 × 1088 B at
+/// 10 Gb/s = 55.7 µs plus a few µs of path, so all 39 are delivered by the
+/// stop and none of the 40th: bytes received = 39 × 65536 for each RoCE
+/// sender, the same at 1 shard and at 3.
+#[test]
+fn app_limited_roce_flows_deliver_exactly_the_released_messages() {
+    for proto in ["roce", "timely", "irn"] {
+        let text = format!(
+            "seed = 3\nstop_us = 10100\n[topology]\nkind = \"fattree\"\nk = 4\n\
+             [protocol.roce]\nmtu_bytes = 1024\n\
+             [[traffic]]\nprotocol = \"{proto}\"\npattern = \"many_to_many\"\nsenders = [0, 1]\nreceivers = [15]\n\
+             app = {{ message_bytes = 65536, gbps = 2.0, arrivals = \"periodic\" }}\n"
+        );
+        let scn = scenario(&text, &[]);
+        let one = run(&scn, 1, 1);
+        assert_eq!(one.flows.len(), 2, "{proto}");
+        for f in &one.flows {
+            assert_eq!(f.bytes_received, 39 * 65_536, "{proto}: {f:?}");
+        }
+        let three = run(&scn, 3, 2);
+        assert_eq!(one.csv, three.csv, "{proto}: 3 shards differ");
+    }
+}

@@ -422,3 +422,32 @@ fn impossible_timely_engine_and_connection_settings_are_refused() {
         "`flows_per_pair`: must be > 0",
     );
 }
+
+/// A traffic entry's `app` (transport/app.rs): impossible values, unknown
+/// keys and a protocol that takes no messages are refused with the key named.
+#[test]
+fn impossible_app_messages_are_refused() {
+    let roce = "seed = 1\nstop_us = 100\n[topology]\nkind = \"fattree\"\nk = 4\n\
+        [[traffic]]\nprotocol = \"roce\"\npattern = \"background\"\n\
+        app = { message_bytes = 65536, gbps = 2.0 }\n";
+    rejected(
+        roce,
+        &["--set", "traffic.0.app.gbps=0"],
+        "traffic[0].app.gbps = 0: must be above 0",
+    );
+    rejected(
+        roce,
+        &["--set", "traffic.0.app.message_bytes=0"],
+        "traffic[0].app.message_bytes = 0",
+    );
+    rejected(
+        roce,
+        &["--set", "traffic.0.app.arrivals=\"bursty\""],
+        "traffic[0].app",
+    );
+    rejected(
+        roce,
+        &["--set", "traffic.0.protocol=\"tcp\""],
+        "traffic[0].protocol = tcp: takes no `app` messages",
+    );
+}

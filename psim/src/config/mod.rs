@@ -119,6 +119,8 @@ pub struct Scenario {
     pub protocols: ProtocolParams,
     /// Protocol of each traffic entry (indexed by `FlowSpec::class`).
     pub traffic_protocols: Vec<Protocol>,
+    /// Each traffic entry's application (`app`, transport/app.rs); None: a backlog.
+    pub traffic_apps: Vec<Option<crate::transport::app::AppSpec>>,
     /// The traffic.
     pub workload: std::sync::Arc<workloads::Workload>,
     /// What to trace.
@@ -255,6 +257,7 @@ impl Scenario {
         )?;
 
         let mut traffic_protocols = Vec::new();
+        let mut traffic_apps = Vec::new();
         let mut patterns = Vec::new();
         for (index, entry) in file.traffic.iter().enumerate() {
             let mut entry = entry.clone();
@@ -272,6 +275,29 @@ impl Scenario {
                 }
             };
             traffic_protocols.push(proto);
+            let app = match entry.remove("app") {
+                None => None,
+                Some(v) => {
+                    let key = format!("traffic[{index}].app");
+                    let spec: crate::transport::app::AppSpec =
+                        v.try_into()
+                            .map_err(|e: toml::de::Error| ConfigError::Traffic {
+                                index,
+                                key: ".app".into(),
+                                message: e.message().trim().replace('\n', " "),
+                            })?;
+                    spec.validate(&key)?;
+                    if !proto.takes_messages() {
+                        return Err(bad(
+                            &format!("traffic[{index}].protocol"),
+                            proto.name(),
+                            "takes no `app` messages (only the RoCE family does: roce, dcqcn, timely, irn and its variants)",
+                        ));
+                    }
+                    Some(spec)
+                }
+            };
+            traffic_apps.push(app);
             let spec: workloads::PatternSpec =
                 toml::Value::Table(entry)
                     .try_into()
@@ -338,6 +364,7 @@ impl Scenario {
             queues,
             protocols,
             traffic_protocols,
+            traffic_apps,
             workload: std::sync::Arc::new(workload),
             file,
         })

@@ -56,6 +56,8 @@ pub struct Shared {
     pub protocols: ProtocolParams,
     /// Protocol of each traffic entry.
     pub traffic_protocols: Vec<Protocol>,
+    /// Application of each traffic entry (None: a backlog).
+    pub traffic_apps: Vec<Option<crate::transport::app::AppSpec>>,
     /// Global seed.
     pub seed: u64,
     /// Stop time.
@@ -467,6 +469,7 @@ impl Shard {
             num_paths,
             ecmp_path: (flow_hash(sh.seed, f.id) % num_paths as u64) as u32,
             nic_bps: node.nic_bps(),
+            app: sh.traffic_apps.get(f.class as usize).copied().flatten(),
         };
         let host = node.host.as_mut().expect("flows start on hosts");
         let slot = host.add_source(info, proto, &sh.protocols);

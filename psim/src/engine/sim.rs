@@ -234,6 +234,7 @@ impl Simulation {
             local,
             protocols: scn.protocols.clone(),
             traffic_protocols: scn.traffic_protocols.clone(),
+            traffic_apps: scn.traffic_apps.clone(),
             seed: scn.seed,
             stop_ps: scn.stop_ps,
             watchdog_ps: scn.watchdog_ps,

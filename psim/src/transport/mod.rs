@@ -19,6 +19,7 @@
 //! ([`services`]), with their own deadline; congestion controllers are in
 //! [`cc`].
 
+pub mod app;
 pub mod cbr;
 pub mod cc;
 pub mod config;
@@ -133,6 +134,9 @@ pub struct FlowInfo {
     pub nic_bps: u64,
     /// Closed-form ideal completion time, where the protocol defines one.
     pub ideal_fct_ps: Option<u64>,
+    /// The application that hands the sender its data in messages
+    /// (`[[traffic]]`'s `app`, `app.rs`); `None`: all of it at the start.
+    pub app: Option<app::AppSpec>,
 }
 
 /// What every endpoint state machine offers the host. Every hook has a
@@ -213,6 +217,9 @@ pub trait ProtocolDef {
     /// Whether a sized flow has an ideal completion time (A16); false
     /// for protocols without reliability.
     const IDEAL_FCT: bool;
+    /// Whether its sender takes data in messages (`app.rs`); a scenario
+    /// that gives `app` to another protocol is refused.
+    const MESSAGES: bool = false;
     /// Payload bytes per full packet, from the protocol's parameters.
     fn mtu(p: &ProtocolParams) -> u32;
     /// The sending endpoint of `flow`.
@@ -296,6 +303,10 @@ macro_rules! registry {
             /// Whether a sized flow of this protocol has an ideal FCT.
             pub fn has_ideal_fct(self) -> bool {
                 match self { $( Protocol::$P => <$def as ProtocolDef>::IDEAL_FCT, )* }
+            }
+            /// Whether its sender takes data in messages (`app.rs`).
+            pub fn takes_messages(self) -> bool {
+                match self { $( Protocol::$P => <$def as ProtocolDef>::MESSAGES, )* }
             }
             /// Payload bytes per full packet.
             pub fn mtu(self, p: &ProtocolParams) -> u32 {

@@ -763,6 +763,7 @@ mod tests {
             ecmp_path: 0,
             nic_bps: 10_000_000_000,
             ideal_fct_ps: None,
+            app: None,
         }
     }
 

@@ -28,6 +28,7 @@ pub fn flow(size: Option<u64>, num_paths: u32) -> FlowInfo {
         ecmp_path: 3,
         nic_bps: 10_000_000_000,
         ideal_fct_ps: None,
+        app: None,
     }
 }
 

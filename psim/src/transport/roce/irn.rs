@@ -237,7 +237,7 @@ impl IrnSource {
     fn may_send_new(&self) -> bool {
         let b = &self.base;
         b.started
-            && b.total.is_none_or(|t| b.next_psn < t)
+            && b.next_psn < b.send_limit()
             && (self.cap == 0 || b.next_psn - b.una < self.cap)
             && b.cc.as_ref().is_none_or(|cc| {
                 // A window-based controller (irn_aimd); the others' is infinite.
@@ -303,6 +303,7 @@ impl IrnSource {
 
     fn try_send(&mut self, cx: &mut Ctx<'_>) {
         let now = cx.now;
+        self.base.take_messages(cx);
         if !self.base.started || self.base.next_tx > now {
             return;
         }
@@ -329,8 +330,7 @@ impl IrnSource {
 
 impl Transport for IrnSource {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
-        self.base.started = true;
-        self.base.next_tx = cx.now;
+        self.base.begin(cx);
         self.try_send(cx);
     }
 
@@ -388,7 +388,7 @@ impl Transport for IrnSource {
             Some(_) => Some(b.next_tx.max(self.fetch_ready)),
             None => self.may_send_new().then_some(b.next_tx),
         };
-        [tx, self.rto_at].into_iter().flatten().min()
+        [tx, self.rto_at, b.app_wake()].into_iter().flatten().min()
     }
 
     fn source_stats(&self) -> Option<&SourceStats> {
@@ -494,6 +494,7 @@ pub struct IrnDef;
 impl ProtocolDef for IrnDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -511,6 +512,7 @@ pub struct IrnDcqcnDef;
 impl ProtocolDef for IrnDcqcnDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -530,6 +532,7 @@ pub struct IrnAimdDef;
 impl ProtocolDef for IrnAimdDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -554,6 +557,7 @@ pub struct IrnTimelyDef;
 impl ProtocolDef for IrnTimelyDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }

@@ -175,6 +175,7 @@ pub struct RoceDef;
 impl ProtocolDef for RoceDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }
@@ -195,6 +196,7 @@ pub struct DcqcnDef;
 impl ProtocolDef for DcqcnDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }
@@ -224,6 +226,7 @@ pub struct TimelyDef;
 impl ProtocolDef for TimelyDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }

@@ -3,6 +3,7 @@
 
 use super::RoceParams;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::transport::app::MessageSupply;
 use crate::transport::cc::timely::SegmentPacer;
 use crate::transport::cc::{AckEvent, CongestionControl, Controller, Loss};
 use crate::transport::{Ctx, FlowInfo, SourceStats, Transport};
@@ -42,6 +43,8 @@ pub struct RoceSource {
     pacer: Option<SegmentPacer>,
     /// A turn is requested from the host's segment scheduler.
     seg_wait: bool,
+    /// The application's messages (`transport/app.rs`); None: a backlog.
+    app: Option<MessageSupply>,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -80,6 +83,7 @@ impl RoceSource {
             ect,
             pacer,
             seg_wait: false,
+            app: flow.app.map(|a| MessageSupply::new(&a, mtu)),
             stats: SourceStats::default(),
         }
     }
@@ -103,8 +107,41 @@ impl RoceSource {
 
     fn has_data(&self) -> bool {
         self.started
-            && self.total.is_none_or(|t| self.next_psn < t)
+            && self.next_psn < self.send_limit()
             && (self.window == 0 || self.next_psn - self.una < self.window)
+    }
+
+    /// The flow starts: pacing from now, and the application's first message.
+    pub(super) fn begin(&mut self, cx: &mut Ctx<'_>) {
+        self.started = true;
+        self.next_tx = cx.now;
+        if let Some(a) = &mut self.app {
+            a.start(cx.now, cx.rng);
+        }
+    }
+
+    /// The first PSN the sender may not send yet: the flow's end, or the end
+    /// of what the application has handed over.
+    pub(super) fn send_limit(&self) -> u64 {
+        let end = self.total.unwrap_or(u64::MAX);
+        self.app.as_ref().map_or(end, |a| end.min(a.released()))
+    }
+
+    /// Takes the messages that have arrived by now.
+    pub(super) fn take_messages(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(a) = &mut self.app {
+            a.catch_up(cx.now, cx.rng);
+        }
+    }
+
+    /// When the application's next message arrives, while the sender has
+    /// sent all it was handed and the flow is not over.
+    pub(super) fn app_wake(&self) -> Option<u64> {
+        let a = self.app.as_ref()?;
+        let waiting = self.started
+            && self.next_psn >= a.released()
+            && self.total.is_none_or(|t| a.released() < t);
+        waiting.then(|| a.next_arrival())
     }
 
     /// Whether whole segments take turns in the host's scheduler.
@@ -115,6 +152,7 @@ impl RoceSource {
     /// Sends the next PSN if it may leave now (or, host-scheduled, asks for
     /// the next segment's turn).
     fn try_send(&mut self, cx: &mut Ctx<'_>) {
+        self.take_messages(cx);
         if self.host_scheduled() {
             if self.has_data() && !self.seg_wait {
                 self.seg_wait = true;
@@ -277,8 +315,7 @@ impl RoceSource {
 
 impl Transport for RoceSource {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
-        self.started = true;
-        self.next_tx = cx.now;
+        self.begin(cx);
         self.try_send(cx);
     }
 
@@ -327,6 +364,7 @@ impl Transport for RoceSource {
         if !std::mem::take(&mut self.seg_wait) {
             return;
         }
+        self.take_messages(cx);
         // The segment's turn: all of it to the NIC at once, as one burst.
         let Some(pkts) = self.pacer.as_ref().map(|p| p.segment_packets()) else {
             return;
@@ -353,7 +391,10 @@ impl Transport for RoceSource {
 
     fn poll_at(&self) -> Option<u64> {
         let tx = (self.has_data() && !self.host_scheduled()).then_some(self.next_tx);
-        [tx, self.rto_at].into_iter().flatten().min()
+        [tx, self.rto_at, self.app_wake()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn source_stats(&self) -> Option<&SourceStats> {

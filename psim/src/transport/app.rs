@@ -1,0 +1,234 @@
+//! Application-limited senders: a `[[traffic]]` entry's `app` table gives
+//! its flows an application that hands the transport messages at a set
+//! offered rate, instead of a backlog that is all there at the start.
+//! [TH] §3.5.2's Clos runs offer RPC load this way: each client issues
+//! 64 KB messages on long-lived connections at an offered load, and the
+//! congestion controller's state lives across messages.
+//!
+//! | key (`app = { ... }`) | default | meaning |
+//! |---|---|---|
+//! | `message_bytes` | – (required) | bytes per message, rounded up to whole packets of the protocol's MTU |
+//! | `gbps` | – (required) | offered load of each flow, Gb/s of payload: messages arrive every `message_bytes × 8 / gbps` on average |
+//! | `arrivals` | `"poisson"` | `"poisson"`: exponential gaps from the host's random stream; `"periodic"`: fixed gaps |
+//!
+//! The first message arrives when the flow starts. A sized flow stops at
+//! its size. Messages that arrive faster than the transport sends them
+//! queue at the sender (a count, so the queue costs no memory); the sender
+//! wakes at the next arrival only when it has nothing left to send.
+//!
+//! Which transports take messages: the RoCE family (`roce`, `dcqcn`,
+//! `timely` and the IRN variants), whose senders send packet sequence
+//! numbers. A scenario that gives `app` to another protocol is refused.
+
+use crate::config::ConfigError;
+use crate::rng::Rng;
+use crate::transport::config::bad;
+use rand::RngExt;
+
+/// How message arrivals are spaced.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Arrivals {
+    /// Exponential gaps: a Poisson process at the offered rate.
+    #[default]
+    Poisson,
+    /// Fixed gaps.
+    Periodic,
+}
+
+/// A traffic entry's `app` table.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AppSpec {
+    /// Bytes per message.
+    pub message_bytes: u64,
+    /// Offered load per flow, Gb/s of payload.
+    pub gbps: f64,
+    /// Spacing of the arrivals.
+    #[serde(default)]
+    pub arrivals: Arrivals,
+}
+
+impl AppSpec {
+    /// Checks the table; `key` names it (`traffic[2].app`).
+    pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        let k = |name: &str| format!("{key}.{name}");
+        if self.message_bytes == 0 || self.message_bytes > 1 << 40 {
+            return Err(bad(
+                &k("message_bytes"),
+                self.message_bytes,
+                "must be 1 byte to 1 TiB",
+            ));
+        }
+        if !(self.gbps.is_finite() && self.gbps > 0.0 && self.gbps <= 1e6) {
+            return Err(bad(
+                &k("gbps"),
+                self.gbps,
+                "must be above 0 and at most 10^6",
+            ));
+        }
+        if self.mean_gap_ps() < 1.0 {
+            return Err(bad(
+                &k("gbps"),
+                self.gbps,
+                "messages would arrive less than 1 ps apart: raise message_bytes or lower gbps",
+            ));
+        }
+        Ok(())
+    }
+
+    /// Mean time between message arrivals, picoseconds.
+    fn mean_gap_ps(&self) -> f64 {
+        self.message_bytes as f64 * 8.0 / self.gbps * 1e3
+    }
+}
+
+/// The sender's view of its application: packets handed over so far, and
+/// when the next message arrives.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MessageSupply {
+    /// Packets per message.
+    per_message: u64,
+    mean_gap_ps: f64,
+    poisson: bool,
+    /// Packets handed over so far (sequence numbers below this may be sent).
+    released: u64,
+    /// Arrival time of the next message, picoseconds.
+    next_ps: f64,
+}
+
+impl MessageSupply {
+    /// The supply of `spec` for packets of `mtu` payload bytes.
+    pub fn new(spec: &AppSpec, mtu: u32) -> Self {
+        MessageSupply {
+            per_message: spec.message_bytes.div_ceil(u64::from(mtu.max(1))),
+            mean_gap_ps: spec.mean_gap_ps(),
+            poisson: spec.arrivals == Arrivals::Poisson,
+            released: 0,
+            next_ps: 0.0,
+        }
+    }
+
+    /// The flow starts at `now`: its first message arrives.
+    pub fn start(&mut self, now: u64, rng: &mut Rng) {
+        self.released = self.per_message;
+        self.next_ps = now as f64 + self.gap(rng);
+    }
+
+    fn gap(&self, rng: &mut Rng) -> f64 {
+        if self.poisson {
+            // 1 - U is in (0, 1]: the log is finite.
+            -(1.0 - rng.random::<f64>()).ln() * self.mean_gap_ps
+        } else {
+            self.mean_gap_ps
+        }
+    }
+
+    /// Hands over every message that has arrived by `now`; returns the
+    /// packets released so far.
+    pub fn catch_up(&mut self, now: u64, rng: &mut Rng) -> u64 {
+        while self.next_ps <= now as f64 {
+            self.released = self.released.saturating_add(self.per_message);
+            self.next_ps += self.gap(rng);
+        }
+        self.released
+    }
+
+    /// Packets released so far (as of the last `catch_up`).
+    pub fn released(&self) -> u64 {
+        self.released
+    }
+
+    /// When the next message arrives, picoseconds (rounded up).
+    pub fn next_arrival(&self) -> u64 {
+        self.next_ps.ceil() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    fn spec(arrivals: Arrivals) -> AppSpec {
+        AppSpec {
+            message_bytes: 65_536,
+            gbps: 2.0,
+            arrivals,
+        }
+    }
+
+    /// 64 KB at 2 Gb/s: a message every 65536 × 8 / 2e9 s = 262.144 µs, of
+    /// 64 packets of 1024 B.
+    #[test]
+    fn periodic_messages_arrive_at_the_offered_rate() {
+        let mut rng = Rng::seed_from_u64(1);
+        let mut s = MessageSupply::new(&spec(Arrivals::Periodic), 1024);
+        s.start(1_000, &mut rng);
+        assert_eq!(s.released(), 64);
+        assert_eq!(s.next_arrival(), 1_000 + 262_144_000);
+        assert_eq!(s.catch_up(262_144_999, &mut rng), 64);
+        assert_eq!(s.catch_up(262_145_000, &mut rng), 128);
+        // Ten gaps later: ten more messages, however late the catch-up.
+        assert_eq!(s.catch_up(1_000 + 11 * 262_144_000, &mut rng), 12 * 64);
+    }
+
+    /// Poisson arrivals: over 20,000 gaps the offered rate is within 3% of
+    /// 2 Gb/s (the count's relative deviation is 1/sqrt(20000) = 0.7%).
+    #[test]
+    fn poisson_messages_average_the_offered_rate() {
+        let mut rng = Rng::seed_from_u64(7);
+        let mut s = MessageSupply::new(&spec(Arrivals::Poisson), 1024);
+        s.start(0, &mut rng);
+        let horizon = 20_000 * 262_144_000u64;
+        let packets = s.catch_up(horizon, &mut rng);
+        let gbps = packets as f64 * 1024.0 * 8.0 / (horizon as f64 * 1e-12) / 1e9;
+        assert!((gbps / 2.0 - 1.0).abs() < 0.03, "{gbps} Gb/s");
+    }
+
+    #[test]
+    fn a_message_rounds_up_to_whole_packets() {
+        let s = MessageSupply::new(
+            &AppSpec {
+                message_bytes: 1025,
+                gbps: 1.0,
+                arrivals: Arrivals::Periodic,
+            },
+            1024,
+        );
+        assert_eq!(s.per_message, 2);
+    }
+
+    #[test]
+    fn impossible_specs_name_their_key() {
+        for (s, key) in [
+            (
+                AppSpec {
+                    message_bytes: 0,
+                    gbps: 1.0,
+                    arrivals: Arrivals::Poisson,
+                },
+                "traffic[0].app.message_bytes",
+            ),
+            (
+                AppSpec {
+                    message_bytes: 1000,
+                    gbps: f64::NAN,
+                    arrivals: Arrivals::Poisson,
+                },
+                "traffic[0].app.gbps",
+            ),
+            (
+                AppSpec {
+                    message_bytes: 1,
+                    gbps: 1e6,
+                    arrivals: Arrivals::Poisson,
+                },
+                "traffic[0].app.gbps",
+            ),
+        ] {
+            let e = s.validate("traffic[0].app").unwrap_err().to_string();
+            assert!(e.contains(key), "{e}");
+        }
+    }
+}
