@@ -418,6 +418,11 @@ fn impossible_timely_engine_and_connection_settings_are_refused() {
     );
     rejected(
         timely,
+        &["--set", "protocol.timely.rise_app_share=1.5"],
+        "protocol.timely.rise_app_share = 1.5: must be in [0, 1]",
+    );
+    rejected(
+        timely,
         &["--set", "traffic.0.flows_per_pair=0"],
         "`flows_per_pair`: must be > 0",
     );

@@ -95,6 +95,8 @@ pub struct MessageSupply {
     released: u64,
     /// Arrival time of the next message, picoseconds.
     next_ps: f64,
+    /// Packets released and the time at the last [`Self::offered_bps`].
+    mark: (u64, u64),
 }
 
 impl MessageSupply {
@@ -106,11 +108,13 @@ impl MessageSupply {
             poisson: spec.arrivals == Arrivals::Poisson,
             released: 0,
             next_ps: 0.0,
+            mark: (0, 0),
         }
     }
 
     /// The flow starts at `now`: its first message arrives.
     pub fn start(&mut self, now: u64, rng: &mut Rng) {
+        self.mark = (0, now);
         self.released = self.per_message;
         self.next_ps = now as f64 + self.gap(rng);
     }
@@ -132,6 +136,18 @@ impl MessageSupply {
             self.next_ps += self.gap(rng);
         }
         self.released
+    }
+
+    /// The rate the application offered since the last call (or the
+    /// start), bits per second of `mtu`-byte packets; infinite when no time
+    /// has passed.
+    pub fn offered_bps(&mut self, now: u64, mtu: u32) -> f64 {
+        let (released, at) = std::mem::replace(&mut self.mark, (self.released, now));
+        let bits = (self.released - released) as f64 * f64::from(mtu) * 8.0;
+        match now.saturating_sub(at) {
+            0 => f64::INFINITY,
+            dt => bits / (dt as f64 * 1e-12),
+        }
     }
 
     /// Packets released so far (as of the last `catch_up`).
@@ -184,6 +200,21 @@ mod tests {
         let packets = s.catch_up(horizon, &mut rng);
         let gbps = packets as f64 * 1024.0 * 8.0 / (horizon as f64 * 1e-12) / 1e9;
         assert!((gbps / 2.0 - 1.0).abs() < 0.03, "{gbps} Gb/s");
+    }
+
+    /// Two 64 KB messages (one at the start, one 262.144 µs later) in
+    /// 300 µs offer 2 × 65536 × 8 / 300 µs = 3.495 Gb/s; the next call
+    /// counts from there.
+    #[test]
+    fn the_offered_rate_counts_the_messages_since_the_last_call() {
+        let mut rng = Rng::seed_from_u64(1);
+        let mut s = MessageSupply::new(&spec(Arrivals::Periodic), 1024);
+        s.start(0, &mut rng);
+        s.catch_up(300_000_000, &mut rng);
+        let want = 2.0 * 65536.0 * 8.0 / 300e-6;
+        assert!((s.offered_bps(300_000_000, 1024) / want - 1.0).abs() < 1e-12);
+        assert_eq!(s.offered_bps(300_000_000, 1024), f64::INFINITY);
+        assert_eq!(s.offered_bps(400_000_000, 1024), 0.0);
     }
 
     #[test]

@@ -74,6 +74,7 @@
 //! | `burst` | true | [TH] §3.2.3 (segments leave as line-rate bursts); false: per-packet pacing (TA3, `HPCC`) |
 //! | `nic_pacing_mbps` | none (the NIC rate) | [TH] §3.6: static NIC pacing of the packets in a segment, e.g. 700 Mb/s |
 //! | `rtt_noise_us` | 0 | [TH] §3.6, Fig. 3.12: uniform noise in [0, x] added to each RTT sample |
+//! | `rise_app_share` | 0.8 | [TH] §3.4 "Application limited behavior": the rate rises only while the application offers more than this share of it (0 = always); only flows with a traffic entry's `app` are ever limited |
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 use crate::config::ConfigError;
@@ -119,6 +120,9 @@ pub struct TimelyParams {
     /// Upper bound of the uniform noise added to each RTT sample (`rtt_noise_us`).
     #[serde(rename = "rtt_noise_us")]
     pub rtt_noise: Micros,
+    /// The rate rises only while the application offers more than this
+    /// share of it (`rise_app_share`; 0: always).
+    pub rise_app_share: f64,
 }
 
 impl Default for TimelyParams {
@@ -138,6 +142,7 @@ impl Default for TimelyParams {
             burst: true,
             nic_pacing_mbps: None,
             rtt_noise: Micros::from_ps(0),
+            rise_app_share: 0.8,
         }
     }
 }
@@ -175,6 +180,13 @@ impl TimelyParams {
             }
         }
         self.rtt_noise.zero_or_positive(&k("rtt_noise_us"))?;
+        if !(0.0..=1.0).contains(&self.rise_app_share) {
+            return Err(bad(
+                &k("rise_app_share"),
+                self.rise_app_share,
+                "must be in [0, 1]",
+            ));
+        }
         if self.segment_bytes == 0 {
             return Err(bad(&k("segment_bytes"), 0, "must be at least 1"));
         }
@@ -334,6 +346,9 @@ pub struct Timely {
     /// Consecutive completions counted towards HAI.
     neg: u32,
     last_update: Option<u64>,
+    /// The application offered too little for the next sample to raise the
+    /// rate ([TH] §3.4; set by the sender before each sample).
+    app_limited: bool,
     /// RTT samples taken.
     pub samples: u64,
 }
@@ -352,6 +367,7 @@ impl Timely {
             rtt_diff: 0.0,
             neg: 0,
             last_update: None,
+            app_limited: false,
             samples: 0,
         }
     }
@@ -364,6 +380,13 @@ impl Timely {
     /// The smoothed rtt_diff, ps.
     pub fn rtt_diff(&self) -> f64 {
         self.rtt_diff
+    }
+
+    /// Whether the application offered, since the last completion, less
+    /// than `rise_app_share` of the rate `bps`: then the next completion
+    /// may lower the rate but not raise it ([TH] §3.4).
+    pub fn note_app_offer(&mut self, offered_bps: f64) {
+        self.app_limited = offered_bps < self.p.rise_app_share * self.rate;
     }
 
     /// Algorithm 1 for one completion with RTT `rtt_ps` at `now`.
@@ -409,6 +432,9 @@ impl Timely {
         if p.completion_scaling {
             rate = rate.max(0.5 * old);
         }
+        if std::mem::take(&mut self.app_limited) {
+            rate = rate.min(old);
+        }
         self.rate = rate.clamp(self.min_rate, self.line);
     }
 }
@@ -451,6 +477,26 @@ mod tests {
         // Start below line rate so that increases show.
         t.rate = 5e9;
         t
+    }
+
+    /// [TH] §3.4: an application offering under 80% of the rate holds the
+    /// rate on a sample that would raise it, lets a cut through, and holds
+    /// only the one sample it was noted for.
+    #[test]
+    fn an_application_limited_flow_may_fall_but_not_rise() {
+        let mut t = timely();
+        t.note_app_offer(0.79 * 5e9);
+        t.on_completion(30 * US, 0);
+        assert_eq!(t.rate(), 5e9);
+        t.note_app_offer(0.79 * 5e9);
+        t.on_completion(1000 * US, 1);
+        assert_eq!(t.rate(), 5e9 * 0.6);
+        // The next sample, not noted, rises by δ; 80% or more also rises.
+        t.on_completion(30 * US, 2);
+        assert_eq!(t.rate(), 5e9 * 0.6 + 10e6);
+        t.note_app_offer(0.8 * t.rate());
+        t.on_completion(30 * US, 3);
+        assert_eq!(t.rate(), 5e9 * 0.6 + 20e6);
     }
 
     #[test]

@@ -292,6 +292,14 @@ impl RoceSource {
             p.completes_segment(acked)
                 .then(|| p.rtt(now, pkt.sent_ps, cx.rng))
         });
+        if let (Some(_), Some(Controller::Timely(t)), Some(a)) = (rtt, &mut self.cc, &mut self.app)
+        {
+            // [TH] §3.4: the rate rises only while the application keeps up
+            // with it; released data still unsent means it does.
+            let offered = a.offered_bps(now, self.mtu);
+            let backlog = self.next_psn < a.released();
+            t.note_app_offer(if backlog { f64::INFINITY } else { offered });
+        }
         if let Some(cc) = &mut self.cc {
             cc.on_timer(now);
             if let Some(rtt) = rtt {

@@ -334,3 +334,52 @@ fn a_window_limited_sender_waits_for_acks_without_a_pacing_event() {
     );
     assert_eq!(h.next_wake(), Some(20 * US + 320 * US));
 }
+
+/// [TH] §3.4's application-limited rule through the sender: a flow whose
+/// application offers one 4-packet message every 3.2 ms (4000 B at
+/// 10 Mb/s) is cut by a slow sample as usual, but a fast sample after the
+/// next message does not raise its rate (it offered 32 Mb/s, far below
+/// 80% of 6 Gb/s); with `rise_app_share = 0` the same sample adds δ.
+#[test]
+fn an_application_limited_timely_sender_is_cut_but_does_not_rise() {
+    for (share, rise) in [(0.8, 0.0), (0.0, 10e6)] {
+        let mut p = ProtocolParams::default();
+        p.timely.segment_bytes = 4000;
+        p.timely.rise_app_share = share;
+        p.roce.pfc = true; // no RTO: the only wake-up is the application's
+        p.validate().unwrap();
+        let mut info = flow(None, 1);
+        info.app = Some(crate::transport::app::AppSpec {
+            message_bytes: 4000,
+            gbps: 0.01,
+            arrivals: crate::transport::app::Arrivals::Periodic,
+        });
+        let Endpoint::RoceSource(s) = Protocol::Timely.source(&info, &p) else {
+            panic!("a RoCE source")
+        };
+        let mut h = Host::new(0, *s);
+        h.start(0);
+        let first = h.advance(0);
+        assert_eq!(first.len(), 4, "the first message, as one burst");
+        // Nothing more until the next message: the sender sleeps till then.
+        assert_eq!(h.next_wake(), Some(3200 * US));
+        let ack = |psn: u64, sent: u64| {
+            let mut a = data(psn);
+            (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
+            a
+        };
+        let rate = |h: &Host<RoceSource>| match h.ep.controller() {
+            Some(crate::transport::cc::Controller::Timely(t)) => t.rate(),
+            _ => panic!("a TIMELY controller"),
+        };
+        // A 1000 µs RTT: the cut to 0.6 of line rate applies.
+        h.deliver(1000 * US + 4 * GAP, ack(3, 0));
+        assert_eq!(rate(&h), 6e9);
+        let second = h.advance(3200 * US);
+        assert_eq!(second.len(), 4, "the second message at 3.2 ms");
+        assert!(second.iter().all(|(t, _)| *t == 3200 * US));
+        // A 5 µs RTT (below T_low).
+        h.deliver(3200 * US + 10 * GAP, ack(7, 3200 * US));
+        assert_eq!(rate(&h), 6e9 + rise, "rise_app_share = {share}");
+    }
+}
