@@ -338,6 +338,12 @@ pub enum Metric {
         /// Subtrahend.
         b: Box<Metric>,
     },
+    /// The mean of several values: one statistic over runs that differ only
+    /// in their seed (P17's ECMP hashing).
+    Mean {
+        /// The values.
+        of: Vec<Metric>,
+    },
     /// `of` × `by`: a unit conversion.
     Scale {
         /// The value.
@@ -431,6 +437,7 @@ impl Metric {
                 b.runs(into);
             }
             Metric::Scale { of, .. } => of.runs(into),
+            Metric::Mean { of } => of.iter().for_each(|m| m.runs(into)),
             Metric::Goodput { run, since, .. } => {
                 into.push(run.clone());
                 into.extend(since.iter().cloned());
@@ -845,6 +852,16 @@ impl Metric {
             Metric::Ratio { a, b } => a.eval(runs)? / b.eval(runs)?,
             Metric::Diff { a, b } => a.eval(runs)? - b.eval(runs)?,
             Metric::Scale { of, by } => of.eval(runs)? * by,
+            Metric::Mean { of } => {
+                if of.is_empty() {
+                    return Err("mean of no values".into());
+                }
+                let mut sum = 0.0;
+                for m in of {
+                    sum += m.eval(runs)?;
+                }
+                sum / of.len() as f64
+            }
             Metric::RelChange { a, b } => (a.eval(runs)? / b.eval(runs)? - 1.0).abs(),
         })
     }
@@ -1111,6 +1128,12 @@ mod tests {
             b: Box::new(g(Stat::Mean)),
         };
         assert!((ratio.eval(&runs).unwrap() - 8.0 / 12.0).abs() < 1e-12);
+        // The mean of min (8) and sum (24): 16; of nothing: an error.
+        let mean = Metric::Mean {
+            of: vec![g(Stat::Min), g(Stat::Sum)],
+        };
+        assert!((mean.eval(&runs).unwrap() - 16.0).abs() < 1e-12);
+        assert!(Metric::Mean { of: Vec::new() }.eval(&runs).is_err());
         let sized = Metric::Sum {
             run: "r".into(),
             field: Field::Trims,
