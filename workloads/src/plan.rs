@@ -44,7 +44,7 @@ pub(crate) struct Participants {
     pub index: Vec<u32>,
     /// Hosts per group (`far_group_size`): random destinations lie outside
     /// the sender's group of consecutive hosts. 0: anywhere.
-    pub far_group: u32,
+    pub far_group: Option<std::num::NonZeroU32>,
 }
 
 impl Participants {
@@ -56,12 +56,12 @@ impl Participants {
     /// participant), outside `h`'s group when groups are set.
     pub fn random_other(&self, h: u32, rng: &mut Stream) -> u32 {
         let n = self.list.len() as u64;
-        if self.far_group > 0 {
+        if let Some(g) = self.far_group {
             // Rejection: `far` checked that every group has participants
             // outside it, so this ends; each try costs one draw.
             loop {
                 let d = self.list[rng.below(n) as usize];
-                if d / self.far_group != h / self.far_group {
+                if d / g != h / g {
                     return d;
                 }
             }
@@ -340,20 +340,16 @@ impl Ctx<'_> {
         Ok(Participants {
             list,
             index,
-            far_group: 0,
+            far_group: None,
         })
     }
 
     /// Sets `far_group_size`: random destinations outside the sender's
     /// group of that many consecutive hosts (a FatTree pod's k²/4: the
     /// longest paths, [TH] §3.5.2's "longest path uniform random").
-    fn far(
-        &self,
-        mut parts: Participants,
-        group: Option<u32>,
-    ) -> Result<Participants, WorkloadError> {
-        let Some(g) = group else { return Ok(parts) };
-        if g == 0 || g >= self.env.hosts {
+    fn far(&self, parts: &mut Participants, group: Option<u32>) -> Result<(), WorkloadError> {
+        let Some(g) = group else { return Ok(()) };
+        let Some(g) = std::num::NonZeroU32::new(g).filter(|g| g.get() < self.env.hosts) else {
             return Err(self.invalid(
                 "far_group_size",
                 format!(
@@ -361,7 +357,7 @@ impl Ctx<'_> {
                     self.env.hosts
                 ),
             ));
-        }
+        };
         let first = parts.list[0] / g;
         if parts.list.iter().all(|&h| h / g == first) {
             return Err(self.invalid(
@@ -369,8 +365,8 @@ impl Ctx<'_> {
                 format!("every participating host is in group {first}: no destination outside it"),
             ));
         }
-        parts.far_group = g;
-        Ok(parts)
+        parts.far_group = Some(g);
+        Ok(())
     }
 
     fn horizon(&self, stop_us: Option<f64>) -> Result<u64, WorkloadError> {
@@ -485,15 +481,8 @@ fn pairs(
     jitter_us: f64,
     exclude: &[u32],
     permutation: bool,
-    far_group: Option<u32>,
 ) -> Result<Plan, WorkloadError> {
-    if permutation && far_group.is_some() {
-        return Err(ctx.invalid(
-            "far_group_size",
-            "applies to random destinations, not to a permutation",
-        ));
-    }
-    let parts = ctx.far(ctx.participants(exclude, 2)?, far_group)?;
+    let parts = ctx.participants(exclude, 2)?;
     let perm = permutation.then(|| {
         let mut rng = stream(ctx.env.seed, &[ctx.e as u64, GLOBAL]);
         derangement(&mut rng, parts.list.len())
@@ -523,7 +512,6 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             s.jitter_us,
             &s.exclude_hosts,
             true,
-            None,
         ),
         PatternSpec::Random(s) => pairs(
             ctx,
@@ -533,18 +521,29 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             s.jitter_us,
             &s.exclude_hosts,
             false,
-            None,
         ),
-        PatternSpec::Background(s) => pairs(
-            ctx,
-            None,
-            s.flows_per_host,
-            s.start_us,
-            s.jitter_us,
-            &s.exclude_hosts,
-            s.destination == Destination::Permutation,
-            s.far_group_size,
-        ),
+        PatternSpec::Background(s) => {
+            let permutation = s.destination == Destination::Permutation;
+            if permutation && s.far_group_size.is_some() {
+                return Err(ctx.invalid(
+                    "far_group_size",
+                    "applies to random destinations, not to a permutation",
+                ));
+            }
+            let mut plan = pairs(
+                ctx,
+                None,
+                s.flows_per_host,
+                s.start_us,
+                s.jitter_us,
+                &s.exclude_hosts,
+                permutation,
+            )?;
+            if let Plan::Pairs(p) = &mut plan {
+                ctx.far(&mut p.parts, s.far_group_size)?;
+            }
+            Ok(plan)
+        }
         PatternSpec::Incast(s) => compile_incast(ctx, s),
         PatternSpec::AllToAll(s) => {
             let gs = s.group_size.unwrap_or(env.hosts);
@@ -652,7 +651,8 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                     load: s.load,
                 });
             }
-            let parts = ctx.far(ctx.participants(&s.exclude_hosts, 2)?, s.far_group_size)?;
+            let mut parts = ctx.participants(&s.exclude_hosts, 2)?;
+            ctx.far(&mut parts, s.far_group_size)?;
             let sizes = ctx.sizes(
                 s.size_dist,
                 s.size_bytes,
