@@ -43,7 +43,7 @@ pub(crate) struct Participants {
     pub list: Vec<u32>,
     pub index: Vec<u32>,
     /// Hosts per group (`far_group_size`): random destinations lie outside
-    /// the sender's group of consecutive hosts. 0: anywhere.
+    /// the sender's group of consecutive hosts. None: anywhere.
     pub far_group: Option<std::num::NonZeroU32>,
 }
 

@@ -87,8 +87,9 @@ impl AppSpec {
 /// when the next message arrives.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MessageSupply {
-    /// Packets per message.
+    /// Packets per message, and each packet's payload bytes.
     per_message: u64,
+    mtu: u32,
     mean_gap_ps: f64,
     poisson: bool,
     /// Packets handed over so far (sequence numbers below this may be sent).
@@ -104,6 +105,7 @@ impl MessageSupply {
     pub fn new(spec: &AppSpec, mtu: u32) -> Self {
         MessageSupply {
             per_message: spec.message_bytes.div_ceil(u64::from(mtu.max(1))),
+            mtu,
             mean_gap_ps: spec.mean_gap_ps(),
             poisson: spec.arrivals == Arrivals::Poisson,
             released: 0,
@@ -139,11 +141,10 @@ impl MessageSupply {
     }
 
     /// The rate the application offered since the last call (or the
-    /// start), bits per second of `mtu`-byte packets; infinite when no time
-    /// has passed.
-    pub fn offered_bps(&mut self, now: u64, mtu: u32) -> f64 {
+    /// start), bits per second of payload; infinite when no time has passed.
+    pub fn offered_bps(&mut self, now: u64) -> f64 {
         let (released, at) = std::mem::replace(&mut self.mark, (self.released, now));
-        let bits = (self.released - released) as f64 * f64::from(mtu) * 8.0;
+        let bits = (self.released - released) as f64 * f64::from(self.mtu) * 8.0;
         match now.saturating_sub(at) {
             0 => f64::INFINITY,
             dt => bits / (dt as f64 * 1e-12),
@@ -212,9 +213,9 @@ mod tests {
         s.start(0, &mut rng);
         s.catch_up(300_000_000, &mut rng);
         let want = 2.0 * 65536.0 * 8.0 / 300e-6;
-        assert!((s.offered_bps(300_000_000, 1024) / want - 1.0).abs() < 1e-12);
-        assert_eq!(s.offered_bps(300_000_000, 1024), f64::INFINITY);
-        assert_eq!(s.offered_bps(400_000_000, 1024), 0.0);
+        assert!((s.offered_bps(300_000_000) / want - 1.0).abs() < 1e-12);
+        assert_eq!(s.offered_bps(300_000_000), f64::INFINITY);
+        assert_eq!(s.offered_bps(400_000_000), 0.0);
     }
 
     #[test]

@@ -1151,8 +1151,6 @@ mod tests {
         assert!(missing.eval(&runs).unwrap_err().contains("nope"));
     }
 
-    /// Latency percentiles read the trace's reduction, in µs; a run
-    /// without a packet trace is an error naming the missing trace.
     /// The queue-time metric reads one port's series; a run without it is
     /// an error naming the missing trace.
     #[test]
@@ -1182,6 +1180,8 @@ mod tests {
         assert_eq!(m(None, 2).eval(&runs).unwrap(), 25.0);
     }
 
+    /// Latency percentiles read the trace's reduction, in µs; a run
+    /// without a packet trace is an error naming the missing trace.
     #[test]
     fn ack_latency_and_trims_read_the_trace() {
         let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);

@@ -278,19 +278,20 @@ mod tests {
         assert_eq!(mode_share(&rows, 4, 2, 100), 0.0);
     }
 
-    /// Trims sort by the cutting port: a k = 4 FatTree's first ToR (entity
-    /// 16) has hosts on ports 0-1 and aggregation switches on 2-3, its first
-    /// aggregation switch (24) ToRs on 0-1 and cores on 2-3; headers,
-    /// bounces and enqueues are not trims of data.
-    /// Queue samples become time at the port's link rate: 12,500 bytes at
-    /// 10 Gb/s are 10 µs, grouped per (entity, port) in sample order.
-    #[test]
-    fn queue_samples_become_time_at_the_link_rate() {
+    /// A k = 4 FatTree of 10 Gb/s, 1 µs links.
+    fn fattree_k4() -> Topology {
         let l = crate::topo::LinkSpec {
             rate_bps: 10_000_000_000,
             delay_ps: 1_000_000,
         };
-        let topo = Topology::FatTree(crate::topo::FatTree::new(4, 1, l, l, l));
+        Topology::FatTree(crate::topo::FatTree::new(4, 1, l, l, l))
+    }
+
+    /// Queue samples become time at the port's link rate: 12,500 bytes at
+    /// 10 Gb/s are 10 µs, grouped per (entity, port) in sample order.
+    #[test]
+    fn queue_samples_become_time_at_the_link_rate() {
+        let topo = fattree_k4();
         let sample = |t: u64, node: u32, port: u16, bytes: u64| crate::trace::QueueSample {
             time_ps: t,
             node,
@@ -314,13 +315,13 @@ mod tests {
         assert_eq!(q.len(), 2);
     }
 
+    /// Trims sort by the cutting port: a k = 4 FatTree's first ToR (entity
+    /// 16) has hosts on ports 0-1 and aggregation switches on 2-3, its first
+    /// aggregation switch (24) ToRs on 0-1 and cores on 2-3; headers,
+    /// bounces and enqueues are not trims of data.
     #[test]
     fn trims_sort_by_tier_and_direction() {
-        let l = crate::topo::LinkSpec {
-            rate_bps: 10_000_000_000,
-            delay_ps: 1_000_000,
-        };
-        let topo = Topology::FatTree(crate::topo::FatTree::new(4, 1, l, l, l));
+        let topo = fattree_k4();
         let at = |entity: u32, port: u16, ev: PacketEvent, kind: &'static str| PacketRow {
             entity,
             port,

@@ -382,9 +382,9 @@ impl Timely {
         self.rtt_diff
     }
 
-    /// Whether the application offered, since the last completion, less
-    /// than `rise_app_share` of the rate `bps`: then the next completion
-    /// may lower the rate but not raise it ([TH] §3.4).
+    /// Notes what the application offered since the last completion,
+    /// `offered_bps`: below `rise_app_share` of the rate, the next
+    /// completion may lower the rate but not raise it ([TH] §3.4).
     pub fn note_app_offer(&mut self, offered_bps: f64) {
         self.app_limited = offered_bps < self.p.rise_app_share * self.rate;
     }

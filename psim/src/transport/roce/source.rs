@@ -296,7 +296,7 @@ impl RoceSource {
         {
             // [TH] §3.4: the rate rises only while the application keeps up
             // with it; released data still unsent means it does.
-            let offered = a.offered_bps(now, self.mtu);
+            let offered = a.offered_bps(now);
             let backlog = self.next_psn < a.released();
             t.note_app_offer(if backlog { f64::INFINITY } else { offered });
         }
