@@ -189,6 +189,7 @@ impl PfabricSource {
                 total: flow.size,
                 mss: p.mss_bytes as u64,
                 seen: None,
+                data: None,
             },
             tp,
             sends: Vec::new(),
@@ -277,7 +278,7 @@ impl PfabricSource {
             echo: pkt.sent_ps,
         };
         let more = self.supply.remaining();
-        self.sub.on_ack(a, cx.now, &self.tp, None, more);
+        self.sub.on_ack(a, cx.now, &self.tp, None, more, None);
         if !more && self.info.size.is_some() && self.sub.all_acked() {
             // The cumulative ACK covering the last byte.
             self.stats.finish(cx.now);

@@ -39,7 +39,8 @@
 //! cumulative ACK in `ack`, one SACK block (the start of the segment that
 //! triggered it, which RFC 2018 §4 requires to be reported first) in `seq`,
 //! the echoed timestamp in `sent_ps`, and ECE. MPTCP puts the subflow index
-//! in the top 8 bits of `seq` (see [`sub_seq`]). A lost ACK loses its SACK
+//! in the top 8 bits of `seq` (see [`sub_seq`]), and its data sequence
+//! number in a data packet's `ack` (`mptcp.rs`). A lost ACK loses its SACK
 //! block; recovery then falls back on NewReno's partial-ACK rule or the RTO.
 //!
 //! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait.
@@ -50,6 +51,7 @@ mod subflow;
 #[cfg(test)]
 mod tests;
 
+use mptcp::DataLevel;
 pub use mptcp::MptcpParams;
 pub use sink::TcpSink;
 pub use subflow::Subflow;
@@ -213,7 +215,11 @@ impl ProtocolDef for Mptcp {
         let n = p.mptcp.subflows.clamp(1, 255);
         let (iw, mss, ecn) = (p.tcp.iw_packets, p.tcp.mss_bytes, p.tcp.ecn);
         let cc = || Controller::Lia(Lia::new(iw, mss, ecn));
-        let src = TcpSource::new(flow, proto, &p.tcp, n, ecn, cc);
+        let mut src = TcpSource::new(flow, proto, &p.tcp, n, ecn, cc);
+        src.supply.data = Some(Box::new(DataLevel {
+            enabled: p.mptcp.reinject,
+            ..DataLevel::default()
+        }));
         Endpoint::TcpSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
@@ -259,6 +265,8 @@ pub struct TcpSource {
     /// Scratch: segments to send, and the subflow order (reused, not reallocated per ACK).
     sends: Vec<Send>,
     order: Vec<usize>,
+    /// Scratch: DSN ranges an ACK showed delivered (MPTCP).
+    delivered: Vec<(u64, u32)>,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -288,11 +296,13 @@ impl TcpSource {
                 total: flow.size,
                 mss: p.mss_bytes as u64,
                 seen: None,
+                data: None,
             },
             setup: Setup::Established,
             ect,
             sends: Vec::new(),
             order: Vec::new(),
+            delivered: Vec::new(),
             stats: SourceStats::default(),
         }
     }
@@ -300,6 +310,17 @@ impl TcpSource {
     /// Number of subflows.
     pub fn subflows(&self) -> usize {
         self.subs.len()
+    }
+
+    /// Whether this is an MPTCP connection (with a connection level).
+    fn multipath(&self) -> bool {
+        self.supply.data.is_some()
+    }
+
+    /// An MPTCP connection whose every byte is known delivered: its
+    /// subflows stop, whatever they still hold.
+    fn data_done(&self) -> bool {
+        self.multipath() && self.stats.finish_ps.is_some()
     }
 
     /// Congestion window of subflow `i`, bytes.
@@ -357,7 +378,7 @@ impl TcpSource {
     /// Lets every subflow send what its window allows; new data goes to the
     /// subflow with the lowest smoothed RTT first.
     fn pump(&mut self, cx: &mut Ctx<'_>) {
-        if self.setup != Setup::Established {
+        if self.setup != Setup::Established || self.data_done() {
             return;
         }
         let mut sends = std::mem::take(&mut self.sends);
@@ -374,13 +395,20 @@ impl TcpSource {
             self.order = order;
         }
         let total = self.info.size.unwrap_or(u64::MAX);
+        let multipath = self.multipath();
         for s in sends.drain(..) {
             let mut f = if self.ect { flags::ECT } else { 0 };
             if s.retx {
                 f |= flags::RETX;
                 self.stats.retransmissions += 1;
             }
-            if s.last {
+            // MPTCP: every copy of the last byte says so; the receiver
+            // learns the connection's length from it.
+            let last = match multipath {
+                true => s.dsn + s.len as u64 == total,
+                false => s.last,
+            };
+            if last {
                 f |= flags::LAST;
             }
             cx.out.push(Packet {
@@ -388,7 +416,7 @@ impl TcpSource {
                 src: self.info.src,
                 dst: self.info.dst,
                 seq: sub_seq(s.sub, s.seq),
-                ack: total,
+                ack: if multipath { s.dsn } else { total },
                 size: s.len + HEADER_BYTES,
                 payload: s.len,
                 path: s.path,
@@ -423,8 +451,8 @@ impl TcpSource {
         }
         let (sub, sack) = split_seq(pkt.seq);
         let i = sub as usize;
-        if i >= self.subs.len() {
-            return;
+        if i >= self.subs.len() || self.data_done() {
+            return; // MPTCP: late ACKs of a finished connection change nothing
         }
         let coupling = (self.subs.len() > 1).then(|| {
             // A subflow without an RTT sample counts with the best one (1 µs before any).
@@ -450,10 +478,35 @@ impl TcpSource {
             echo: pkt.sent_ps,
         };
         let more_data = self.supply.remaining();
-        self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data);
-        if !more_data && self.info.size.is_some() && self.subs.iter().all(Subflow::all_acked) {
-            // The cumulative ACK covering the last byte (on every subflow).
-            self.stats.finish(cx.now);
+        if let Some(data) = self.supply.data.as_deref_mut() {
+            // MPTCP: the connection is acknowledged when every DSN is.
+            let mut delivered = std::mem::take(&mut self.delivered);
+            self.subs[i].on_ack(
+                a,
+                cx.now,
+                &self.p,
+                coupling,
+                more_data,
+                Some(&mut delivered),
+            );
+            for (dsn, len) in delivered.drain(..) {
+                data.delivered.insert(dsn, dsn + len as u64);
+            }
+            self.delivered = delivered;
+            let total = self.info.size.unwrap_or(u64::MAX);
+            if data.delivered.nxt >= total && self.stats.finish_ps.is_none() {
+                self.stats.finish(cx.now);
+                data.reinject.clear();
+                for s in &mut self.subs {
+                    s.rto_at = None;
+                }
+            }
+        } else {
+            self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data, None);
+            if !more_data && self.info.size.is_some() && self.subs[0].all_acked() {
+                // The cumulative ACK covering the last byte.
+                self.stats.finish(cx.now);
+            }
         }
         self.pump(cx);
     }
@@ -491,6 +544,9 @@ impl TcpSource {
             if self.subs[i].rto_at.is_some_and(|t| t <= cx.now) {
                 self.stats.timeouts += 1;
                 self.subs[i].on_rto(cx.now, &self.p);
+                if let Some(data) = self.supply.data.as_deref_mut() {
+                    self.subs[i].queue_reinjections(data);
+                }
             }
         }
         self.pump(cx);

@@ -1,19 +1,19 @@
-//! The receiver of a TCP, DCTCP or MPTCP flow: per-subflow reassembly,
+//! The receiver of a TCP, DCTCP or MPTCP flow: per-subflow reassembly (and
+//! MPTCP's connection-level reassembly by data sequence number, `mptcp.rs`),
 //! ACK every segment or every second one (delayed ACK, RFC 5681 §4.2, RFC
 //! 8257 §3.2 for CE changes), echo of the sender's timestamp (RFC 7323) and
 //! of CE marks.
 
+use super::mptcp::{Arrival, Ranges};
 use super::{split_seq, sub_seq, TcpParams};
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use crate::transport::{Ctx, SinkStats, Transport};
-use std::collections::BTreeMap;
 
 /// Receive state of one subflow.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct RecvState {
-    rcv_nxt: u64,
-    /// Out-of-order ranges [start, end), merged.
-    ooo: BTreeMap<u64, u64>,
+    /// Bytes received; `got.nxt` is the cumulative ACK.
+    got: Ranges,
     /// In-order segments received since the last ACK (delayed ACK).
     unacked: u32,
     /// Timestamp to echo: the earliest unacknowledged segment's (RFC 7323 §4.3).
@@ -33,6 +33,8 @@ pub struct TcpSink {
     proto: Protocol,
     prio: u8,
     subs: Vec<RecvState>,
+    /// MPTCP: the connection's bytes by data sequence number.
+    data: Option<Ranges>,
     total: Option<u64>,
     delayed: bool,
     delay_ps: u64,
@@ -53,6 +55,7 @@ impl TcpSink {
             proto: first.proto,
             prio: first.prio,
             subs: Vec::new(),
+            data: (first.proto == Protocol::Mptcp).then(Ranges::default),
             total: None,
             delayed: p.delayed_ack,
             delay_ps: p.delayed_ack_timeout.ps,
@@ -76,7 +79,7 @@ impl TcpSink {
             src: self.me,
             dst: self.sender,
             seq: sub_seq(sub, sack),
-            ack: r.rcv_nxt,
+            ack: r.got.nxt,
             size: HEADER_BYTES,
             payload: 0,
             path: r.path,
@@ -89,8 +92,12 @@ impl TcpSink {
         }
     }
 
+    /// Bytes of the connection received in order.
     fn delivered(&self) -> u64 {
-        self.subs.iter().map(|s| s.rcv_nxt).sum()
+        match &self.data {
+            Some(d) => d.nxt,
+            None => self.subs[0].got.nxt,
+        }
     }
 
     fn packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
@@ -115,10 +122,18 @@ impl TcpSink {
         if self.subs.len() <= sub as usize {
             self.subs.resize(sub as usize + 1, RecvState::default());
         }
-        if pkt.ack != u64::MAX {
+        let end = start + pkt.payload as u64;
+        let mut new_bytes = 0u64;
+        if let Some(d) = &mut self.data {
+            // MPTCP: `ack` is the DSN; the copy of the last byte says so.
+            let dsn_end = pkt.ack + pkt.payload as u64;
+            new_bytes = d.insert(pkt.ack, dsn_end).1;
+            if pkt.has(flags::LAST) {
+                self.total = Some(dsn_end);
+            }
+        } else if pkt.ack != u64::MAX {
             self.total = Some(pkt.ack);
         }
-        let end = start + pkt.payload as u64;
         let ce = pkt.has(flags::ECN_CE);
         // DCTCP (RFC 8257 §3.2): on a change of CE state, ACK what came before at once.
         let r = &self.subs[sub as usize];
@@ -131,47 +146,32 @@ impl TcpSink {
         let mut immediate = !self.delayed;
         r.ce = ce;
         r.last_seq = start;
-        let mut new_bytes = 0u64;
-        if end <= r.rcv_nxt {
-            immediate = true; // duplicate: ACK at once (RFC 5681 §4.2)
-            r.echo = pkt.sent_ps;
-        } else if start <= r.rcv_nxt {
-            new_bytes += end - r.rcv_nxt;
-            r.rcv_nxt = end;
-            let filled_hole = !r.ooo.is_empty();
-            while let Some((&s, &e)) = r.ooo.first_key_value() {
-                if s > r.rcv_nxt {
-                    break;
-                }
-                r.ooo.pop_first();
-                if e > r.rcv_nxt {
-                    r.rcv_nxt = e;
-                }
-            }
-            if filled_hole {
-                immediate = true; // RFC 5681 §4.2: ACK at once when a hole is filled
-            }
-            if r.unacked == 0 {
+        let (arrival, sub_new) = r.got.insert(start, end);
+        match arrival {
+            Arrival::Duplicate => {
+                immediate = true; // duplicate: ACK at once (RFC 5681 §4.2)
                 r.echo = pkt.sent_ps;
             }
-            r.unacked += 1;
-            if r.unacked >= 2 {
+            Arrival::InOrder { filled_hole } => {
+                if filled_hole {
+                    immediate = true; // RFC 5681 §4.2: ACK at once when a hole is filled
+                }
+                if r.unacked == 0 {
+                    r.echo = pkt.sent_ps;
+                }
+                r.unacked += 1;
+                if r.unacked >= 2 {
+                    immediate = true;
+                }
+            }
+            Arrival::OutOfOrder => {
+                // Remembered; ACK at once (a duplicate ACK with SACK).
+                r.echo = pkt.sent_ps;
                 immediate = true;
             }
-        } else {
-            // Out of order: remember the range, ACK at once (a duplicate ACK with SACK).
-            let overlaps = r
-                .ooo
-                .range(..=start)
-                .next_back()
-                .is_some_and(|(_, &e)| e >= end);
-            if !overlaps {
-                new_bytes += pkt.payload as u64;
-                let e = r.ooo.entry(start).or_insert(end);
-                *e = (*e).max(end);
-            }
-            r.echo = pkt.sent_ps;
-            immediate = true;
+        }
+        if self.data.is_none() {
+            new_bytes = sub_new;
         }
         self.stats.bytes_received += new_bytes;
         let complete = self.total.is_some_and(|t| self.delivered() >= t);

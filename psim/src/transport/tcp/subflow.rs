@@ -4,6 +4,7 @@
 //! subflow's [`Controller`]; this file reports ACKs, ECN echoes and losses
 //! to it and never asks which one it is.
 
+use super::mptcp::DataLevel;
 use super::TcpParams;
 use crate::transport::cc::SubflowWindow;
 use crate::transport::cc::{AckEvent, CongestionControl, Controller, LiaCoupling, Loss};
@@ -18,9 +19,14 @@ const RETX: u8 = 4;
 /// loop, `transport/rc3.rs`): no segment of its own sent after a hole, so
 /// it does not count towards IsLost.
 const PRESACKED: u8 = 8;
+/// Queued for reinjection on another MPTCP subflow (once per segment).
+const REINJECTED: u8 = 16;
 
 #[derive(Copy, Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Seg {
+    /// The connection-level sequence number of its first byte (MPTCP's
+    /// DSN; the subflow's own for TCP).
+    dsn: u64,
     len: u32,
     flags: u8,
 }
@@ -47,6 +53,18 @@ pub(crate) struct Supply {
     /// What another loop already did with the unsent bytes (RC3's
     /// low-priority loop); None for plain TCP.
     pub(crate) seen: Option<Box<crate::transport::rc3::LowSeen>>,
+    /// MPTCP's connection level (what is known delivered, and data to
+    /// reinject); None for a single subflow.
+    pub(crate) data: Option<Box<DataLevel>>,
+}
+
+/// Bytes a subflow takes from the connection.
+#[derive(Copy, Clone, Debug)]
+pub(crate) struct Take {
+    pub(crate) dsn: u64,
+    pub(crate) len: u32,
+    /// Data another subflow stalled with.
+    pub(crate) reinjected: bool,
 }
 
 /// What is known of a segment before the subflow first sends it.
@@ -72,6 +90,31 @@ impl Supply {
         let n = left.min(self.mss);
         self.next += n;
         Some(n as u32)
+    }
+    /// The next bytes subflow `sub` sends for the first time: data to
+    /// reinject first, then new data.
+    pub(crate) fn take_for(&mut self, sub: u8) -> Option<Take> {
+        if let Some(r) = self.data.as_deref_mut().and_then(|d| d.next_for(sub)) {
+            return Some(Take {
+                dsn: r.dsn,
+                len: r.len,
+                reinjected: true,
+            });
+        }
+        let dsn = self.next;
+        self.take().map(|len| Take {
+            dsn,
+            len,
+            reinjected: false,
+        })
+    }
+    /// Whether subflow `sub` has anything new to send.
+    fn has_work_for(&self, sub: u8) -> bool {
+        self.remaining()
+            || self
+                .data
+                .as_deref()
+                .is_some_and(|d| d.reinject.iter().any(|r| r.from != sub))
     }
     pub(crate) fn remaining(&self) -> bool {
         self.total.is_none_or(|t| self.next < t)
@@ -256,7 +299,9 @@ impl Subflow {
         }
     }
 
-    /// Handles an ACK. `coupling` couples the subflows of a multipath connection.
+    /// Handles an ACK. `coupling` couples the subflows of a multipath
+    /// connection; `delivered`, when given, receives the DSN ranges
+    /// (start, length) this ACK first shows to have arrived.
     pub(crate) fn on_ack(
         &mut self,
         a: AckInfo,
@@ -264,6 +309,7 @@ impl Subflow {
         p: &TcpParams,
         coupling: Option<LiaCoupling>,
         more_data: bool,
+        mut delivered: Option<&mut Vec<(u64, u32)>>,
     ) {
         let AckInfo {
             ack,
@@ -281,6 +327,11 @@ impl Subflow {
                     break;
                 };
                 covered += 1;
+                if let Some(d) = delivered.as_deref_mut() {
+                    if s.flags & SACKED == 0 {
+                        d.push((s.dsn, s.len));
+                    }
+                }
                 self.pipe -= s.pipe();
                 self.lost_pending -= (s.flags & (LOST | RETX | SACKED) == LOST) as u32;
                 self.sacked -= (s.flags & SACKED != 0) as u32;
@@ -317,6 +368,9 @@ impl Subflow {
                     let f = self.segs[i].flags;
                     if f & SACKED == 0 {
                         self.set_flags(i, f | SACKED);
+                        if let Some(d) = delivered.as_deref_mut() {
+                            d.push((self.segs[i].dsn, self.segs[i].len));
+                        }
                     }
                     break;
                 }
@@ -387,10 +441,22 @@ impl Subflow {
         for i in 0..self.segs.len() {
             let f = self.segs[i].flags;
             if f & SACKED == 0 {
-                self.set_flags(i, LOST);
+                self.set_flags(i, LOST | (f & REINJECTED));
             }
         }
         self.rto_at = Some(now + self.rto(p));
+    }
+
+    /// MPTCP on this subflow's RTO: queues every segment not known
+    /// delivered, and not queued before, for reinjection on the others.
+    pub(crate) fn queue_reinjections(&mut self, data: &mut DataLevel) {
+        for i in 0..self.segs.len() {
+            let s = self.segs[i];
+            if s.flags & (SACKED | REINJECTED) == 0 {
+                self.segs[i].flags |= REINJECTED;
+                data.queue(s.dsn, s.len, self.id);
+            }
+        }
     }
 
     /// Sends what the window allows: lost segments first (RFC 6675 NextSeg
@@ -422,7 +488,7 @@ impl Subflow {
                     self.lost_pending = 0;
                     continue;
                 };
-                let len = self.segs[i].len as u64;
+                let (len, dsn) = (self.segs[i].len as u64, self.segs[i].dsn);
                 if self.in_pipe() + len > cwnd && !self.fast_retx {
                     break;
                 }
@@ -433,16 +499,24 @@ impl Subflow {
                     sub: self.id,
                     path: self.path,
                     seq,
+                    dsn,
                     len: len as u32,
                     retx: true,
                     last: false,
                 });
                 continue;
             }
-            if self.in_pipe() + self.mss > cwnd || !supply.remaining() {
+            if self.in_pipe() + self.mss > cwnd || !supply.has_work_for(self.id) {
                 break;
             }
-            let Some(len) = supply.take() else { break };
+            let Some(Take {
+                dsn,
+                len,
+                reinjected,
+            }) = supply.take_for(self.id)
+            else {
+                break;
+            };
             let seen = match supply.seen.as_deref() {
                 None => Seen::New,
                 Some(s) => s.classify(self.snd_nxt, len),
@@ -451,16 +525,17 @@ impl Subflow {
                 self.push_presacked(len);
                 continue;
             }
-            let seg = Seg { len, flags: 0 };
+            let seg = Seg { dsn, len, flags: 0 };
             self.pipe += seg.pipe();
             self.segs.push_back(seg);
             sends.push(Send {
                 sub: self.id,
                 path: self.path,
                 seq: self.snd_nxt,
+                dsn,
                 len,
-                retx: seen == Seen::Hole,
-                last: !supply.remaining() && supply.total.is_some(),
+                retx: seen == Seen::Hole || reinjected,
+                last: !reinjected && !supply.remaining() && supply.total.is_some(),
             });
             self.snd_nxt += len as u64;
         }
@@ -472,6 +547,7 @@ impl Subflow {
     /// Appends a segment of `len` bytes, delivered already, without sending it.
     fn push_presacked(&mut self, len: u32) {
         self.segs.push_back(Seg {
+            dsn: self.snd_nxt,
             len,
             flags: SACKED | PRESACKED,
         });
@@ -520,6 +596,8 @@ pub(crate) struct Send {
     pub(crate) sub: u8,
     pub(crate) path: u32,
     pub(crate) seq: u64,
+    /// The connection-level sequence number of its first byte (MPTCP).
+    pub(crate) dsn: u64,
     pub(crate) len: u32,
     pub(crate) retx: bool,
     /// Carries the connection's last byte (first transmission only).

@@ -278,6 +278,74 @@ fn mptcp_spreads_subflows_over_distinct_paths_and_completes() {
     assert!(tcp(&n).subs.iter().all(|s| s.snd_una == s.snd_nxt));
 }
 
+/// MPTCP params with reinjection on or off.
+fn mptcp_params(reinject: bool) -> ProtocolParams {
+    ProtocolParams {
+        tcp: params(),
+        mptcp: MptcpParams {
+            reinject,
+            ..MptcpParams::default()
+        },
+        ..ProtocolParams::default()
+    }
+}
+
+/// Subflow 3's path loses every data packet sent before `until` ps: it
+/// stalls with its first window (10 segments, sent at 0). A 50 ms run.
+fn stall_subflow_3(reinject: bool, until: u64) -> Net {
+    let size = 200 * MSS;
+    let mut n = Net::new(
+        Protocol::Mptcp,
+        &flow(Some(size), 16),
+        mptcp_params(reinject),
+        DELAY,
+    );
+    let mut drop = |p: &Packet| split_seq(p.seq).0 == 3 && p.sent_ps < until;
+    n.run(50_000_000_000, &mut drop, &mut never);
+    n
+}
+
+/// RFC 8684 §3.3.6: a subflow whose path has failed holds the connection
+/// until its data is sent on another. Its first RTO fires at the initial
+/// 1 ms; the other subflows, done with their own data, have room and send
+/// the ten segments at once, so the receiver completes one one-way delay
+/// later and the sender one round trip later. Without reinjection the flow
+/// never completes.
+#[test]
+fn mptcp_reinjects_a_stalled_subflows_data_on_the_others() {
+    let rto = 1_000_000_000;
+    let n = stall_subflow_3(true, u64::MAX);
+    assert_eq!(received(&n), 200 * MSS, "every byte once");
+    assert_eq!(n.finish(), Some(rto + DELAY));
+    assert_eq!(n.sender_finish(), Some(rto + 2 * DELAY));
+    let reinjected: Vec<_> = n
+        .sent
+        .iter()
+        .filter(|(t, p)| *t == rto && p.has(flags::RETX) && split_seq(p.seq).0 != 3)
+        .collect();
+    assert_eq!(reinjected.len(), 10, "subflow 3's window, on the others");
+    assert_eq!(n.src.ep.poll_at(), None, "the stalled subflow stops too");
+
+    let n = stall_subflow_3(false, u64::MAX);
+    assert_eq!(
+        n.finish(),
+        None,
+        "without reinjection the dead path holds the flow"
+    );
+    assert_eq!(received(&n), 190 * MSS);
+}
+
+/// The stalled subflow's own retransmissions get through once its path
+/// recovers, so its data arrives twice: the receiver counts it once, by
+/// data sequence number, and the flow still ends at the reinjection.
+#[test]
+fn mptcp_counts_data_that_arrives_twice_once() {
+    let n = stall_subflow_3(true, 1_000_000_000);
+    assert_eq!(received(&n), 200 * MSS);
+    assert_eq!(n.finish(), Some(1_000_000_000 + DELAY));
+    assert_eq!(n.src.ep.poll_at(), None);
+}
+
 /// A 3-segment flow whose first segment is lost gets only two duplicate
 /// ACKs: early retransmit (RFC 5827) repairs it at once; without it only
 /// the RTO can.
