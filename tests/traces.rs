@@ -127,7 +127,14 @@ fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
         let mut delivered_total = 0;
         for f in &t.flows {
             let bytes: u64 = payload.get(&f.flow_id).map_or(0, |m| m.values().sum());
-            assert_eq!(bytes, f.bytes_received, "{name}: flow {}", f.flow_id);
+            if f.protocol == "mptcp" {
+                // MPTCP counts each data sequence number once; a reinjected
+                // copy travels under another subflow's seq, so when it and
+                // its original both arrive the rows hold those bytes twice.
+                assert!(bytes >= f.bytes_received, "{name}: flow {}", f.flow_id);
+            } else {
+                assert_eq!(bytes, f.bytes_received, "{name}: flow {}", f.flow_id);
+            }
             let arrived = copies.get(&f.flow_id).copied().unwrap_or(0);
             assert_eq!(arrived, f.packets_received, "{name}: flow {}", f.flow_id);
             delivered_total += f.bytes_received;
