@@ -473,16 +473,17 @@ impl Inner {
     }
 }
 
+/// `per_host` flows from each of `parts` to a random other participant (to
+/// its image under one derangement with `permutation`).
 fn pairs(
     ctx: &Ctx,
+    parts: Participants,
     size: Option<u64>,
     per_host: u32,
     start_us: f64,
     jitter_us: f64,
-    exclude: &[u32],
     permutation: bool,
 ) -> Result<Plan, WorkloadError> {
-    let parts = ctx.participants(exclude, 2)?;
     let perm = permutation.then(|| {
         let mut rng = stream(ctx.env.seed, &[ctx.e as u64, GLOBAL]);
         derangement(&mut rng, parts.list.len())
@@ -506,20 +507,20 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
     match spec {
         PatternSpec::Permutation(s) => pairs(
             ctx,
+            ctx.participants(&s.exclude_hosts, 2)?,
             s.size_bytes,
             s.flows_per_host,
             s.start_us,
             s.jitter_us,
-            &s.exclude_hosts,
             true,
         ),
         PatternSpec::Random(s) => pairs(
             ctx,
+            ctx.participants(&s.exclude_hosts, 2)?,
             s.size_bytes,
             s.flows_per_host,
             s.start_us,
             s.jitter_us,
-            &s.exclude_hosts,
             false,
         ),
         PatternSpec::Background(s) => {
@@ -530,19 +531,17 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                     "applies to random destinations, not to a permutation",
                 ));
             }
-            let mut plan = pairs(
+            let mut parts = ctx.participants(&s.exclude_hosts, 2)?;
+            ctx.far(&mut parts, s.far_group_size)?;
+            pairs(
                 ctx,
+                parts,
                 None,
                 s.flows_per_host,
                 s.start_us,
                 s.jitter_us,
-                &s.exclude_hosts,
                 permutation,
-            )?;
-            if let Plan::Pairs(p) = &mut plan {
-                ctx.far(&mut p.parts, s.far_group_size)?;
-            }
-            Ok(plan)
+            )
         }
         PatternSpec::Incast(s) => compile_incast(ctx, s),
         PatternSpec::AllToAll(s) => {
