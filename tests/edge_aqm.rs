@@ -51,3 +51,67 @@ fn dctcp_over_edge_ecn_keeps_the_queue_near_k() {
         );
     }
 }
+
+/// The incast above over TCP, with `[switch.to_host.queue]` (the ports that
+/// feed a host) running `to_host` and every other port `others` (1000
+/// packets each).
+fn codel_incast(others: &str, to_host: &str) -> String {
+    format!(
+        "seed = 3\nstop_us = 20000\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
+         link_gbps = 10\nlatency_ns = 1000\n[topology.uplink]\ngbps = 40\nlatency_ns = 1000\n\
+         [host.queue]\n{others}\nqueue_packets = 1000\n\
+         [switch.queue]\n{others}\nqueue_packets = 1000\n\
+         [switch.to_host.queue]\n{to_host}\nqueue_packets = 1000\n\
+         [protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n\
+         [[traffic]]\nprotocol = \"tcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4, 8]\nsize_bytes = 4000000\n\
+         [[traffic]]\nprotocol = \"tcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [12]\nsize_bytes = 1000\nstart_us = 1000\n"
+    )
+}
+
+/// Edge-CoDel's used slack measured at the egress (time since sent less the
+/// path's unloaded cost, `used_slack = "measured"`) is exactly the queueing
+/// FIFO+ accumulates in `rank` hop by hop (`"fifo_plus"`), NICs included:
+/// two independent computations, so the same packets are dropped and the
+/// flow tables are identical. With plain FIFO switches (nothing in `rank`)
+/// the measured form still holds the standing queue near its target.
+#[test]
+fn edge_codel_measured_used_slack_equals_fifo_plus_accounting() {
+    // CoDel's target 20 µs and interval 200 µs suit a 10 Gb/s, few-µs network.
+    let codel = |used: &str| {
+        format!("kind = \"edge_codel\"\nused_slack = \"{used}\"\ntarget_us = 20\ninterval_us = 200\nrefresh_us = 80")
+    };
+    let go = |others: &str, to_host: &str, shards: u32| {
+        let r = run(&scenario(&codel_incast(others, to_host), &[]), shards, 1);
+        assert!(r.outcome.summary.conserved());
+        assert!(r.flows.iter().all(|f| f.finish_ps.is_some()), "all finish");
+        r
+    };
+    let plus = "kind = \"fifo_plus\"";
+    let by_rank = go(plus, &codel("fifo_plus"), 1);
+    let measured = go(plus, &codel("measured"), 1);
+    let dropped = by_rank.outcome.summary.ports.dropped;
+    assert!(
+        dropped > 0,
+        "CoDel must act for the comparison to mean anything"
+    );
+    assert_eq!(measured.csv, by_rank.csv);
+    assert_eq!(measured.outcome.summary.ports.dropped, dropped);
+
+    let tail = "kind = \"droptail\"";
+    let fifo = go(tail, &codel("measured"), 1);
+    let plain = go(tail, tail, 1);
+    let probe = |r: &psim_integration_tests::Ran| {
+        let p = r.flows.iter().find(|f| f.size_bytes == Some(1000)).unwrap();
+        p.fct_ps.unwrap() - p.ideal_fct_ps.unwrap()
+    };
+    eprintln!(
+        "probe queueing: measured {} ps, no AQM {} ps; drops {} / {}",
+        probe(&fifo),
+        probe(&plain),
+        fifo.outcome.summary.ports.dropped,
+        plain.outcome.summary.ports.dropped
+    );
+    assert!(fifo.outcome.summary.ports.dropped > 0);
+    assert!(probe(&fifo) < probe(&plain));
+    assert_eq!(go(tail, &codel("measured"), 3).csv, fifo.csv);
+}

@@ -162,6 +162,7 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
     };
     r.queues.host = lstf.clone();
     r.queues.tiers = [lstf.clone(), lstf.clone(), lstf];
+    r.queues.to_host = None;
     r.queues.slack = crate::net::edge::SlackConfig::None;
     r
 }
@@ -376,7 +377,7 @@ impl ReplayReport {
     pub fn new(scn: &Scenario, spec: &ReplaySpec, recorded: u64, c: &Counts) -> ReplayReport {
         let n = c.packets.max(1) as f64;
         let mut original = vec![scn.queues.host.name().to_string()];
-        original.extend(scn.queues.tiers.iter().map(|q| q.name().to_string()));
+        original.extend(scn.queues.switch_configs().map(|q| q.name().to_string()));
         ReplayReport {
             original,
             replay: spec.discipline,

@@ -324,7 +324,11 @@ impl Scenario {
             ("tor", &file.switch.tor),
             ("agg", &file.switch.agg),
             ("core", &file.switch.core),
+            ("to_host", &file.switch.to_host),
         ] {
+            if tier == "to_host" && q.is_none() {
+                continue;
+            }
             let key = match q {
                 Some(_) => format!("switch.{tier}.queue"),
                 None => "switch.queue".to_string(),
@@ -341,7 +345,7 @@ impl Scenario {
             stop_ps,
             base_dir: path.parent().map(Path::to_path_buf).unwrap_or_default(),
         };
-        let switch_marks = queues.tiers.iter().any(QueueConfig::marks_ecn);
+        let switch_marks = queues.switch_configs().any(QueueConfig::marks_ecn);
         protocols.roce.check_with_scenario(
             &traffic_protocols,
             queues.tiers[0].name(),
@@ -462,9 +466,9 @@ mod tests {
             }
         );
         for tier in [EntityKind::Tor, EntityKind::Agg, EntityKind::Core] {
-            assert_eq!(s.queues.config(tier), &QueueConfig::default());
+            assert_eq!(s.queues.config(tier, false), &QueueConfig::default());
         }
-        assert_eq!(s.queues.config(EntityKind::Host).name(), "priority");
+        assert_eq!(s.queues.config(EntityKind::Host, false).name(), "priority");
         assert_eq!(s.seed, 3);
     }
 
@@ -553,6 +557,45 @@ mod tests {
         assert!(matches!(e, ConfigError::NegativeLatency { .. }), "{e}");
     }
 
+    /// `[switch.to_host.queue]` takes the switch ports that feed a host,
+    /// over the tier's; a missing kind, a bad key, and the Tofino chip
+    /// (whose ToR ports are all its own) are refused naming the table.
+    #[test]
+    fn to_host_ports_take_their_own_discipline() {
+        let s = load(BASE, &["switch.to_host.queue.kind=\"fq_codel\""]).unwrap();
+        assert_eq!(s.queues.config(EntityKind::Tor, true).name(), "fq_codel");
+        assert_eq!(s.queues.config(EntityKind::Tor, false).name(), "droptail");
+        assert_eq!(s.queues.config(EntityKind::Host, true).name(), "priority");
+        let names: Vec<_> = s.queues.switch_configs().map(|q| q.name()).collect();
+        assert_eq!(names, ["droptail", "droptail", "droptail", "fq_codel"]);
+        let plain = load(BASE, &[]).unwrap();
+        assert_eq!(
+            plain.queues.config(EntityKind::Tor, true).name(),
+            "droptail"
+        );
+        for (sets, key) in [
+            (
+                &["switch.to_host.queue.queue_packets=5"][..],
+                "switch.to_host.queue.kind",
+            ),
+            (
+                &["switch.to_host.queue={kind=\"fq_codel\", target_us=0}"][..],
+                "switch.to_host.queue.target_us",
+            ),
+            (
+                &[
+                    "switch.to_host.queue.kind=\"ndp\"",
+                    "switch.queue.kind=\"ndp\"",
+                    "switch.tofino={}",
+                ][..],
+                "switch.to_host",
+            ),
+        ] {
+            let e = load(BASE, sets).unwrap_err().to_string();
+            assert!(e.contains(key), "{sets:?}: {e}");
+        }
+    }
+
     #[test]
     fn queue_tables_take_their_kind_and_keys() {
         let s = load(
@@ -560,18 +603,18 @@ mod tests {
             &["switch.queue={kind=\"droptail\", queue_bytes=12000}"],
         )
         .unwrap();
-        let QueueConfig::DropTail(d) = s.queues.config(EntityKind::Tor) else {
+        let QueueConfig::DropTail(d) = s.queues.config(EntityKind::Tor, false) else {
             panic!("droptail")
         };
         assert_eq!((d.queue_packets, d.queue_bytes), (None, Some(12000)));
         let s = load(BASE, &["switch.queue.kind=\"ndp\""]).unwrap();
         assert_eq!(
-            s.queues.config(EntityKind::Core),
+            s.queues.config(EntityKind::Core, false),
             &QueueConfig::Ndp(Default::default())
         );
         let s = load(BASE, &["switch.queue={kind=\"classes\"}"]).unwrap();
         assert_eq!(
-            s.queues.config(EntityKind::Agg),
+            s.queues.config(EntityKind::Agg, false),
             &QueueConfig::Classes(Default::default())
         );
         for (sets, key) in [
@@ -693,7 +736,7 @@ mod tests {
         // Offers 40 ECN-capable data packets to a NIC; how many got marked.
         let marks = |sets: &[&str]| {
             let s = load(BASE, sets).unwrap();
-            let (mut k, mut q) = (Kit::new(0), s.queues.build(EntityKind::Host, 0, 0));
+            let (mut k, mut q) = (Kit::new(0), s.queues.build(EntityKind::Host, false, 0, 0));
             (0..40)
                 .filter(|&i| {
                     let mut p = data(i, 1000);
@@ -736,8 +779,8 @@ mod tests {
             &["switch.queue.kind=\"ecn\"", "switch.agg.queue.kind=\"ndp\""],
         )
         .unwrap();
-        let names =
-            [EntityKind::Tor, EntityKind::Agg, EntityKind::Core].map(|t| s.queues.config(t).name());
+        let names = [EntityKind::Tor, EntityKind::Agg, EntityKind::Core]
+            .map(|t| s.queues.config(t, false).name());
         assert_eq!(names, ["ecn", "ndp", "ecn"]);
     }
 

@@ -8,9 +8,11 @@ use crate::queue::{Queue, QueueConfig, QueueEnv};
 use crate::topo::EntityKind;
 use serde::{Deserialize, Serialize};
 
-/// `[switch]`: `[switch.queue]` for every switch port, and per-tier overrides
+/// `[switch]`: `[switch.queue]` for every switch port, per-tier overrides
 /// `[switch.tor.queue]`, `[switch.agg.queue]`, `[switch.core.queue]`
-/// (leaf-spine: leaves are `tor`, spines `core`).
+/// (leaf-spine: leaves are `tor`, spines `core`; a graph's switches with a
+/// host are `tor`, the others `core`), and `[switch.to_host.queue]` for the
+/// ports that feed a host (the egress edge), over any tier's.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchFile {
@@ -26,6 +28,11 @@ pub struct SwitchFile {
     /// FatTree core and leaf-spine spine switches.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub core: Option<TierQueue>,
+    /// Switch ports whose link leads to a host, whatever their switch's
+    /// tier: the egress edge, where the thesis's edge AQMs run ([TH] §5.3;
+    /// `queue/edge_codel.rs`), without the ToR's uplinks.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_host: Option<TierQueue>,
     /// PFC on every switch (`net/pfc.rs`).
     #[serde(default)]
     pub pfc: crate::net::pfc::PfcConfig,
@@ -75,6 +82,8 @@ pub struct PortQueues {
     pub host: QueueConfig,
     /// Switch ports, by tier: ToR, aggregation, core.
     pub tiers: [QueueConfig; 3],
+    /// Switch ports that feed a host, when `[switch.to_host]` is set.
+    pub to_host: Option<QueueConfig>,
     /// What the builds need (NDP's MTU; the ToRs' K for the NICs).
     pub env: QueueEnv,
     /// PFC on the switches, when enabled.
@@ -86,24 +95,30 @@ pub struct PortQueues {
 }
 
 impl PortQueues {
-    /// The discipline of ports of entities of `kind`.
-    pub fn config(&self, kind: EntityKind) -> &QueueConfig {
-        match kind {
-            EntityKind::Host => &self.host,
-            EntityKind::Tor => &self.tiers[0],
-            EntityKind::Agg => &self.tiers[1],
-            EntityKind::Core => &self.tiers[2],
+    /// The discipline of ports of entities of `kind` (`to_host`: a switch
+    /// port whose link leads to a host).
+    pub fn config(&self, kind: EntityKind, to_host: bool) -> &QueueConfig {
+        match (kind, &self.to_host) {
+            (EntityKind::Host, _) => &self.host,
+            (_, Some(q)) if to_host => q,
+            (EntityKind::Tor, _) => &self.tiers[0],
+            (EntityKind::Agg, _) => &self.tiers[1],
+            (EntityKind::Core, _) => &self.tiers[2],
         }
     }
+    /// Every switch port's possible discipline: the tiers', then `to_host`'s.
+    pub fn switch_configs(&self) -> impl Iterator<Item = &QueueConfig> + Clone {
+        self.tiers.iter().chain(&self.to_host)
+    }
     /// A new queue for a port of entity `entity`, of `kind`, under the
-    /// scenario's `seed`.
-    pub fn build(&self, kind: EntityKind, entity: u32, seed: u64) -> Queue {
+    /// scenario's `seed` (`to_host`: as [`Self::config`]).
+    pub fn build(&self, kind: EntityKind, to_host: bool, entity: u32, seed: u64) -> Queue {
         let env = QueueEnv {
             switch: (kind != EntityKind::Host).then_some(entity),
             seed,
             ..self.env
         };
-        self.config(kind).build(&env)
+        self.config(kind, to_host).build(&env)
     }
 }
 
@@ -133,8 +148,27 @@ pub(crate) fn port_queues(
         tier(&sw.agg, "agg")?,
         tier(&sw.core, "core")?,
     ];
+    let to_host = match &sw.to_host {
+        None => None,
+        Some(_) => Some(tier(&sw.to_host, "to_host")?),
+    };
+    if let (true, Some(q)) = (sw.pfc.enabled, &to_host) {
+        // The MMU of a switch keeps one ingress bookkeeping for all its ports.
+        if tiers.iter().any(|t| t.names_ingress() != q.names_ingress()) {
+            return Err(bad(
+                "switch.to_host.queue.kind",
+                q.name(),
+                "with PFC, must name each packet's input port exactly when the switch tiers' disciplines do (voq or not alike)",
+            ));
+        }
+    }
     let tofino = match &sw.tofino {
         None => None,
+        Some(_) if to_host.is_some() => return Err(bad(
+            "switch.to_host",
+            "a table",
+            "cannot be set with [switch.tofino]: the chip's ToR ports all run its own NDP queue",
+        )),
         Some(t) => {
             let q = match t.tier {
                 crate::net::tofino::ChipTier::Tor => &tiers[0],
@@ -151,8 +185,10 @@ pub(crate) fn port_queues(
         }
     };
     host.queue.validate("host.queue")?;
-    host.slack
-        .validate("host.slack", std::iter::once(&host.queue).chain(&tiers))?;
+    host.slack.validate(
+        "host.slack",
+        std::iter::once(&host.queue).chain(&tiers).chain(&to_host),
+    )?;
     Ok(PortQueues {
         host: host.queue.clone(),
         env: QueueEnv {
@@ -163,6 +199,7 @@ pub(crate) fn port_queues(
             seed: 0,
         },
         tiers,
+        to_host,
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
         slack: host.slack.clone(),
         tofino,
@@ -224,7 +261,7 @@ pub(crate) fn reject_old_keys(doc: &toml::Table) -> Result<(), ConfigError> {
         ("host.queue", doc.get("host").and_then(|s| s.get("queue"))),
     ]
     .into_iter()
-    .chain(["tor", "agg", "core"].map(|t| {
+    .chain(["tor", "agg", "core", "to_host"].map(|t| {
         let q = doc
             .get("switch")
             .and_then(|s| s.get(t))
@@ -235,7 +272,7 @@ pub(crate) fn reject_old_keys(doc: &toml::Table) -> Result<(), ConfigError> {
         if let Some(toml::Value::Table(t)) = table {
             if !t.contains_key("kind") {
                 let key = match key {
-                    "tor" | "agg" | "core" => format!("switch.{key}.queue.kind"),
+                    "tor" | "agg" | "core" | "to_host" => format!("switch.{key}.queue.kind"),
                     k => format!("{k}.kind"),
                 };
                 let names = QueueConfig::NAMES.join(", ");

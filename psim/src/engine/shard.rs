@@ -192,8 +192,10 @@ impl Shard {
             let loss = scn.file.link.loss_rate;
             let ports = (0..topo.port_count(e))
                 .map(|p| {
-                    let mut port =
-                        Port::new(scn.queues.build(kind, e, shared.seed), topo.port(e, p));
+                    let info = topo.port(e, p);
+                    let to_host = topo.kind(info.peer) == EntityKind::Host;
+                    let queue = scn.queues.build(kind, to_host, e, shared.seed);
+                    let mut port = Port::new(queue, info);
                     let loss = topo.link_loss(e, p).unwrap_or(loss);
                     if loss > 0.0 {
                         port.loss = Some(Box::new(LinkLoss::new(loss, shared.seed, e, p)));
@@ -204,7 +206,7 @@ impl Shard {
             inbound_len += ports.len();
             let pfc = match (&scn.queues.pfc, kind) {
                 (Some(cfg), k) if k != EntityKind::Host => {
-                    let by_input = scn.queues.config(k).names_ingress();
+                    let by_input = scn.queues.config(k, false).names_ingress();
                     Some(Box::new(Mmu::new(cfg, ports.len(), by_input)))
                 }
                 _ => None,
@@ -647,6 +649,7 @@ impl Shard {
             rng: &mut node.rng,
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
+            topo: Some(&self.shared.topo),
         };
         // PFC: a switch admits a packet from an input port before its queue sees it.
         let mut pfc = match (node.pfc.as_deref_mut(), ingress) {
@@ -752,6 +755,7 @@ impl Shard {
             rng: &mut node.rng,
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
+            topo: Some(&self.shared.topo),
         };
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;

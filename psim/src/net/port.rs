@@ -29,6 +29,9 @@ pub struct PortCx<'a> {
     pub reports: &'a mut Vec<Report>,
     /// The shard's trace recorders, when anything is traced.
     pub trace: Option<&'a mut ShardTrace>,
+    /// The network, for disciplines that price a packet's path
+    /// ([`QueueCtx::t_min_here_ps`]); None in unit tests.
+    pub topo: Option<&'a crate::topo::Topology>,
 }
 
 /// What an offer did.
@@ -141,7 +144,8 @@ impl Port {
         let rate = self.link.link.rate_bps;
         self.queue.enqueue(
             pkt,
-            &mut QueueCtx::new(cx.now, cx.rng, rate, ingress, cx.reports),
+            &mut QueueCtx::new(cx.now, cx.rng, rate, ingress, cx.reports)
+                .placed(cx.topo.map(|t| (cx.node, t))),
         );
         let (dropped, bounced) = self.counters.count_all(cx.reports);
         debug_assert!(
@@ -190,9 +194,10 @@ impl Port {
         }
         cx.reports.clear();
         let rate = self.link.link.rate_bps;
-        let next = self
-            .queue
-            .dequeue(&mut QueueCtx::new(cx.now, cx.rng, rate, None, cx.reports));
+        let next = self.queue.dequeue(
+            &mut QueueCtx::new(cx.now, cx.rng, rate, None, cx.reports)
+                .placed(cx.topo.map(|t| (cx.node, t))),
+        );
         if !cx.reports.is_empty() {
             // Dequeue-time outcomes (drops at the head, as CoDel's).
             out.dropped = self.counters.count_all(cx.reports).0;
@@ -373,6 +378,7 @@ mod tests {
             rng,
             reports,
             trace: None,
+            topo: None,
         }
     }
 

@@ -8,15 +8,26 @@
 //! 1. **Sojourn = used slack.** A packet enters its bucket stamped with its
 //!    arrival time less the used slack it brings, so CoDel's `now − stamp`
 //!    at dequeue is the upstream queueing plus the wait here: the
-//!    packet's whole queueing in the network. How `rank` gives the used
-//!    slack (`used_slack`, `initial_slack_us`) is as in `edge_ecn`
-//!    (`edge_ecn.rs`): `"fifo_plus"` (switches run `fifo_plus`; `rank` is
-//!    the queueing so far) or `"lstf"` (switches run `lstf` with one slack
-//!    for all packets; used = initial − current). While a data packet is
-//!    queued here its `rank` holds that stamp; at dequeue it gets back the
-//!    used slack in its own form, now including the wait here, as
-//!    `fifo_plus` and `lstf` update it. Control packets, which no host
-//!    stamps, count only their wait here and keep their `rank`.
+//!    packet's whole queueing in the network. The upstream part is
+//!    (`used_slack`):
+//!    - `"fifo_plus"` or `"lstf"`: read from `rank` as `edge_ecn` reads it
+//!      (`edge_ecn.rs`): switches run `fifo_plus` (`rank` is the queueing
+//!      so far) or `lstf` with one slack for all packets (used = initial −
+//!      current). While queued here the packet's `rank` holds the stamp;
+//!      at dequeue it gets back the used slack in its own form, now
+//!      including the wait here, as `fifo_plus` and `lstf` update it.
+//!    - `"measured"`: whatever the switches run, arrival − `sent_ps` −
+//!      t_min to this switch (`QueueCtx::t_min_here_ps`: store and forward
+//!      on each link so far, no queueing). LSTF takes every wait off the
+//!      slack, so this equals initial − current slack, the thesis's two
+//!      header fields, without the second field the 64-byte packet lacks;
+//!      with FQ switches it is what the thesis's bookkeeping slack holds.
+//!      So it serves the thesis's runs: LSTF with per-flow fairness slacks,
+//!      and FQ. `rank` is left alone. It counts the host NIC's queue, since
+//!      the transport stamps `sent_ps` as it hands the packet over.
+//!
+//!    Control packets, which no host stamps, count only their wait here
+//!    and keep their `rank`.
 //! 2. **Refresh.** An edge cannot see that a flow's packets have all left
 //!    the network, FQ-CoDel's other refresh event. Instead, when the send
 //!    times (`sent_ps`, TCP's timestamps in the thesis) of two consecutive
@@ -26,20 +37,11 @@
 //!    joins. The thesis's other refresh, a sojourn below target, is
 //!    CoDel's own rule and stays.
 //!
-//! **Not modelled: fairness slacks.** The thesis runs Edge-CoDel with
-//! switches doing LSTF under per-packet *fairness* slacks, or FQ. Both need
-//! the packet's initial slack at the edge, a second header field; psim's
-//! 64-byte packet has no room for it, so `used_slack = "lstf"` reads one
-//! initial slack for all packets, and the switch tiers must keep the used
-//! slack in `rank` (`fifo_plus`, or `lstf` under `[host.slack] policy =
-//! "tail"`).
-//!
-//! **Where.** The thesis drops at the egress edge only. psim sets a
-//! discipline per switch tier (`config/switch.rs`): give the ToR tier
-//! (`[switch.tor.queue]`) `kind = "edge_codel"` and the other tiers
-//! `fifo_plus`. The ToR tier also holds the ToR's uplinks, which then run
-//! FQ-CoDel on the queueing so far (less than at the egress, so fewer
-//! drops there); a per-port choice of discipline does not exist yet.
+//! **Where.** The thesis drops at the egress edge only: give
+//! `[switch.to_host.queue]` (the switch ports that feed a host,
+//! `config/switch.rs`) `kind = "edge_codel"` and the switches their own
+//! discipline. (The whole ToR tier would also hold the ToR's uplinks, which
+//! would then run FQ-CoDel on the queueing so far.)
 //!
 //! | parameter (`kind = "edge_codel"`) | default | source |
 //! |---|---|---|
@@ -53,7 +55,7 @@
 //! | `ecn` | `false` | [TH] §5.3.1 drops packets (Edge-CoDel "when to drop") |
 //! | `drop_batch` | 64 | as `fq_codel` (Linux `drop_batch_size`) |
 //! | `refresh_us` | 20000 µs ([`DEFAULT_REFRESH_US`]), must exceed `target_us` | [TH] §5.3.1: 20 ms (4 × target) in the runs; 2–4 × target works |
-//! | `used_slack` | `"fifo_plus"` | as `edge_ecn` |
+//! | `used_slack` | `"fifo_plus"` | `"fifo_plus"`, `"lstf"` as `edge_ecn`; `"measured"` above ([TH] §5.3: used slack = queueing in the network) |
 //! | `initial_slack_us` (`used_slack = "lstf"` only) | 1,000,000 (1 s) | as `edge_ecn` |
 
 use super::codel::{DEFAULT_INTERVAL_PS, DEFAULT_TARGET_PS};
@@ -201,6 +203,7 @@ pub struct EdgeCodelQueue {
 impl Discipline for EdgeCodelQueue {
     fn enqueue(&mut self, mut pkt: Packet, cx: &mut QueueCtx<'_>) {
         let mut stamp = cx.now;
+        let measured = self.used.mode == UsedSlack::Measured;
         if pkt.kind == PacketKind::Data {
             let b = self.inner.bucket_of(pkt.flow);
             if self.last_sent.is_empty() {
@@ -211,15 +214,23 @@ impl Discipline for EdgeCodelQueue {
                 self.inner.refresh(b);
             }
             *last = pkt.sent_ps;
-            stamp = cx.now.saturating_sub(self.used.used(pkt.rank));
-            pkt.rank = stamp;
+            if measured {
+                // Unloaded, the packet would be here at sent + t_min: the
+                // stamp, so that CoDel's now − stamp is its queueing so far.
+                if let Some(t) = cx.t_min_here_ps(&pkt) {
+                    stamp = pkt.sent_ps.saturating_add(t).min(cx.now);
+                }
+            } else {
+                stamp = cx.now.saturating_sub(self.used.used(pkt.rank));
+                pkt.rank = stamp;
+            }
         }
         self.inner.enqueue_stamped(pkt, stamp, cx);
     }
     #[inline]
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
         let mut p = self.inner.dequeue(cx)?;
-        if p.kind == PacketKind::Data {
+        if p.kind == PacketKind::Data && self.used.mode != UsedSlack::Measured {
             p.rank = self.used.rank(cx.now.saturating_sub(p.rank));
         }
         Some(p)

@@ -33,7 +33,9 @@
 //! discipline per switch tier (`[switch.tor.queue]`, `[switch.agg.queue]`,
 //! `[switch.core.queue]`, `config/switch.rs`): give the ToR tier `kind =
 //! "edge_ecn"` and the others `fifo_plus` (or `lstf` with `used_slack =
-//! "lstf"`). The ToR tier also holds the ToR's uplinks; there this queue
+//! "lstf"`), or give `[switch.to_host.queue]` (the ports that feed a host)
+//! `kind = "edge_ecn"` and every switch tier the other. The ToR tier also
+//! holds the ToR's uplinks; there this queue
 //! schedules exactly as `fifo_plus` and marks on the queueing so far. As
 //! the used slack only grows along a path and CE is never cleared, a
 //! packet marked on an uplink would have been marked at the egress: the
@@ -70,6 +72,12 @@ pub enum UsedSlack {
     /// `rank` is the current slack (switches run `lstf`); used slack =
     /// the configured initial slack − `rank`.
     Lstf,
+    /// Measured at the port, whatever the switches run: the time since the
+    /// transport stamped the packet (`sent_ps`) less what its path costs
+    /// to reach here with no queueing (store and forward on each link,
+    /// `Topology::t_min_to_ps`). `rank` is neither read nor written.
+    /// `edge_codel` only.
+    Measured,
 }
 
 /// How an edge discipline reads the used slack of a packet.
@@ -85,7 +93,8 @@ impl UsedSlackReader {
     /// The form of the LSTF queue that keeps `rank` in this form.
     pub fn form(&self) -> Form {
         match self.mode {
-            UsedSlack::FifoPlus => Form::FifoPlus,
+            // `Measured` is refused where a form is needed (`edge_ecn`).
+            UsedSlack::FifoPlus | UsedSlack::Measured => Form::FifoPlus,
             UsedSlack::Lstf => Form::Lstf,
         }
     }
@@ -95,7 +104,7 @@ impl UsedSlackReader {
     #[inline]
     pub fn rank(&self, used: u64) -> u64 {
         match self.mode {
-            UsedSlack::FifoPlus => used,
+            UsedSlack::FifoPlus | UsedSlack::Measured => used,
             UsedSlack::Lstf => {
                 self.initial_ps
                     .saturating_sub(used.min(i64::MAX as u64) as i64) as u64
@@ -108,7 +117,7 @@ impl UsedSlackReader {
     #[inline]
     pub fn used(&self, rank: u64) -> u64 {
         match self.mode {
-            UsedSlack::FifoPlus => rank,
+            UsedSlack::FifoPlus | UsedSlack::Measured => rank,
             UsedSlack::Lstf => self.initial_ps.saturating_sub(rank as i64).max(0) as u64,
         }
     }
@@ -121,7 +130,7 @@ pub(super) fn validate_used_slack(
     initial: Option<Micros>,
 ) -> Result<(), ConfigError> {
     match (mode, initial) {
-        (UsedSlack::FifoPlus, Some(i)) => Err(bad(
+        (UsedSlack::FifoPlus | UsedSlack::Measured, Some(i)) => Err(bad(
             &format!("{key}.initial_slack_us"),
             i.ps as f64 / 1e6,
             "applies only with used_slack = \"lstf\"",
@@ -137,7 +146,7 @@ pub(super) fn reader(mode: UsedSlack, initial: Option<Micros>) -> UsedSlackReade
     UsedSlackReader {
         mode,
         initial_ps: match mode {
-            UsedSlack::FifoPlus => 0,
+            UsedSlack::FifoPlus | UsedSlack::Measured => 0,
             UsedSlack::Lstf => initial.ps.min(i64::MAX as u64) as i64,
         },
     }
@@ -209,6 +218,13 @@ impl DisciplineConfig for EdgeEcnConfig {
         }
         if self.mtu_bytes == Some(0) {
             return Err(bad(&format!("{key}.mtu_bytes"), 0, "must be at least 1"));
+        }
+        if self.used_slack == UsedSlack::Measured {
+            return Err(bad(
+                &format!("{key}.used_slack"),
+                "measured",
+                "applies to edge_codel only: edge_ecn schedules by the slack in rank (use fifo_plus or lstf)",
+            ));
         }
         validate_used_slack(key, self.used_slack, self.initial_slack_us)
     }
@@ -360,6 +376,7 @@ mod tests {
         assert!(e("used_slack = \"lstf\"\ninitial_slack_us = 0")
             .contains("switch.queue.initial_slack_us"));
         assert!(e("queue_packets = 0").contains("switch.queue.queue_packets"));
+        assert!(e("used_slack = \"measured\"").contains("switch.queue.used_slack"));
         assert!(toml::from_str::<EdgeEcnConfig>("used_slack = \"fq\"").is_err());
         assert!(toml::from_str::<EdgeEcnConfig>("k = 3").is_err());
     }

@@ -128,6 +128,9 @@ pub struct QueueCtx<'a> {
     /// Input port the packet came in on; None for packets a host's transport emits.
     pub ingress: Option<u16>,
     reports: &'a mut Vec<Report>,
+    /// The entity owning the port and the network, where the caller knows
+    /// them ([`Self::placed`]): for what a packet's path costs to reach here.
+    place: Option<(u32, &'a crate::topo::Topology)>,
 }
 
 impl<'a> QueueCtx<'a> {
@@ -147,7 +150,24 @@ impl<'a> QueueCtx<'a> {
             rate_bps,
             ingress,
             reports,
+            place: None,
         }
+    }
+    /// The same context, at a port of entity `node` of `topo` (None: not
+    /// known, as in unit tests of other disciplines).
+    #[inline]
+    pub fn placed(mut self, place: Option<(u32, &'a crate::topo::Topology)>) -> Self {
+        self.place = place;
+        self
+    }
+    /// What `pkt` needs, with no queueing anywhere, from when its transport
+    /// stamped `sent_ps` until its last bit reaches this port's entity
+    /// ([`crate::topo::Topology::t_min_to_ps`]); None where the place is not
+    /// known or the entity is not on the packet's path.
+    #[inline]
+    pub fn t_min_here_ps(&self, pkt: &Packet) -> Option<u64> {
+        let (node, topo) = self.place?;
+        topo.t_min_to_ps(pkt.src, pkt.dst, pkt.path, pkt.size as u64, node)
     }
     /// Reports `outcome` for `pkt`.
     #[inline]

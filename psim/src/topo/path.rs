@@ -99,6 +99,27 @@ impl Topology {
         }
     }
 
+    /// As [`Self::t_min_ps`], up to the arrival of the packet's last bit at
+    /// entity `at` on the way: the links before `at` only. None when the
+    /// path from `src` to `dst` (path id `path`) does not cross `at`.
+    pub fn t_min_to_ps(&self, src: u32, dst: u32, path: u32, bytes: u64, at: u32) -> Option<u64> {
+        let (mut node, mut port, mut t) = (src, 0u16, 0u64);
+        loop {
+            let info = self.port(node, port);
+            t = t
+                .saturating_add(tx_time_ps(bytes, info.link.rate_bps))
+                .saturating_add(info.link.delay_ps);
+            if info.peer == at {
+                return Some(t);
+            }
+            if info.peer == dst {
+                return None;
+            }
+            node = info.peer;
+            port = self.route(node, dst, path);
+        }
+    }
+
     /// The ideal completion time of a `size`-byte flow from `src` to `dst`
     /// in `mtu`-byte payloads: a lower bound no schedule can beat, over any
     /// of the pair's equal-cost paths (derivation in the module doc).
