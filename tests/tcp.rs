@@ -283,3 +283,36 @@ fn v27_a_short_ndp_flow_beside_tcp_in_fair_queued_classes_is_at_most_2x_slower()
     assert!(classes <= 2 * alone, "at most 2x NDP alone");
     assert!(shared > 2 * alone, "without classes TCP's queue delays NDP");
 }
+
+/// `rtt_samples` and `rtt_mean_ps` are the sender's measured round trips:
+/// one 1000-byte flow between two hosts of one leaf (10 Gb/s, 1 µs links)
+/// on an idle network. The data packet (1064 B on the wire) crosses two
+/// links: 2 × (851.2 ns + 1 µs); its ACK (64 B): 2 × (51.2 ns + 1 µs); one
+/// sample of 5,804,800 ps. With the handshake the SYN and SYN-ACK (64 B
+/// each) add a sample of 4 × 1,051,200 ps. NDP takes the same one sample.
+#[test]
+fn rtt_columns_hold_the_closed_form_round_trips() {
+    let go = |proto: &str, extra: &str| {
+        let text = format!(
+            "seed = 1\n[topology]\nkind = \"leafspine\"\nleaves = 2\nspines = 1\nhosts_per_leaf = 2\n\
+             link_gbps = 10\nlatency_ns = 1000\n{extra}\n\
+             [[traffic]]\nprotocol = \"{proto}\"\npattern = \"incast\"\nreceiver = 1\nsender_hosts = [0]\nsize_bytes = 1000\n"
+        );
+        let r = run(&scenario(&text, &[]), 1, 1);
+        let f = &r.flows[0];
+        (f.rtt_samples, f.rtt_mean_ps)
+    };
+    let data = 2 * (851_200 + 1_000_000);
+    let ack = 2 * (51_200 + 1_000_000);
+    assert_eq!(
+        go("tcp", "[protocol.tcp]\nhandshake = false"),
+        (1, Some(data + ack))
+    );
+    let syn = 2 * ack;
+    assert_eq!(
+        go("tcp", "[protocol.tcp]\nhandshake = true"),
+        (2, Some((data + ack + syn) / 2))
+    );
+    assert_eq!(go("ndp", ""), (1, Some(data + ack)));
+    assert_eq!(go("cbr", ""), (0, None));
+}

@@ -44,6 +44,8 @@ fn rec(
         timeouts: 0,
         // The ACK of the last byte is back 3 µs after it arrived.
         sender_finish_ps: fct.map(|f| 10 * US + f + 3 * US),
+        rtt_samples: 0,
+        rtt_mean_ps: None,
     }
 }
 
@@ -540,12 +542,14 @@ fn a_schema_mismatch_is_an_error_naming_the_part_and_the_column() {
     let t = tempfile::tempdir().unwrap();
     thousand(t.path());
     let part = t.path().join("flows/part-00001.parquet");
+    let cur = psim::trace::FLOWS_SCHEMA_VERSION.to_string();
+    let cur = Some(cur.as_str());
     for (drop, retype, version, expect) in [
-        (Some("trims"), None, Some("2"), "column `trims` is missing"),
+        (Some("trims"), None, cur, "column `trims` is missing"),
         (
             None,
             Some("fct_ps"),
-            Some("2"),
+            cur,
             "column `fct_ps` is UInt32, expected UInt64",
         ),
         (None, None, Some("1"), "psim.schema_version is 1"),
@@ -562,7 +566,7 @@ fn a_schema_mismatch_is_an_error_naming_the_part_and_the_column() {
         assert!(!e.contains('\n'));
     }
     // An unchanged layout with the right tag reads fine.
-    write_odd_part(&part, None, None, Some("2"));
+    write_odd_part(&part, None, None, cur);
     rerecord(t.path());
     analyze(&[t.path().to_path_buf()], &Options::default()).unwrap();
 }

@@ -16,7 +16,7 @@ use super::OutputError;
 /// Version of the flows table layout. Bump it on any change to the columns
 /// (name, type, nullability, order or meaning) so that old readers refuse new
 /// files instead of misreading them.
-pub const FLOWS_SCHEMA_VERSION: u32 = 2;
+pub const FLOWS_SCHEMA_VERSION: u32 = 3;
 
 /// Parquet key/value metadata key holding [`FLOWS_SCHEMA_VERSION`].
 pub const SCHEMA_VERSION_KEY: &str = "psim.schema_version";
@@ -72,6 +72,10 @@ pub struct FlowRecord {
     /// None if it had not when the run stopped, and for transports without
     /// acknowledgements (CBR). `finish_ps` is the receiver's completion.
     pub sender_finish_ps: Option<u64>,
+    /// RTT samples the sender took (0 for transports that take none).
+    pub rtt_samples: u64,
+    /// Their mean, ps (rounded down); None without samples.
+    pub rtt_mean_ps: Option<u64>,
 }
 
 /// The flows table: columns in [`FlowRecord`] field order, nullable exactly
@@ -100,6 +104,8 @@ pub const FLOWS: Table = Table {
         ("bounces", DataType::UInt64),
         ("timeouts", DataType::UInt64),
         ("sender_finish_ps", DataType::UInt64),
+        ("rtt_samples", DataType::UInt64),
+        ("rtt_mean_ps", DataType::UInt64),
     ],
     nullable: &[
         "size_bytes",
@@ -107,6 +113,7 @@ pub const FLOWS: Table = Table {
         "fct_ps",
         "ideal_fct_ps",
         "sender_finish_ps",
+        "rtt_mean_ps",
     ],
     version: FLOWS_SCHEMA_VERSION,
 };
@@ -171,6 +178,8 @@ fn to_columns(rows: &[&FlowRecord]) -> Vec<ArrayRef> {
         u64s(rows, |r| r.bounces),
         u64s(rows, |r| r.timeouts),
         opt_u64s(rows, |r| r.sender_finish_ps),
+        u64s(rows, |r| r.rtt_samples),
+        opt_u64s(rows, |r| r.rtt_mean_ps),
     ]
 }
 
@@ -229,6 +238,8 @@ fn append_batch(
     let bounces = u64_col(16)?;
     let timeouts = u64_col(17)?;
     let sender_finish_ps = u64_col(18)?;
+    let rtt_samples = u64_col(19)?;
+    let rtt_mean_ps = u64_col(20)?;
 
     // Nulls in non-null columns were refused by `Table::read_part`.
     let opt = |a: &UInt64Array, row: usize| (!a.is_null(row)).then(|| a.value(row));
@@ -254,6 +265,8 @@ fn append_batch(
             bounces: bounces.value(row),
             timeouts: timeouts.value(row),
             sender_finish_ps: opt(sender_finish_ps, row),
+            rtt_samples: rtt_samples.value(row),
+            rtt_mean_ps: opt(rtt_mean_ps, row),
         });
     }
     Ok(())
@@ -275,7 +288,7 @@ pub fn flows_to_csv(records: &[FlowRecord], w: &mut dyn Write) -> std::io::Resul
     for r in order {
         writeln!(
             w,
-            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
             r.flow_id,
             r.src,
             r.dst,
@@ -295,6 +308,8 @@ pub fn flows_to_csv(records: &[FlowRecord], w: &mut dyn Write) -> std::io::Resul
             r.bounces,
             r.timeouts,
             opt(r.sender_finish_ps),
+            r.rtt_samples,
+            opt(r.rtt_mean_ps),
         )?;
     }
     Ok(())
@@ -353,6 +368,8 @@ mod tests {
             timeouts: flow_id % 11,
             sender_finish_ps: (finished && !flow_id.is_multiple_of(2))
                 .then_some(10 * flow_id + 5500),
+            rtt_samples: flow_id % 7,
+            rtt_mean_ps: (!flow_id.is_multiple_of(7)).then_some(3000 + flow_id),
         }
     }
 
@@ -377,6 +394,8 @@ mod tests {
             bounces: u64::MAX,
             timeouts: 0,
             sender_finish_ps: Some(u64::MAX),
+            rtt_samples: u64::MAX,
+            rtt_mean_ps: Some(u64::MAX),
         }
     }
 
@@ -393,7 +412,7 @@ mod tests {
     /// comes with a FLOWS_SCHEMA_VERSION bump and a docs/outputs.md update).
     #[test]
     fn schema_is_pinned() {
-        let expected: [(&str, DataType, bool); 19] = [
+        let expected: [(&str, DataType, bool); 21] = [
             ("flow_id", DataType::UInt64, false),
             ("src", DataType::UInt32, false),
             ("dst", DataType::UInt32, false),
@@ -413,6 +432,8 @@ mod tests {
             ("bounces", DataType::UInt64, false),
             ("timeouts", DataType::UInt64, false),
             ("sender_finish_ps", DataType::UInt64, true),
+            ("rtt_samples", DataType::UInt64, false),
+            ("rtt_mean_ps", DataType::UInt64, true),
         ];
         let schema = flows_schema();
         let got: Vec<(String, DataType, bool)> = schema
@@ -425,7 +446,7 @@ mod tests {
             .map(|(n, t, b)| (n.to_string(), t.clone(), *b))
             .collect();
         assert_eq!(got, want);
-        assert_eq!(FLOWS_SCHEMA_VERSION, 2);
+        assert_eq!(FLOWS_SCHEMA_VERSION, 3);
     }
 
     #[test]
@@ -477,7 +498,7 @@ mod tests {
         let kv = b.metadata().file_metadata().key_value_metadata().unwrap();
         assert!(kv
             .iter()
-            .any(|e| e.key == "psim.schema_version" && e.value.as_deref() == Some("2")));
+            .any(|e| e.key == "psim.schema_version" && e.value.as_deref() == Some("3")));
         let col = b.metadata().row_group(0).column(0);
         assert!(matches!(col.compression(), Compression::ZSTD(_)));
     }
@@ -626,7 +647,7 @@ mod tests {
             false,
         )]));
         let cols: Vec<ArrayRef> = vec![Arc::new(arrow::array::Int64Array::from(vec![1i64]))];
-        write_custom(&bad, schema, cols, Some("2"));
+        write_custom(&bad, schema, cols, Some("3"));
         let err = read_flows(t.path()).unwrap_err();
         assert!(matches!(err, OutputError::SchemaMismatch { .. }), "{err:?}");
         assert_names_file(&err, &bad);
@@ -646,7 +667,7 @@ mod tests {
         fields[0] = Field::new("flow_id", DataType::UInt64, true);
         let schema = Arc::new(Schema::new(fields));
         let batch = to_batch(&flows_schema(), &[&rec(1, true)]).unwrap();
-        write_custom(&bad, schema, batch.columns().to_vec(), Some("2"));
+        write_custom(&bad, schema, batch.columns().to_vec(), Some("3"));
         let err = read_flows(t.path()).unwrap_err();
         assert!(matches!(err, OutputError::SchemaMismatch { .. }), "{err:?}");
         assert!(err.to_string().contains("flow_id"), "{err}");
@@ -659,7 +680,7 @@ mod tests {
         fs::create_dir(t.path().join("flows")).unwrap();
         let bad = t.path().join("flows/part-00000.parquet");
         let batch = to_batch(&flows_schema(), &[&rec(1, true)]).unwrap();
-        for version in [Some("1"), Some("3"), None] {
+        for version in [Some("2"), Some("4"), None] {
             write_custom(&bad, flows_schema(), batch.columns().to_vec(), version);
             let err = read_flows(t.path()).unwrap_err();
             assert!(matches!(err, OutputError::SchemaVersion { .. }), "{err:?}");
@@ -689,6 +710,8 @@ mod tests {
             bounces: 0,
             timeouts: 0,
             sender_finish_ps: Some(9_100_000),
+            rtt_samples: 20,
+            rtt_mean_ps: Some(13_000_000),
         };
         let b = FlowRecord {
             flow_id: 7,
@@ -710,13 +733,15 @@ mod tests {
             bounces: 0,
             timeouts: 0,
             sender_finish_ps: None,
+            rtt_samples: 0,
+            rtt_mean_ps: None,
         };
         let mut out = Vec::new();
         flows_to_csv(&[a, b], &mut out).unwrap();
         let expected = "\
-flow_id,src,dst,protocol,priority,size_bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps,bytes_sent,bytes_received,packets_sent,packets_received,retransmissions,trims,bounces,timeouts,sender_finish_ps
-7,0,1,cbr,0,,0,,,,4500,3000,5,3,0,0,0,0,
-42,3,17,ndp,1,90000,1000000,8500000,7500000,7200000,94500,90000,21,20,1,2,0,0,9100000
+flow_id,src,dst,protocol,priority,size_bytes,start_ps,finish_ps,fct_ps,ideal_fct_ps,bytes_sent,bytes_received,packets_sent,packets_received,retransmissions,trims,bounces,timeouts,sender_finish_ps,rtt_samples,rtt_mean_ps
+7,0,1,cbr,0,,0,,,,4500,3000,5,3,0,0,0,0,,0,
+42,3,17,ndp,1,90000,1000000,8500000,7500000,7200000,94500,90000,21,20,1,2,0,0,9100000,20,13000000
 ";
         assert_eq!(String::from_utf8(out).unwrap(), expected);
     }

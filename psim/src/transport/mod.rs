@@ -82,6 +82,11 @@ pub struct SourceStats {
     pub bounces: u64,
     /// Retransmission timeouts.
     pub timeouts: u64,
+    /// RTT samples the sender took (the flows table's `rtt_samples`; each
+    /// transport's rule is in `docs/outputs.md`).
+    pub rtt_samples: u64,
+    /// Their sum, ps.
+    pub rtt_sum_ps: u64,
     /// When the sender learned that every byte was acknowledged (the
     /// flows table's `sender_finish_ps`; each transport's definition is in
     /// `docs/outputs.md`). Set once, on the acknowledgement that completes
@@ -97,6 +102,18 @@ impl SourceStats {
         if self.finish_ps.is_none() {
             self.finish_ps = Some(now);
         }
+    }
+
+    /// Counts one RTT sample of `rtt_ps`.
+    #[inline]
+    pub fn rtt(&mut self, rtt_ps: u64) {
+        self.rtt_samples += 1;
+        self.rtt_sum_ps = self.rtt_sum_ps.saturating_add(rtt_ps);
+    }
+
+    /// The mean of the RTT samples, ps (rounded down); None without any.
+    pub fn rtt_mean_ps(&self) -> Option<u64> {
+        (self.rtt_samples > 0).then(|| self.rtt_sum_ps / self.rtt_samples)
     }
 }
 

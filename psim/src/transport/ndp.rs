@@ -517,6 +517,7 @@ impl Transport for NdpSource {
                     }
                     if !s.retx {
                         self.rtt.sample(cx.now - s.at);
+                        self.stats.rtt(cx.now - s.at);
                     }
                     self.score(s.path, 1, 0);
                 }

@@ -278,7 +278,9 @@ impl PfabricSource {
             echo: pkt.sent_ps,
         };
         let more = self.supply.remaining();
-        self.sub.on_ack(a, cx.now, &self.tp, None, more, None);
+        if let Some(r) = self.sub.on_ack(a, cx.now, &self.tp, None, more, None) {
+            self.stats.rtt(r);
+        }
         if !more && self.info.size.is_some() && self.sub.all_acked() {
             // The cumulative ACK covering the last byte.
             self.stats.finish(cx.now);

@@ -364,6 +364,19 @@ pub enum Metric {
         #[serde(default)]
         by_bytes: bool,
     },
+    /// Mean of the matching flows' mean RTTs (`rtt_mean_ps`), seconds,
+    /// over the flows with a sample: over flows, or with `by_bytes`
+    /// weighted by flow size ([TH] Fig 5.9's "average RTT across bytes").
+    RttMean {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+        /// Weight each flow by its size.
+        #[serde(default)]
+        by_bytes: bool,
+    },
     /// 1 − a / b: the reduction of `a` against the reference `b` ([TH] §2.2's gain).
     Reduction {
         /// The new value.
@@ -468,7 +481,8 @@ impl Metric {
             | Metric::FirstHeader { run, .. }
             | Metric::FirstDeflection { run, .. }
             | Metric::ModeShare { run, .. }
-            | Metric::FctMean { run, .. } => into.push(run.clone()),
+            | Metric::FctMean { run, .. }
+            | Metric::RttMean { run, .. } => into.push(run.clone()),
             Metric::Rc3Model { .. } => {}
         }
     }
@@ -834,6 +848,27 @@ impl Metric {
                 }
                 num / den
             }
+            Metric::RttMean {
+                run,
+                filter,
+                by_bytes,
+            } => {
+                let (mut num, mut den) = (0.0, 0.0);
+                for f in flows(run, filter)? {
+                    let Some(rtt) = f.rtt_mean_ps else { continue };
+                    let w = if *by_bytes {
+                        f.size_bytes.unwrap_or(0) as f64
+                    } else {
+                        1.0
+                    };
+                    num += w * rtt as f64 / 1e12;
+                    den += w;
+                }
+                if den == 0.0 {
+                    return Err(format!("no flow of run `{run}` measured an RTT"));
+                }
+                num / den
+            }
             Metric::Reduction { a, b } => 1.0 - a.eval(runs)? / b.eval(runs)?,
             Metric::Rc3Model {
                 packets,
@@ -957,6 +992,8 @@ mod tests {
             bounces: 0,
             timeouts: 0,
             sender_finish_ps: None,
+            rtt_samples: 0,
+            rtt_mean_ps: None,
         }
     }
 
@@ -1042,6 +1079,34 @@ mod tests {
             ..Filter::default()
         };
         assert!((only(prio2) - 30e-6).abs() < 1e-15);
+        // RTT means: the small flow 2 us, the big one 4 us; a flow without
+        // samples does not count.
+        let mut rtts = runs.clone();
+        let fl = &mut rtts.get_mut("r").unwrap().flows;
+        fl[0].rtt_mean_ps = Some(2_000_000);
+        fl[1].rtt_mean_ps = Some(4_000_000);
+        let mut silent = flow(2, 5000, 50, 5000);
+        silent.rtt_mean_ps = None;
+        fl.push(silent);
+        let rtt = |by_bytes| {
+            Metric::RttMean {
+                run: "r".into(),
+                filter: Filter::default(),
+                by_bytes,
+            }
+            .eval(&rtts)
+            .unwrap()
+        };
+        assert!((rtt(false) - 3e-6).abs() < 1e-15);
+        // (1000 x 2 + 3000 x 4) / 4000 = 3.5 us.
+        assert!((rtt(true) - 3.5e-6).abs() < 1e-15);
+        let none = one(vec![flow(1, 1000, 10, 1000)], 0);
+        let m = Metric::RttMean {
+            run: "r".into(),
+            filter: Filter::default(),
+            by_bytes: false,
+        };
+        assert!(m.eval(&none).unwrap_err().contains("measured an RTT"));
         // Start windows are inclusive: the big flow starts at 5 us.
         let mut late = runs.clone();
         late.get_mut("r").unwrap().flows[1].start_ps = 5_000_000;

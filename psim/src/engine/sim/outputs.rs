@@ -323,5 +323,7 @@ fn record(r: SourceRow, sink: Option<&SinkStats>) -> FlowRecord {
         bounces: r.stats.bounces,
         timeouts: r.stats.timeouts,
         sender_finish_ps: r.stats.finish_ps,
+        rtt_samples: r.stats.rtt_samples,
+        rtt_mean_ps: r.stats.rtt_mean_ps(),
     }
 }

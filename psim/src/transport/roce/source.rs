@@ -300,6 +300,9 @@ impl RoceSource {
             let backlog = self.next_psn < a.released();
             t.note_app_offer(if backlog { f64::INFINITY } else { offered });
         }
+        if let Some(r) = rtt {
+            self.stats.rtt(r);
+        }
         if let Some(cc) = &mut self.cc {
             cc.on_timer(now);
             if let Some(rtt) = rtt {

@@ -441,6 +441,7 @@ impl TcpSource {
             if let Setup::SynSent { at, .. } = self.setup {
                 self.setup = Setup::Established;
                 self.subs[0].rtt.sample(cx.now - at);
+                self.stats.rtt(cx.now - at);
                 let rtt = self.subs[0].rtt;
                 for s in &mut self.subs[1..] {
                     s.rtt = rtt;
@@ -481,7 +482,7 @@ impl TcpSource {
         if let Some(data) = self.supply.data.as_deref_mut() {
             // MPTCP: the connection is acknowledged when every DSN is.
             let mut delivered = std::mem::take(&mut self.delivered);
-            self.subs[i].on_ack(
+            let rtt = self.subs[i].on_ack(
                 a,
                 cx.now,
                 &self.p,
@@ -489,6 +490,9 @@ impl TcpSource {
                 more_data,
                 Some(&mut delivered),
             );
+            if let Some(r) = rtt {
+                self.stats.rtt(r);
+            }
             for (dsn, len) in delivered.drain(..) {
                 data.delivered.insert(dsn, dsn + len as u64);
             }
@@ -502,7 +506,9 @@ impl TcpSource {
                 }
             }
         } else {
-            self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data, None);
+            if let Some(r) = self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data, None) {
+                self.stats.rtt(r);
+            }
             if !more_data && self.info.size.is_some() && self.subs[0].all_acked() {
                 // The cumulative ACK covering the last byte.
                 self.stats.finish(cx.now);

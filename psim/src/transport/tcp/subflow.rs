@@ -301,7 +301,9 @@ impl Subflow {
 
     /// Handles an ACK. `coupling` couples the subflows of a multipath
     /// connection; `delivered`, when given, receives the DSN ranges
-    /// (start, length) this ACK first shows to have arrived.
+    /// (start, length) this ACK first shows to have arrived. Returns the
+    /// RTT sample the ACK gave, if any.
+    #[must_use]
     pub(crate) fn on_ack(
         &mut self,
         a: AckInfo,
@@ -310,7 +312,8 @@ impl Subflow {
         coupling: Option<LiaCoupling>,
         more_data: bool,
         mut delivered: Option<&mut Vec<(u64, u32)>>,
-    ) {
+    ) -> Option<u64> {
+        let mut sample = None;
         let AckInfo {
             ack,
             sack,
@@ -341,6 +344,7 @@ impl Subflow {
             if now >= echo {
                 self.rtt.sample(now - echo);
                 self.cc.on_rtt_sample(now - echo, now);
+                sample = Some(now - echo);
             }
             self.backoff = 0;
             self.dupacks = 0;
@@ -424,6 +428,7 @@ impl Subflow {
         if p.rwnd_packets > 0 {
             self.cc.limit((p.rwnd_packets as u64 * self.mss) as f64);
         }
+        sample
     }
 
     /// The retransmission timer fired (RFC 6298 §5.4–5.7, RFC 6675 §5.1).
