@@ -156,3 +156,73 @@ fn the_record_limit_is_an_error_naming_its_key() {
     .expect_err("over the limit");
     assert!(e.to_string().contains("replay.max_packets = 100"), "{e}");
 }
+
+/// Runs `scn` into `out` (one shard), returning its replay report.
+fn run_into(scn: &Scenario, out: &std::path::Path) -> Result<ReplayReport, String> {
+    let opts = psim::engine::SimOptions {
+        shards: 1,
+        threads: 1,
+    };
+    let outcome =
+        psim::run::execute(scn, opts, out, false, &mut |_| {}).map_err(|e| e.to_string())?;
+    let r = outcome.manifest.packets.get("replay").expect("replay");
+    Ok(serde_json::from_value(r.clone()).expect("a replay report"))
+}
+
+/// `write_record` writes the original's record (listed in the manifest,
+/// so `psim verify` checks it); `from_record` replays it without running
+/// the original, to the same report and flows; a record from another
+/// network is refused naming the key, the file and the row.
+#[test]
+fn a_written_record_replays_like_the_original_and_must_match_the_topology() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    let original = run_into(&scenario(INCAST, &["replay.write_record=true"]), &first).unwrap();
+    psim::trace::verify_run(&first).expect("the record part is listed and intact");
+    let rows = psim::trace::read_record(&first).unwrap();
+    assert_eq!(rows.len() as u64, original.recorded);
+    assert!(rows
+        .windows(2)
+        .all(|w| (w[0].flow, w[0].seq) < (w[1].flow, w[1].seq)));
+    // The incast's packets all cross two links of 10 Gb/s and 1 µs.
+    let r = &rows[0];
+    let tx = |b: u64| b * 8 * 100; // ps at 10 Gb/s
+    assert_eq!(
+        psim::trace::record::t_min_of(r),
+        2 * (tx(r.size as u64) + 1_000_000)
+    );
+
+    let from = format!("replay.from_record=\"{}\"", first.display());
+    let second = dir.path().join("second");
+    let again = run_into(&scenario(INCAST, &[&from]), &second).unwrap();
+    assert_eq!(again, original);
+    let flows = |d: &std::path::Path| psim::trace::read_flows(d).unwrap();
+    assert_eq!(flows(&second), flows(&first));
+
+    // A faster network: every t_min differs.
+    let faster = scenario(INCAST, &[&from, "topology.link_gbps=25"]);
+    let e = run_into(&faster, &dir.path().join("third")).unwrap_err();
+    assert!(
+        e.contains("replay.from_record") && e.contains("row 0"),
+        "{e}"
+    );
+    assert!(e.contains("t_min"), "{e}");
+    let e = run_into(
+        &scenario(INCAST, &["replay.from_record=\"no/such/run\""]),
+        &dir.path().join("fourth"),
+    )
+    .unwrap_err();
+    assert!(
+        e.contains("replay.from_record") && e.contains("record"),
+        "{e}"
+    );
+    let e = Scenario::from_str(
+        INCAST,
+        &repo_root().join("inline.toml"),
+        &[from.clone(), "replay.write_record=true".into()],
+    )
+    .err()
+    .unwrap()
+    .to_string();
+    assert!(e.contains("replay.write_record"), "{e}");
+}

@@ -10,8 +10,13 @@
 //!    transmission plus propagation time on every link of its path, the
 //!    NIC's and the last one into the destination included, with no
 //!    queueing ([TH] §5.1: t_min(p, α, α) = T(p, α); `Topology::t_min_ps`).
-//!    So the slack is exactly the time p spent queued. Only the slack and
-//!    o(p) are kept, in memory (32 bytes per packet), keyed by (flow, seq).
+//!    So the slack is exactly the time p spent queued. The record keeps,
+//!    in memory, p's flow, seq, hosts, path, size, i(p), o(p) and slack
+//!    (56 bytes per packet), keyed by (flow, seq). `write_record` also
+//!    writes it as `DIR/record/part-00000.parquet` (`trace/record.rs`), and
+//!    `from_record = "DIR"` replays such a file instead of running the
+//!    original, after checking each row against the scenario's topology
+//!    (its hosts, its path id, and its t_min recomputed here).
 //! 2. **The replay**: the same scenario with LSTF (`queue/lstf.rs`) on every
 //!    port, NICs included, `queue_packets` deep, and no `[host.slack]`
 //!    policy; each source stamps every data packet's `rank` with its
@@ -31,8 +36,10 @@
 //! | key (`[replay]`) | default | source |
 //! |---|---|---|
 //! | `threshold_us` | 12 | [TH] Table 5.1: T = one transmission time at the bottleneck, 12 µs (1460 B at 1 Gb/s = 11.68 µs) |
-//! | `max_packets` | 10,000,000 | psim: memory bound of the record (32 B a packet, 320 MB); a run that delivers more stops with an error naming the key |
+//! | `max_packets` | 10,000,000 | psim: memory bound of the record (56 B a packet, 560 MB); a run that delivers more stops with an error naming the key |
 //! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
+//! | `write_record` | false | psim: write the original's record (Parquet, `docs/outputs.md`) |
+//! | `from_record` | none | psim: a run's output directory (relative to the scenario file) whose record to replay; not with `write_record` |
 //!
 //! Limits: one process (no MPI ranks), no checkpoints, no PFC or Tofino
 //! chip, open-loop transports only (`cbr`); each is refused with an error
@@ -72,6 +79,12 @@ pub struct ReplayFile {
     pub max_packets: u64,
     /// Capacity of the replay's LSTF queues, packets.
     pub queue_packets: u32,
+    /// Write the original's record to `DIR/record/` (`trace/record.rs`).
+    pub write_record: bool,
+    /// Replay the record a run wrote to this output directory (relative to
+    /// the scenario file) instead of running the original.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from_record: Option<String>,
 }
 
 /// Default T, µs ([TH] Table 5.1).
@@ -88,12 +101,14 @@ impl Default for ReplayFile {
             threshold_us: DEFAULT_THRESHOLD_US,
             max_packets: DEFAULT_MAX_PACKETS,
             queue_packets: DEFAULT_QUEUE_PACKETS,
+            write_record: false,
+            from_record: None,
         }
     }
 }
 
 /// The validated `[replay]`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ReplaySpec {
     /// What the replay runs.
     pub discipline: ReplayDiscipline,
@@ -103,6 +118,10 @@ pub struct ReplaySpec {
     pub max_packets: u64,
     /// Replay LSTF capacity, packets.
     pub queue_packets: u32,
+    /// Write the original's record.
+    pub write_record: bool,
+    /// The output directory whose record to replay (resolved).
+    pub from_record: Option<std::path::PathBuf>,
 }
 
 impl ReplayFile {
@@ -111,6 +130,7 @@ impl ReplayFile {
         &self,
         queues: &PortQueues,
         protocols: &[Protocol],
+        base_dir: &std::path::Path,
     ) -> Result<ReplaySpec, ConfigError> {
         let t = self.threshold_us;
         if !(t.is_finite() && t >= 0.0) {
@@ -136,11 +156,20 @@ impl ReplayFile {
                 "a replay runs LSTF on plain output queues: remove PFC and the Tofino chip",
             ));
         }
+        if let (true, Some(_)) = (self.write_record, &self.from_record) {
+            return Err(bad(
+                "replay.write_record",
+                true,
+                "the record comes from replay.from_record: there is no original run to write",
+            ));
+        }
         Ok(ReplaySpec {
             discipline: self.discipline,
             threshold_ps: (t * 1e6).round() as u64,
             max_packets: self.max_packets,
             queue_packets: self.queue_packets,
+            write_record: self.write_record,
+            from_record: self.from_record.as_ref().map(|d| base_dir.join(d)),
         })
     }
 }
@@ -173,13 +202,23 @@ pub fn slack_ps(exit_ps: u64, sent_ps: u64, t_min_ps: u64) -> i64 {
     exit_ps as i64 - sent_ps as i64 - t_min_ps as i64
 }
 
-/// One packet of the original schedule.
+/// One packet of the original schedule (56 bytes).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Record {
     /// Flow id.
     pub flow: u64,
     /// Sequence number within the flow.
     pub seq: u64,
+    /// Source host.
+    pub src: u32,
+    /// Destination host.
+    pub dst: u32,
+    /// Path id.
+    pub path: u32,
+    /// Wire size, bytes.
+    pub size: u32,
+    /// i(p), ps.
+    pub sent_ps: u64,
     /// o(p) − i(p) − t_min(p), ps.
     pub slack_ps: i64,
     /// o(p), ps.
@@ -207,6 +246,10 @@ impl Table {
             .binary_search_by_key(&(flow, seq), |r| (r.flow, r.seq))
             .ok()
             .map(|i| &self.rows[i])
+    }
+    /// The records, sorted by (flow, seq).
+    pub fn rows(&self) -> &[Record] {
+        &self.rows
     }
     /// Packets recorded.
     pub fn len(&self) -> usize {
@@ -310,6 +353,11 @@ impl ShardReplay {
                     rows.push(Record {
                         flow: pkt.flow,
                         seq: pkt.seq,
+                        src: pkt.src,
+                        dst: pkt.dst,
+                        path: pkt.path,
+                        size: pkt.size,
+                        sent_ps: pkt.sent_ps,
                         slack_ps: slack_ps(now, pkt.sent_ps, t_min),
                         exit_ps: now,
                     });
@@ -426,6 +474,38 @@ pub fn table_of(shards: Vec<ShardReplay>, max: u64) -> Result<Table, u64> {
     Ok(Table::new(rows))
 }
 
+/// Checks that a record read from a file belongs to `topo`: every packet's
+/// hosts exist, its path id is one of the pair's, and its t_min on this
+/// network is the recorded one (a different topology, or different link
+/// rates or delays, shows there). Err names the row.
+pub fn check_record(rows: &[Record], topo: &Topology) -> Result<(), String> {
+    let hosts = topo.hosts();
+    for (i, r) in rows.iter().enumerate() {
+        let at = |why: String| format!("row {i} (flow {}, seq {}): {why}", r.flow, r.seq);
+        if r.src >= hosts || r.dst >= hosts || r.src == r.dst {
+            return Err(at(format!(
+                "hosts {} -> {} are not two of this topology's {hosts}",
+                r.src, r.dst
+            )));
+        }
+        let paths = topo.num_paths(r.src, r.dst);
+        if r.path >= paths {
+            return Err(at(format!(
+                "path {} but hosts {} -> {} have {paths}",
+                r.path, r.src, r.dst
+            )));
+        }
+        let here = topo.t_min_ps(r.src, r.dst, r.path, r.size as u64);
+        let recorded = crate::trace::record::t_min_of(r);
+        if here != recorded {
+            return Err(at(format!(
+                "t_min {recorded} ps recorded, {here} ps on this topology"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The replay counters of every shard, summed.
 pub fn counts_of(shards: &[ShardReplay]) -> Counts {
     let mut c = Counts::default();
@@ -466,6 +546,11 @@ mod tests {
         let r = |flow, seq, exit_ps| Record {
             flow,
             seq,
+            src: 0,
+            dst: 1,
+            path: 0,
+            size: 1500,
+            sent_ps: 0,
             slack_ps: exit_ps as i64,
             exit_ps,
         };

@@ -128,8 +128,11 @@ pub fn execute_checkpointed(
             }
             // Neither run takes checkpoints: the record lives in memory.
             ckpt.policy = None;
-            let table = record(scn, opts, spec, progress)?;
-            Some((*spec, std::sync::Arc::new(table)))
+            let table = match &spec.from_record {
+                Some(dir) => recorded(scn, dir)?,
+                None => record(scn, opts, spec, progress)?,
+            };
+            Some((spec.clone(), std::sync::Arc::new(table)))
         }
     };
     let replay_scn = replay
@@ -193,6 +196,12 @@ pub fn execute_checkpointed(
             written = trace::write_flows_part(out, *shard, recs).map(|_| ());
         }
     }
+    if let Some((spec, table)) = replay.as_ref().filter(|(s, _)| s.write_record) {
+        debug_assert!(spec.write_record);
+        if written.is_ok() {
+            written = trace::write_record_part(out, table.rows()).map(|_| ());
+        }
+    }
     if sim.any_rank_failed(written.is_err()) {
         written?;
         return Err(RunError::RemoteOutput { rank });
@@ -209,6 +218,9 @@ pub fn execute_checkpointed(
         .map(|s| format!("{}/part-{s:05}.parquet", trace::FLOWS_DIR))
         .collect();
     names.extend(trace_parts(scn, opts.shards));
+    if replay.as_ref().is_some_and(|(s, _)| s.write_record) {
+        names.push(trace::RECORD.part_name(0));
+    }
     // Every part is closed (and every rank's written, by the verdicts above):
     // rank 0 reads each back for its row count and checksum.
     let parts: Result<Vec<trace::PartEntry>, OutputError> = if rank == 0 {
@@ -318,6 +330,20 @@ fn record(
             "replay.max_packets = {m}: the original delivered more data packets; raise it or shorten the run"
         ))
     })
+}
+
+/// The record a run wrote to `dir` (`[replay] from_record`), checked
+/// against this scenario's topology.
+fn recorded(scn: &Scenario, dir: &Path) -> Result<crate::replay::Table, RunError> {
+    let name = || format!("replay.from_record = {:?}", dir.display().to_string());
+    let rows = trace::read_record(dir).map_err(|e| RunError::Replay(format!("{}: {e}", name())))?;
+    crate::replay::check_record(&rows, &scn.topology).map_err(|e| {
+        RunError::Replay(format!(
+            "{}: does not match this scenario's topology: {e}",
+            name()
+        ))
+    })?;
+    Ok(crate::replay::Table::new(rows))
 }
 
 /// Flows started and finished, summed over ranks.

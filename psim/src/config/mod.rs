@@ -354,7 +354,11 @@ impl Scenario {
         let workload = workloads::Workload::new(patterns, env)?;
         let trace = crate::trace::spec::validate(&file.trace, file.seed, topology.entities())?;
         let replay = match &file.replay {
-            Some(r) => Some(r.validate(&queues, &traffic_protocols)?),
+            Some(r) => Some(r.validate(
+                &queues,
+                &traffic_protocols,
+                path.parent().unwrap_or(Path::new("")),
+            )?),
             None => None,
         };
         Ok(Scenario {

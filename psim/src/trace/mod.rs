@@ -32,6 +32,7 @@ pub mod manifest;
 pub mod outdir;
 pub mod packets;
 pub mod queues;
+pub mod record;
 pub mod recorder;
 pub mod spec;
 pub mod table;
@@ -51,6 +52,7 @@ pub use manifest::{
 pub use outdir::prepare_out_dir;
 pub use packets::{read_packets, write_packets_part, PacketFields, PacketRow, PACKETS};
 pub use queues::{read_queues, write_queues_part, PortSeries, QueueSample, QUEUES};
+pub use record::{read_record, write_record_part, RECORD};
 pub use recorder::{ShardTrace, TraceOutput};
 pub use spec::{PacketEvent, QueueFormat, TraceFile, TraceSpec};
 pub use verify::{check_run, describe_part, read_flows_checked, verify_run, RunCheck};

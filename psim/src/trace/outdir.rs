@@ -80,7 +80,14 @@ fn clear_psim_outputs(dir: &Path) -> Result<(), OutputError> {
     // must not claim to hold a complete run.
     remove_entry(&dir.join(MANIFEST_FILE))?;
     remove_entry(&dir.join(FLOWS_DIR))?;
-    for traced in ["packets", "queues", "queues.h5", "checkpoint"] {
+    for traced in [
+        "packets",
+        "queues",
+        "queues.h5",
+        "tofino",
+        "record",
+        "checkpoint",
+    ] {
         remove_entry(&dir.join(traced))?;
     }
     let entries = fs::read_dir(dir).map_err(|e| OutputError::io(dir, e))?;

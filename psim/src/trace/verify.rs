@@ -20,7 +20,7 @@ use super::manifest::{read_manifest, Manifest, PartEntry, MANIFEST_FILE};
 use super::OutputError;
 
 /// The subdirectories that hold parts (`part-*`): flows and the traces.
-pub const PART_DIRS: [&str; 4] = [FLOWS_DIR, "packets", "queues", "tofino"];
+pub const PART_DIRS: [&str; 5] = [FLOWS_DIR, "packets", "queues", "tofino", "record"];
 
 /// The one top-level data file (`[trace.queues] format = "hdf5"`).
 pub const H5_PART: &str = "queues.h5";
