@@ -71,6 +71,12 @@ pub struct CodelParams {
     pub mtu: u64,
     /// Mark ECT packets instead of dropping them.
     pub ecn: bool,
+    /// Edge-CoDel (`edge_codel.rs`): the sojourn is the packet's queueing
+    /// across the network, so this queue running low or empty says nothing
+    /// of the flow's backlog. Neither resets the state (no MTU guard, and an
+    /// empty queue keeps `first_above_time` and the dropping state); only a
+    /// sojourn below target does ([TH] §5.3.1).
+    pub edge: bool,
 }
 
 impl CodelParams {
@@ -122,11 +128,15 @@ impl Codel {
         now: u64,
     ) -> (Option<Packet>, bool) {
         let Some((pkt, enqueued)) = src.pop() else {
+            if p.edge {
+                // Nothing learned: the state stands.
+                return (None, self.dropping);
+            }
             self.first_above_time = 0;
             return (None, false);
         };
         let sojourn = now.saturating_sub(enqueued);
-        if sojourn < p.target || src.bytes() <= p.mtu {
+        if sojourn < p.target || (!p.edge && src.bytes() <= p.mtu) {
             self.first_above_time = 0;
             return (Some(pkt), false);
         }
@@ -165,7 +175,7 @@ impl Codel {
             if !ok_to_drop {
                 self.dropping = false;
             }
-            while self.dropping && now >= self.drop_next {
+            while self.dropping && pkt.is_some() && now >= self.drop_next {
                 self.count += 1;
                 if let Some(marked) = Self::signal(p, pkt.take().expect("ok to drop"), cx) {
                     self.drop_next = p.control_law(self.drop_next, self.count);
@@ -179,7 +189,7 @@ impl Codel {
                     self.dropping = false;
                 }
             }
-        } else if ok_to_drop {
+        } else if ok_to_drop && pkt.is_some() {
             let marked = Self::signal(p, pkt.take().expect("ok to drop"), cx);
             if marked.is_some() {
                 pkt = marked;
@@ -274,6 +284,7 @@ pub(super) fn params(
         interval: interval.ps,
         mtu: mtu.unwrap_or(env.mtu as u64 + HEADER_BYTES as u64),
         ecn,
+        edge: false,
     }
 }
 

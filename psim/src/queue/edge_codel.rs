@@ -35,7 +35,12 @@
 //!    `refresh_us`, the bucket's CoDel is re-initialised (not dropping,
 //!    count 0, interval back to `interval_us`) before the later packet
 //!    joins. The thesis's other refresh, a sojourn below target, is
-//!    CoDel's own rule and stays.
+//!    CoDel's own rule and stays. For the same reason this queue running
+//!    low says nothing of the flow's backlog, which is upstream: CoDel's
+//!    MTU guard (no drop with at most one MTU left) is off, and an empty
+//!    bucket keeps its state (`CodelParams::edge`). With them a bucket that
+//!    holds one packet at a time, as at an egress that is not the
+//!    bottleneck, would reset at every packet and never drop.
 //!
 //! **Where.** The thesis drops at the egress edge only: give
 //! `[switch.to_host.queue]` (the switch ports that feed a host,
@@ -51,7 +56,6 @@
 //! | `quantum_bytes` | the scenario's full packet | as `fq_codel` ([FQCODEL] §5.2) |
 //! | `target_us` | 5000 µs | [TH] §5.3.1 "keeping ... the target value ... the same as in FQ-CoDel"; [CODEL] §4.3 |
 //! | `interval_us` | 100000 µs | [TH] §5.3.1 (the initial interval as in FQ-CoDel); [CODEL] §4.2 |
-//! | `mtu_bytes` | the scenario's full packet | as `codel` ([CODEL] §5) |
 //! | `ecn` | `false` | [TH] §5.3.1 drops packets (Edge-CoDel "when to drop") |
 //! | `drop_batch` | 64 | as `fq_codel` (Linux `drop_batch_size`) |
 //! | `refresh_us` | 20000 µs ([`DEFAULT_REFRESH_US`]), must exceed `target_us` | [TH] §5.3.1: 20 ms (4 × target) in the runs; 2–4 × target works |
@@ -95,9 +99,6 @@ pub struct EdgeCodelConfig {
     pub target_us: Micros,
     /// CoDel interval, µs.
     pub interval_us: Micros,
-    /// CoDel's MTU guard, bytes (default: the scenario's full packet).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mtu_bytes: Option<u64>,
     /// Mark ECT packets instead of dropping them.
     pub ecn: bool,
     /// Most packets dropped per overflow.
@@ -121,7 +122,6 @@ impl Default for EdgeCodelConfig {
             quantum_bytes: None,
             target_us: Micros::from_ps(DEFAULT_TARGET_PS),
             interval_us: Micros::from_ps(DEFAULT_INTERVAL_PS),
-            mtu_bytes: None,
             ecn: false,
             drop_batch: DEFAULT_DROP_BATCH,
             refresh_us: Micros::from_ps(DEFAULT_REFRESH_US * PS_PER_US),
@@ -142,7 +142,7 @@ impl EdgeCodelConfig {
             quantum_bytes: self.quantum_bytes,
             target_us: self.target_us,
             interval_us: self.interval_us,
-            mtu_bytes: self.mtu_bytes,
+            mtu_bytes: None,
             ecn: self.ecn,
             drop_batch: self.drop_batch,
         }
@@ -155,7 +155,7 @@ impl DisciplineConfig for EdgeCodelConfig {
         let f = self.fq_codel().resolved(env);
         let mut c = self.clone();
         (c.queue_packets, c.queue_bytes) = (f.queue_packets, f.queue_bytes);
-        (c.buckets, c.quantum_bytes, c.mtu_bytes) = (f.buckets, f.quantum_bytes, f.mtu_bytes);
+        (c.buckets, c.quantum_bytes) = (f.buckets, f.quantum_bytes);
         if c.used_slack == UsedSlack::Lstf {
             let r = reader(c.used_slack, c.initial_slack_us);
             c.initial_slack_us = Some(Micros::from_ps(r.initial_ps as u64));
@@ -180,7 +180,7 @@ impl DisciplineConfig for EdgeCodelConfig {
     }
     fn build(&self, env: &QueueEnv) -> EdgeCodelQueue {
         EdgeCodelQueue {
-            inner: self.fq_codel().build(env),
+            inner: self.fq_codel().build(env).edge(),
             used: reader(self.used_slack, self.initial_slack_us),
             refresh: self.refresh_us.ps,
             last_sent: Vec::new(),
@@ -255,8 +255,7 @@ mod tests {
     /// Target 5 µs, interval 100 µs, refresh 20 µs, MTU guard 1 byte.
     fn queue() -> EdgeCodelQueue {
         let c: EdgeCodelConfig =
-            toml::from_str("target_us = 5\ninterval_us = 100\nrefresh_us = 20\nmtu_bytes = 1")
-                .unwrap();
+            toml::from_str("target_us = 5\ninterval_us = 100\nrefresh_us = 20").unwrap();
         c.validate("q").unwrap();
         c.build(&ENV)
     }
@@ -285,6 +284,34 @@ mod tests {
         };
         assert_eq!(run(10 * US), (2, vec![(DequeueDropped, 1)]));
         assert_eq!(run(0), (1, vec![]));
+    }
+
+    /// A flow whose packets reach the edge one at a time (its backlog is
+    /// upstream): the bucket never holds more than one packet, yet every
+    /// packet brings 10 µs of queueing (sent 1 ps apart: no refresh).
+    /// FQ-CoDel's guards (at most one MTU
+    /// left, an empty queue) would reset the state at each packet and never
+    /// drop; Edge-CoDel keeps it ([TH] §5.3.1: only a sojourn below target
+    /// refreshes here).
+    /// - 1 ms: 0 leaves (above target: the clock starts, 1.1 ms).
+    /// - 1.05 ms: 1 leaves (not an interval yet).
+    /// - 1.1 ms: 2 is dropped (dropping, count 1, next at 1.2 ms).
+    /// - 1.15 ms: 3 leaves (still dropping, not due).
+    /// - 1.2 ms: 4 is dropped (count 2).
+    #[test]
+    fn a_backlog_upstream_drops_though_the_bucket_holds_one_packet() {
+        let (mut k, mut q) = (Kit::new(0), queue());
+        let (mut sent, mut dropped) = (Vec::new(), Vec::new());
+        for (i, t) in [0, 50, 100, 150, 200].into_iter().enumerate() {
+            k.at(MS + t * US)
+                .fill(&mut q, [pkt(i as u64, 10 * US, i as u64)]);
+            if let Some(p) = k.take(&mut q) {
+                sent.push(p.seq);
+            }
+            dropped.extend(k.summary());
+        }
+        assert_eq!(sent, [0, 1, 3]);
+        assert_eq!(dropped, [(DequeueDropped, 2), (DequeueDropped, 4)]);
     }
 
     /// `rank` leaves with the used slack including the wait here: 10 µs
@@ -329,10 +356,8 @@ mod tests {
     /// 1 s − 10 µs under an initial 1 s is the first test's 10 µs.
     #[test]
     fn lstf_slack_reads_initial_minus_current() {
-        let c: EdgeCodelConfig = toml::from_str(
-            "target_us = 5\ninterval_us = 100\nmtu_bytes = 1\nused_slack = \"lstf\"",
-        )
-        .unwrap();
+        let c: EdgeCodelConfig =
+            toml::from_str("target_us = 5\ninterval_us = 100\nused_slack = \"lstf\"").unwrap();
         c.validate("q").unwrap();
         let (mut k, mut q) = (Kit::new(0), c.build(&ENV));
         let s = 1_000_000 * US - 10 * US;

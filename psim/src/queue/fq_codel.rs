@@ -213,6 +213,12 @@ impl FqCodelQueue {
         self.table.buckets()
     }
 
+    /// The same queue running Edge-CoDel's CoDel ([`CodelParams::edge`]).
+    pub(super) fn edge(mut self) -> Self {
+        self.params.edge = true;
+        self
+    }
+
     /// Re-initialises bucket `b`'s CoDel (Edge-CoDel's refresh, `edge_codel.rs`).
     #[inline]
     pub(super) fn refresh(&mut self, b: u32) {

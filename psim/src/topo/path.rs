@@ -85,18 +85,8 @@ impl Topology {
     /// Walks the routes without allocating: record and replay calls it per
     /// delivered packet (`replay.rs`).
     pub fn t_min_ps(&self, src: u32, dst: u32, path: u32, bytes: u64) -> u64 {
-        let (mut at, mut port, mut t) = (src, 0u16, 0u64);
-        loop {
-            let info = self.port(at, port);
-            t = t
-                .saturating_add(tx_time_ps(bytes, info.link.rate_bps))
-                .saturating_add(info.link.delay_ps);
-            if info.peer == dst {
-                return t;
-            }
-            at = info.peer;
-            port = self.route(at, dst, path);
-        }
+        self.t_min_to_ps(src, dst, path, bytes, dst)
+            .expect("every path ends at its destination")
     }
 
     /// As [`Self::t_min_ps`], up to the arrival of the packet's last bit at

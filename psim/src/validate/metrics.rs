@@ -831,44 +831,14 @@ impl Metric {
                 run,
                 filter,
                 by_bytes,
-            } => {
-                let (mut num, mut den) = (0.0, 0.0);
-                for f in flows(run, filter)? {
-                    let Some(fct) = f.fct_ps else { continue };
-                    let w = if *by_bytes {
-                        f.size_bytes.unwrap_or(0) as f64
-                    } else {
-                        1.0
-                    };
-                    num += w * fct as f64 / 1e12;
-                    den += w;
-                }
-                if den == 0.0 {
-                    return Err(format!("no flow of run `{run}` finished"));
-                }
-                num / den
-            }
+            } => mean_of(flows(run, filter)?, *by_bytes, |f| f.fct_ps)
+                .ok_or_else(|| format!("no flow of run `{run}` finished"))?,
             Metric::RttMean {
                 run,
                 filter,
                 by_bytes,
-            } => {
-                let (mut num, mut den) = (0.0, 0.0);
-                for f in flows(run, filter)? {
-                    let Some(rtt) = f.rtt_mean_ps else { continue };
-                    let w = if *by_bytes {
-                        f.size_bytes.unwrap_or(0) as f64
-                    } else {
-                        1.0
-                    };
-                    num += w * rtt as f64 / 1e12;
-                    den += w;
-                }
-                if den == 0.0 {
-                    return Err(format!("no flow of run `{run}` measured an RTT"));
-                }
-                num / den
-            }
+            } => mean_of(flows(run, filter)?, *by_bytes, |f| f.rtt_mean_ps)
+                .ok_or_else(|| format!("no flow of run `{run}` measured an RTT"))?,
             Metric::Reduction { a, b } => 1.0 - a.eval(runs)? / b.eval(runs)?,
             Metric::Rc3Model {
                 packets,
@@ -963,6 +933,27 @@ fn quantile_or_mean(v: &mut [f64], q: Option<f64>) -> f64 {
         Some(q) => quantile(v, q),
         None => v.iter().sum::<f64>() / v.len() as f64,
     }
+}
+
+/// The mean of `value` (ps, as seconds) over the `flows` that have one: over
+/// flows, or with `by_bytes` weighted by flow size. None when none has one.
+fn mean_of<'a>(
+    flows: impl IntoIterator<Item = &'a FlowRecord>,
+    by_bytes: bool,
+    value: impl Fn(&FlowRecord) -> Option<u64>,
+) -> Option<f64> {
+    let (mut num, mut den) = (0.0, 0.0);
+    for f in flows {
+        let Some(v) = value(f) else { continue };
+        let w = if by_bytes {
+            f.size_bytes.unwrap_or(0) as f64
+        } else {
+            1.0
+        };
+        num += w * v as f64 / 1e12;
+        den += w;
+    }
+    (den > 0.0).then(|| num / den)
 }
 
 #[cfg(test)]
