@@ -196,8 +196,7 @@ pub fn execute_checkpointed(
             written = trace::write_flows_part(out, *shard, recs).map(|_| ());
         }
     }
-    if let Some((spec, table)) = replay.as_ref().filter(|(s, _)| s.write_record) {
-        debug_assert!(spec.write_record);
+    if let Some((_, table)) = replay.as_ref().filter(|(s, _)| s.write_record) {
         if written.is_ok() {
             written = trace::write_record_part(out, table.rows()).map(|_| ());
         }
