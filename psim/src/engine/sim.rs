@@ -425,8 +425,18 @@ impl Simulation {
                 }
             }
             let end = t.saturating_add(window).min(stop);
-            self.pool
-                .install(|| self.shards.par_iter_mut().for_each(|s| s.run_window(end)));
+            if self.pool.current_num_threads() == 1 || self.shards.len() == 1 {
+                // One worker: run the shards here, in order. Handing the
+                // window to the pool would cost two thread switches (a futex
+                // wake and wait) per window, which dominates runs with short
+                // lookaheads and few events per window.
+                for s in &mut self.shards {
+                    s.run_window(end);
+                }
+            } else {
+                self.pool
+                    .install(|| self.shards.par_iter_mut().for_each(|s| s.run_window(end)));
+            }
             self.windows += 1;
             self.now = end;
             if self.fault_after_windows == Some(self.windows) {
