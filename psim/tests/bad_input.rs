@@ -452,7 +452,12 @@ fn impossible_app_messages_are_refused() {
     );
     rejected(
         roce,
-        &["--set", "traffic.0.protocol=\"tcp\""],
-        "traffic[0].protocol = tcp: takes no `app` messages",
+        &["--set", "traffic.0.protocol=\"mptcp\""],
+        "traffic[0].protocol = mptcp: takes no `app` messages",
+    );
+    rejected(
+        roce,
+        &["--set", "traffic.0.app.first_bytes=0"],
+        "traffic[0].app.first_bytes = 0",
     );
 }

@@ -240,10 +240,7 @@ impl FlowGenerator {
                 State::Poisson(slots)
             }
             Plan::Closed(p) => {
-                let hosts: Vec<u32> = self
-                    .owned_hosts()
-                    .filter(|&h| p.parts.contains(h))
-                    .collect();
+                let hosts: Vec<u32> = self.owned_hosts().filter(|&h| p.client(h)).collect();
                 for h in hosts {
                     for c in 0..p.conns {
                         let mut rng =
@@ -421,13 +418,16 @@ impl FlowGenerator {
         match plan {
             Plan::Incast(p) => self.incast_finished(e, p, counter, at_ps),
             Plan::Closed(p) => {
-                if !self.owns(src) || !p.parts.contains(src) {
+                if !self.owns(src) || !p.client(src) {
                     return;
                 }
                 let c = counter % p.conns;
                 let Some(next) = counter.checked_add(p.conns) else {
                     return;
                 };
+                if p.requests.is_some_and(|n| next / p.conns >= n) {
+                    return; // the loop has sent its `requests` flows
+                }
                 let (_, think_after) = closed_flow(inner.seed, e, p, src, counter, 0);
                 let start = at_ps.saturating_add(think_after);
                 if start < p.stop_ps {
@@ -693,7 +693,10 @@ fn think(p: &Closed, rng: &mut Stream) -> u64 {
 /// rebuilt on completion without per-connection state.
 fn closed_flow(seed: u64, e: u16, p: &Closed, h: u32, counter: u32, start: u64) -> (FlowSpec, u64) {
     let mut rng = stream(seed, &[u64::from(e), u64::from(h), u64::from(counter)]);
-    let dst = p.parts.random_other(h, &mut rng);
+    let dst = match p.target {
+        Some(t) => t,
+        None => p.parts.random_other(h, &mut rng),
+    };
     let size = p.sizes.sample(&mut rng);
     let th = think(p, &mut rng);
     (flow(e, h, counter, dst, Some(size), start, 0), th)

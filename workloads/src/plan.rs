@@ -138,6 +138,17 @@ pub(crate) struct Closed {
     pub fixed_think: bool,
     pub start_ps: u64,
     pub stop_ps: u64,
+    /// The one destination of every loop, which runs none (None: random).
+    pub target: Option<u32>,
+    /// Flows per loop (None: until `stop_ps`).
+    pub requests: Option<u32>,
+}
+
+impl Closed {
+    /// Whether host `h` runs client loops.
+    pub fn client(&self, h: u32) -> bool {
+        self.parts.contains(h) && self.target != Some(h)
+    }
 }
 
 pub(crate) struct Collective {
@@ -690,8 +701,43 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
         }
         PatternSpec::ClosedLoop(s) => {
             let think = ctx.us("think_time_us", s.think_time_us)?;
+            let target = s.target.map(|t| ctx.host("target", t)).transpose()?;
+            let parts = match &s.client_hosts {
+                None => ctx.participants(&s.exclude_hosts, if target.is_some() { 1 } else { 2 })?,
+                Some(list) => {
+                    if !s.exclude_hosts.is_empty() {
+                        return Err(
+                            ctx.conflict("give `client_hosts` or `exclude_hosts`, not both")
+                        );
+                    }
+                    let mut keep = vec![false; ctx.env.hosts as usize];
+                    for &h in list {
+                        keep[ctx.host("client_hosts", h)? as usize] = true;
+                    }
+                    let exclude: Vec<u32> =
+                        (0..ctx.env.hosts).filter(|&h| !keep[h as usize]).collect();
+                    ctx.participants(&exclude, if target.is_some() { 1 } else { 2 })?
+                }
+            };
+            if let Some(t) = target {
+                if s.client_hosts.as_ref().is_some_and(|l| l.contains(&t)) {
+                    return Err(ctx.invalid("client_hosts", format!("host {t} is the target")));
+                }
+                if parts.list.iter().all(|&h| h == t) {
+                    return Err(ctx.invalid(
+                        "target",
+                        format!("host {t} is the only participant: no client"),
+                    ));
+                }
+            }
+            let requests = s
+                .requests
+                .map(|n| ctx.positive("requests", n))
+                .transpose()?;
             Ok(Plan::Closed(Closed {
-                parts: ctx.participants(&s.exclude_hosts, 2)?,
+                target,
+                requests,
+                parts,
                 conns: ctx.positive("connections_per_host", s.connections_per_host)?,
                 sizes: ctx.sizes(
                     s.size_dist,

@@ -392,6 +392,18 @@ pub struct ClosedLoopSpec {
     /// Hosts that take no part.
     #[serde(default)]
     pub exclude_hosts: Vec<u32>,
+    /// The hosts that run loops (default: every host not excluded).
+    #[serde(default)]
+    pub client_hosts: Option<Vec<u32>>,
+    /// Every loop sends to this host, which runs no loop itself: a server
+    /// ([TRIM] §8's memcached target). Default: a random other participant
+    /// for each flow.
+    #[serde(default)]
+    pub target: Option<u32>,
+    /// Flows per loop, then the loop ends (memcslap's requests per client).
+    /// Default: no limit.
+    #[serde(default)]
+    pub requests: Option<u32>,
 }
 
 /// Collective algorithms.

@@ -534,6 +534,63 @@ fn flow_lists_read_csv_and_parquet() {
     }
 }
 
+/// Closed loops to one server ([TRIM] §8's memcslap): hosts 2 and 3 each
+/// run one loop of 3 requests to host 0, 4 µs of think time apart; host 1
+/// runs none. After its third request a loop sends nothing more.
+#[test]
+fn closed_loops_to_a_target_stop_after_their_requests() {
+    let w = workload(
+        r#"
+[[traffic]]
+pattern = "closed_loop"
+think_time_us = 4
+think_dist = "fixed"
+size_dist = "fixed"
+size_bytes = 100
+client_hosts = [2, 3]
+target = 0
+requests = 3
+"#,
+        env(4, Some(1_000_000_000), Path::new(".")),
+    )
+    .unwrap();
+    let mut g = w.generator(&|_| true);
+    let mut sent = Vec::new();
+    loop {
+        let mut out = Vec::new();
+        g.pop_before(u64::MAX, &mut out);
+        if out.is_empty() {
+            break;
+        }
+        for f in out {
+            assert_eq!((f.dst, f.size_bytes), (0, Some(100)));
+            sent.push((f.src, f.start_ps));
+            // Each request takes 10 µs.
+            g.on_finished(f.id, f.start_ps + 10_000_000);
+        }
+    }
+    sent.sort();
+    let want: Vec<(u32, u64)> = [2, 3]
+        .into_iter()
+        .flat_map(|h| [(h, 4_000_000), (h, 18_000_000), (h, 32_000_000)])
+        .collect();
+    assert_eq!(sent, want);
+    for (text, key) in [
+        ("target = 9", "`target`"),
+        ("target = 2", "host 2 is the target"),
+        ("target = 0\nexclude_hosts = [1]", "not both"),
+        ("requests = 0", "`requests`"),
+    ] {
+        let m = err_of(
+            &format!(
+                "[[traffic]]\npattern = \"closed_loop\"\nthink_time_us = 4\nsize_dist = \"fixed\"\nsize_bytes = 100\nclient_hosts = [2, 3]\n{text}\n"
+            ),
+            env(4, Some(1_000_000_000), Path::new(".")),
+        );
+        assert!(m.contains(key), "{text}: {m}");
+    }
+}
+
 fn err_of(toml_text: &str, e: WorkloadEnv) -> String {
     workload(toml_text, e).unwrap_err().to_string()
 }

@@ -291,7 +291,7 @@ impl Scenario {
                         return Err(bad(
                             &format!("traffic[{index}].protocol"),
                             proto.name(),
-                            "takes no `app` messages (only the RoCE family does: roce, dcqcn, timely, irn and its variants)",
+                            "takes no `app` messages (only roce, dcqcn, timely, irn and its variants, tcp, dctcp and rc3 do)",
                         ));
                     }
                     Some(spec)
@@ -352,7 +352,12 @@ impl Scenario {
             switch_marks,
         )?;
         let workload = workloads::Workload::new(patterns, env)?;
-        let trace = crate::trace::spec::validate(&file.trace, file.seed, topology.entities())?;
+        let trace = crate::trace::spec::validate(
+            &file.trace,
+            file.seed,
+            topology.entities(),
+            traffic_protocols.len(),
+        )?;
         let replay = match &file.replay {
             Some(r) => Some(r.validate(
                 &queues,

@@ -477,6 +477,7 @@ mod tests {
         let f = Arc::new(PacketFilter {
             events: 1 << PacketEvent::Dequeue as u8,
             flows: Some(vec![7]),
+            entries: None,
             entities: None,
             ports: None,
             start_ps: 0,

@@ -57,6 +57,8 @@ pub struct PacketTraceFile {
     pub events: Option<Vec<String>>,
     /// Flow ids to keep (default: all).
     pub flows: Option<Vec<u64>>,
+    /// Traffic entries (`[[traffic]]` indices) whose flows to keep (default: all).
+    pub entries: Option<Vec<u64>>,
     /// Entity ids to keep (default: all).
     pub entities: Option<Vec<u32>>,
     /// Output port indices to keep (default: all).
@@ -151,6 +153,8 @@ pub struct PacketFilter {
     pub events: u8,
     /// Sorted flow ids, or None for every flow.
     pub flows: Option<Vec<u64>>,
+    /// Sorted traffic entries (a flow id's top 8 bits), or None for every entry.
+    pub entries: Option<Vec<u64>>,
     /// Sorted entity ids, or None for every entity.
     pub entities: Option<Vec<u32>>,
     /// Sorted port indices, or None for every port.
@@ -189,12 +193,17 @@ impl PacketFilter {
                 .is_none_or(|v| v.binary_search(&port).is_ok())
     }
 
-    /// Whether packet `(flow, seq)` passes the flow filter and the sample.
+    /// Whether packet `(flow, seq)` passes the flow and entry filters and
+    /// the sample.
     #[inline]
     pub fn wants_packet(&self, flow: u64, seq: u64) -> bool {
         self.flows
             .as_ref()
             .is_none_or(|v| v.binary_search(&flow).is_ok())
+            && self
+                .entries
+                .as_ref()
+                .is_none_or(|v| v.binary_search(&(flow >> 56)).is_ok())
             && self
                 .sample_below
                 .is_none_or(|t| sample_hash(self.seed, flow, seq) < t)
@@ -305,8 +314,14 @@ fn time_us(key: &str, us: Option<f64>) -> Result<Option<u64>, ConfigError> {
     }
 }
 
-/// Validates `[trace]` for a network of `entities` entities.
-pub fn validate(f: &TraceFile, seed: u64, entities: u32) -> Result<TraceSpec, ConfigError> {
+/// Validates `[trace]` for a network of `entities` entities and a
+/// workload of `entries` traffic entries.
+pub fn validate(
+    f: &TraceFile,
+    seed: u64,
+    entities: u32,
+    entries: usize,
+) -> Result<TraceSpec, ConfigError> {
     let p = &f.packets;
     let packets = if p.enabled {
         let mut events = 0u8;
@@ -326,6 +341,13 @@ pub fn validate(f: &TraceFile, seed: u64, entities: u32) -> Result<TraceSpec, Co
             }
         }
         check_entities("trace.packets.entities", &p.entities, entities)?;
+        if let Some(&e) = p.entries.iter().flatten().find(|&&e| e >= entries as u64) {
+            return Err(bad(
+                "trace.packets.entries",
+                e,
+                &format!("no such traffic entry (the scenario has {entries} [[traffic]] entries)"),
+            ));
+        }
         let start_ps = time_us("trace.packets.start_us", p.start_us)?.unwrap_or(0);
         let end_ps = time_us("trace.packets.end_us", p.end_us)?.unwrap_or(u64::MAX);
         if end_ps <= start_ps {
@@ -348,6 +370,7 @@ pub fn validate(f: &TraceFile, seed: u64, entities: u32) -> Result<TraceSpec, Co
         Some(PacketFilter {
             events,
             flows: sorted(&p.flows),
+            entries: sorted(&p.entries),
             entities: sorted(&p.entities),
             ports: sorted(&p.ports),
             start_ps,
@@ -412,7 +435,7 @@ mod tests {
 
     fn parse(text: &str) -> Result<TraceSpec, ConfigError> {
         let f: TraceFile = toml::from_str(text).unwrap();
-        validate(&f, 1, 100)
+        validate(&f, 1, 100, 2)
     }
 
     #[test]
@@ -502,6 +525,17 @@ mod tests {
         assert!(!f.wants_at(PacketEvent::Drop, 2_000_000, 1));
         assert!(!f.wants_at(PacketEvent::Drop, 1_000_000, 0));
         assert!(f.wants_packet(3, 77) && !f.wants_packet(4, 77));
+        let e = parse("[packets]\nenabled = true\nentries = [1]")
+            .unwrap()
+            .packets
+            .unwrap();
+        assert!(e.wants_packet(1 << 56 | 5 << 32 | 7, 0));
+        assert!(!e.wants_packet(5 << 32 | 7, 0));
+        let err = parse("[packets]\nenabled = true\nentries = [2]").unwrap_err();
+        assert!(
+            err.to_string().contains("trace.packets.entries = 2"),
+            "{err}"
+        );
     }
 
     #[test]

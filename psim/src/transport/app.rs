@@ -10,6 +10,7 @@
 //! | `message_bytes` | – (required) | bytes per message, rounded up to whole packets of the protocol's MTU |
 //! | `gbps` | – (required) | offered load of each flow, Gb/s of payload: messages arrive every `message_bytes × 8 / gbps` on average |
 //! | `arrivals` | `"poisson"` | `"poisson"`: exponential gaps from the host's random stream; `"periodic"`: fixed gaps |
+//! | `first_bytes` | `message_bytes` | bytes of the first message, rounded up to whole packets: an initial buffer before the paced messages (a video player's start-up buffer, [TH] §2.4.1: 1.5 MB, then 64 KB every 100 ms) |
 //!
 //! The first message arrives when the flow starts. A sized flow stops at
 //! its size. Messages that arrive faster than the transport sends them
@@ -18,7 +19,9 @@
 //!
 //! Which transports take messages: the RoCE family (`roce`, `dcqcn`,
 //! `timely` and the IRN variants), whose senders send packet sequence
-//! numbers. A scenario that gives `app` to another protocol is refused.
+//! numbers, and the single-path TCP family (`tcp`, `dctcp`, `rc3`), whose
+//! senders take bytes up to the packets released so far. A scenario that
+//! gives `app` to another protocol is refused.
 
 use crate::config::ConfigError;
 use crate::rng::Rng;
@@ -47,6 +50,9 @@ pub struct AppSpec {
     /// Spacing of the arrivals.
     #[serde(default)]
     pub arrivals: Arrivals,
+    /// Bytes of the first message (None: `message_bytes`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_bytes: Option<u64>,
 }
 
 impl AppSpec {
@@ -66,6 +72,11 @@ impl AppSpec {
                 self.gbps,
                 "must be above 0 and at most 10^6",
             ));
+        }
+        if let Some(b) = self.first_bytes {
+            if b == 0 || b > 1 << 40 {
+                return Err(bad(&k("first_bytes"), b, "must be 1 byte to 1 TiB"));
+            }
         }
         if self.mean_gap_ps() < 1.0 {
             return Err(bad(
@@ -89,6 +100,8 @@ impl AppSpec {
 pub struct MessageSupply {
     /// Packets per message, and each packet's payload bytes.
     per_message: u64,
+    /// Packets of the first message.
+    first: u64,
     mtu: u32,
     mean_gap_ps: f64,
     poisson: bool,
@@ -103,8 +116,10 @@ pub struct MessageSupply {
 impl MessageSupply {
     /// The supply of `spec` for packets of `mtu` payload bytes.
     pub fn new(spec: &AppSpec, mtu: u32) -> Self {
+        let packets = |bytes: u64| bytes.div_ceil(u64::from(mtu.max(1)));
         MessageSupply {
-            per_message: spec.message_bytes.div_ceil(u64::from(mtu.max(1))),
+            per_message: packets(spec.message_bytes),
+            first: packets(spec.first_bytes.unwrap_or(spec.message_bytes)),
             mtu,
             mean_gap_ps: spec.mean_gap_ps(),
             poisson: spec.arrivals == Arrivals::Poisson,
@@ -117,7 +132,7 @@ impl MessageSupply {
     /// The flow starts at `now`: its first message arrives.
     pub fn start(&mut self, now: u64, rng: &mut Rng) {
         self.mark = (0, now);
-        self.released = self.per_message;
+        self.released = self.first;
         self.next_ps = now as f64 + self.gap(rng);
     }
 
@@ -172,6 +187,7 @@ mod tests {
             message_bytes: 65_536,
             gbps: 2.0,
             arrivals,
+            first_bytes: None,
         }
     }
 
@@ -218,6 +234,27 @@ mod tests {
         assert_eq!(s.offered_bps(400_000_000), 0.0);
     }
 
+    /// A start-up buffer: the first message is `first_bytes` (1.5 MB of
+    /// 1460-byte packets = 1028 packets), then 64 KB (45 packets) every
+    /// 100 ms: 65536 × 8 / 0.00524288 Gb/s = 100 ms.
+    #[test]
+    fn the_first_message_can_be_a_larger_buffer() {
+        let mut rng = Rng::seed_from_u64(1);
+        let spec = AppSpec {
+            message_bytes: 65_536,
+            gbps: 0.005_242_88,
+            arrivals: Arrivals::Periodic,
+            first_bytes: Some(1_500_000),
+        };
+        let mut s = MessageSupply::new(&spec, 1460);
+        s.start(0, &mut rng);
+        assert_eq!(s.released(), 1028);
+        assert_eq!(s.next_arrival(), 100_000_000_000);
+        assert_eq!(s.catch_up(99_999_999_999, &mut rng), 1028);
+        assert_eq!(s.catch_up(100_000_000_000, &mut rng), 1028 + 45);
+        assert_eq!(s.catch_up(300_000_000_000, &mut rng), 1028 + 3 * 45);
+    }
+
     #[test]
     fn a_message_rounds_up_to_whole_packets() {
         let s = MessageSupply::new(
@@ -225,10 +262,12 @@ mod tests {
                 message_bytes: 1025,
                 gbps: 1.0,
                 arrivals: Arrivals::Periodic,
+                first_bytes: Some(3000),
             },
             1024,
         );
         assert_eq!(s.per_message, 2);
+        assert_eq!(s.first, 3);
     }
 
     #[test]
@@ -239,6 +278,7 @@ mod tests {
                     message_bytes: 0,
                     gbps: 1.0,
                     arrivals: Arrivals::Poisson,
+                    first_bytes: None,
                 },
                 "traffic[0].app.message_bytes",
             ),
@@ -247,6 +287,7 @@ mod tests {
                     message_bytes: 1000,
                     gbps: f64::NAN,
                     arrivals: Arrivals::Poisson,
+                    first_bytes: None,
                 },
                 "traffic[0].app.gbps",
             ),
@@ -255,8 +296,18 @@ mod tests {
                     message_bytes: 1,
                     gbps: 1e6,
                     arrivals: Arrivals::Poisson,
+                    first_bytes: None,
                 },
                 "traffic[0].app.gbps",
+            ),
+            (
+                AppSpec {
+                    message_bytes: 1000,
+                    gbps: 1.0,
+                    arrivals: Arrivals::Periodic,
+                    first_bytes: Some(0),
+                },
+                "traffic[0].app.first_bytes",
             ),
         ] {
             let e = s.validate("traffic[0].app").unwrap_err().to_string();

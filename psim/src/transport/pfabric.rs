@@ -187,6 +187,7 @@ impl PfabricSource {
             supply: Supply {
                 next: 0,
                 total: flow.size,
+                released: u64::MAX,
                 mss: p.mss_bytes as u64,
                 seen: None,
                 data: None,

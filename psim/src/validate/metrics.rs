@@ -93,6 +93,21 @@ pub enum Metric {
         #[serde(default)]
         filter: Filter,
     },
+    /// From the first matching flow's start to the last one's finish,
+    /// seconds: the time to run a benchmark of many flows (P19's 1000
+    /// requests per client). Every matching flow must have finished, unless
+    /// `open_until_end`: then an unfinished flow counts as finishing at the
+    /// run's end, and the value is a lower bound (for "more than" claims).
+    Span {
+        /// Run name.
+        run: String,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+        /// Unfinished flows end at the run's end (a lower bound).
+        #[serde(default)]
+        open_until_end: bool,
+    },
     /// Mean over matching finished flows of FCT minus the flow's ideal FCT, µs.
     RiseOverIdeal {
         /// Run name.
@@ -364,6 +379,20 @@ pub enum Metric {
         #[serde(default)]
         by_bytes: bool,
     },
+    /// Mean time from a matching flow's start until its destination held
+    /// its first `bytes` bytes, seconds ([`super::one_way::prefix_done`]): a
+    /// video's start-up buffering time ([TH] §2.4.1, 1.5 MB). Over the
+    /// flows whose prefix arrived in the trace; byte sequence numbers (the
+    /// TCP family). Needs the run's packet trace with `dequeue` events.
+    PrefixMean {
+        /// Run name.
+        run: String,
+        /// The prefix, bytes.
+        bytes: u64,
+        /// Flows that count.
+        #[serde(default)]
+        filter: Filter,
+    },
     /// Mean of the matching flows' mean RTTs (`rtt_mean_ps`), seconds,
     /// over the flows with a sample: over flows, or with `by_bytes`
     /// weighted by flow size ([TH] Fig 5.9's "average RTT across bytes").
@@ -461,6 +490,7 @@ impl Metric {
             | Metric::Slowdown { run, .. }
             | Metric::SlowdownMean { run, .. }
             | Metric::LastFct { run, .. }
+            | Metric::Span { run, .. }
             | Metric::RiseOverIdeal { run, .. }
             | Metric::FlowsBelow { run, .. }
             | Metric::Utilisation { run, .. }
@@ -482,6 +512,7 @@ impl Metric {
             | Metric::FirstDeflection { run, .. }
             | Metric::ModeShare { run, .. }
             | Metric::FctMean { run, .. }
+            | Metric::PrefixMean { run, .. }
             | Metric::RttMean { run, .. } => into.push(run.clone()),
             Metric::Rc3Model { .. } => {}
         }
@@ -570,6 +601,28 @@ impl Metric {
             }
             Metric::LastFct { run, filter } => {
                 *fcts(run, filter)?.iter().max().unwrap() as f64 / 1e6
+            }
+            Metric::Span {
+                run,
+                filter,
+                open_until_end,
+            } => {
+                let fl = flows(run, filter)?;
+                let open = fl.iter().filter(|f| f.finish_ps.is_none()).count();
+                if open > 0 && !open_until_end {
+                    return Err(format!(
+                        "{open} of the {} matching flows of `{run}` did not finish: no span",
+                        fl.len()
+                    ));
+                }
+                let end = get(run)?.sim_end_ps;
+                let first = fl.iter().map(|f| f.start_ps).min().unwrap_or(0);
+                let last = fl
+                    .iter()
+                    .map(|f| f.finish_ps.unwrap_or(end))
+                    .max()
+                    .unwrap_or(0);
+                last.saturating_sub(first) as f64 / 1e12
             }
             Metric::RiseOverIdeal { run, filter } => {
                 let v: Vec<f64> = flows(run, filter)?
@@ -833,6 +886,23 @@ impl Metric {
                 by_bytes,
             } => mean_of(flows(run, filter)?, *by_bytes, |f| f.fct_ps)
                 .ok_or_else(|| format!("no flow of run `{run}` finished"))?,
+            Metric::PrefixMean { run, bytes, filter } => {
+                let done = super::one_way::prefix_done(&traced(run)?.traced.arrivals, *bytes);
+                let fl = flows(run, filter)?;
+                let v: Vec<f64> = fl
+                    .iter()
+                    .filter_map(|f| {
+                        done.get(&f.flow_id)
+                            .map(|&t| t.saturating_sub(f.start_ps) as f64 / 1e12)
+                    })
+                    .collect();
+                if v.is_empty() {
+                    return Err(format!(
+                        "no matching flow of `{run}` delivered its first {bytes} bytes in the trace"
+                    ));
+                }
+                v.iter().sum::<f64>() / v.len() as f64
+            }
             Metric::RttMean {
                 run,
                 filter,
@@ -1289,6 +1359,7 @@ mod tests {
             .iter()
             .map(|&x| Arrival {
                 flow: 1,
+                seq: 0,
                 at_ps: x,
                 payload_bytes: 1000,
                 delay_ps: Some(x),
@@ -1299,6 +1370,88 @@ mod tests {
         assert_eq!(m(Some(0.5)).eval(&runs).unwrap(), 3.0);
     }
 
+    /// A traced arrival without a one-way delay.
+    fn arrival(
+        flow: u64,
+        seq: u64,
+        at_ps: u64,
+        payload_bytes: u32,
+    ) -> crate::validate::one_way::Arrival {
+        crate::validate::one_way::Arrival {
+            flow,
+            seq,
+            at_ps,
+            payload_bytes,
+            delay_ps: None,
+        }
+    }
+
+    /// The span by hand: flows start at 0 and 1 µs and finish at 10 and
+    /// 30 µs: 30 µs. An unfinished flow makes it unknown, not shorter, or,
+    /// asked for a lower bound, ends with the run.
+    #[test]
+    fn span_runs_from_the_first_start_to_the_last_finish() {
+        let mut fl = vec![flow(1, 1000, 10, 1000), flow(2, 1000, 29, 1000)];
+        fl[1].start_ps = 1_000_000;
+        fl[1].finish_ps = Some(30_000_000);
+        let m = |open_until_end| Metric::Span {
+            run: "r".into(),
+            filter: Filter::default(),
+            open_until_end,
+        };
+        let v = m(false).eval(&one(fl.clone(), 1)).unwrap();
+        assert!((v - 30e-6).abs() < 1e-15, "{v}");
+        fl[0].finish_ps = None;
+        let e = m(false).eval(&one(fl.clone(), 1)).unwrap_err();
+        assert!(e.contains("1 of the 2 matching flows"), "{e}");
+        // As a lower bound the open flow ends with the run (50 µs).
+        let v = m(true).eval(&one(fl, 50_000_000)).unwrap();
+        assert!((v - 50e-6).abs() < 1e-15, "{v}");
+    }
+
+    /// Start-up buffering by hand: flow 1 starts at 0 and holds its first
+    /// 2000 bytes at 3 µs; flow 2 starts at 1 µs and holds them at 6 µs;
+    /// flow 3 never does and is left out: (3 + 5) / 2 = 4 µs. A filter that
+    /// keeps only flow 3 is an error, not a zero.
+    #[test]
+    fn prefix_mean_reads_the_trace() {
+        let mut fl = vec![
+            flow(1, 4000, 10, 4000),
+            flow(2, 4000, 10, 4000),
+            flow(3, 4000, 10, 4000),
+        ];
+        fl[1].start_ps = 1_000_000;
+        let mut runs = one(fl, 1);
+        let m = |filter| Metric::PrefixMean {
+            run: "r".into(),
+            bytes: 2000,
+            filter,
+        };
+        assert!(m(Filter::default())
+            .eval(&runs)
+            .unwrap_err()
+            .contains("no packet trace"));
+        let at = |flow, seq, us: u64| arrival(flow, seq, us * 1_000_000, 1000);
+        let d = runs.get_mut("r").unwrap();
+        d.traced.packets_traced = true;
+        d.traced.arrivals = vec![
+            at(1, 1000, 2),
+            at(1, 0, 3),
+            at(2, 0, 4),
+            at(3, 0, 5),
+            at(2, 1000, 6),
+        ];
+        let v = m(Filter::default()).eval(&runs).unwrap();
+        assert!((v - 4e-6).abs() < 1e-15, "{v}");
+        assert!(m(Filter {
+            src: Some(3),
+            ..Filter::default()
+        })
+        .eval(&runs)
+        .unwrap_err()
+        .contains("first 2000 bytes"));
+    }
+
     /// Jain's index by hand: two flows (ids 1 and 2) and 1 µs windows.
     /// Window 0: 1000 B and 1000 B, J = 1. Window 1: 1000 B and nothing,
     /// J = 1000² / (2 x 1000²) = 0.5. Window 2: no arrival, left out.
@@ -1306,14 +1459,8 @@ mod tests {
     /// of a flow not in the table, or outside the windows, count nowhere.
     #[test]
     fn jain_index_per_window_by_hand() {
-        use crate::validate::one_way::Arrival;
         let mut runs = one(vec![flow(1, 9000, 10, 9000), flow(2, 9000, 10, 9000)], 1);
-        let at = |flow, us: u64, bytes| Arrival {
-            flow,
-            at_ps: us * 1_000_000 + 500_000,
-            payload_bytes: bytes,
-            delay_ps: None,
-        };
+        let at = |flow, us: u64, bytes| arrival(flow, 0, us * 1_000_000 + 500_000, bytes);
         let d = runs.get_mut("r").unwrap();
         d.traced.packets_traced = true;
         d.traced.arrivals = vec![

@@ -22,7 +22,7 @@
 //! or drops each packet by a hash of its identity) gives an unbiased
 //! estimate, as for [`super::ack_latency`].
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use crate::topo::Topology;
 use crate::trace::packets::PacketRow;
@@ -34,6 +34,9 @@ use crate::units::tx_time_ps;
 pub struct Arrival {
     /// Its flow.
     pub flow: u64,
+    /// Its sequence number, as its protocol numbers packets (bytes for the
+    /// TCP family).
+    pub seq: u64,
     /// When its last bit reached the destination, ps.
     pub at_ps: u64,
     /// Its payload, bytes.
@@ -65,6 +68,7 @@ pub fn arrivals(rows: &[PacketRow], topo: &Topology) -> Vec<Arrival> {
                 }
                 out.push(Arrival {
                     flow: r.flow,
+                    seq: r.seq,
                     at_ps: at,
                     payload_bytes: r.payload_bytes,
                     delay_ps: sent.get(&(r.flow, r.seq)).map(|&t0| at - t0),
@@ -97,6 +101,37 @@ pub fn one_way_delays(rows: &[PacketRow], topo: &Topology) -> Vec<u64> {
         .iter()
         .filter_map(|a| a.delay_ps)
         .collect()
+}
+
+/// For every flow whose destination came to hold its first `bytes` bytes,
+/// when it did: the arrival that completed the prefix [0, `bytes`) of its
+/// byte sequence numbers (the TCP family's; a video's start-up buffer,
+/// [TH] §2.4.1). `arrivals` in order of arrival, as [`arrivals`] returns
+/// them; a flow whose prefix never completes in the trace is absent.
+pub fn prefix_done(arrivals: &[Arrival], bytes: u64) -> HashMap<u64, u64> {
+    // Per flow: bytes held from 0 on, and the ranges above a hole, by start.
+    let mut held: HashMap<u64, (u64, BTreeMap<u64, u64>)> = HashMap::new();
+    let mut done = HashMap::new();
+    for a in arrivals {
+        if done.contains_key(&a.flow) {
+            continue;
+        }
+        let (front, above) = held.entry(a.flow).or_default();
+        let end = a.seq + a.payload_bytes as u64;
+        let e = above.entry(a.seq).or_insert(end);
+        *e = (*e).max(end);
+        while let Some(entry) = above.first_entry() {
+            if *entry.key() > *front {
+                break;
+            }
+            *front = (*front).max(entry.remove());
+        }
+        if *front >= bytes {
+            done.insert(a.flow, a.at_ps);
+            held.remove(&a.flow);
+        }
+    }
+    done
 }
 
 #[cfg(test)]
@@ -158,5 +193,33 @@ mod tests {
         assert_eq!(a[0].at_ps, 5_000_000 + 2_200_000);
         assert_eq!((a[0].payload_bytes, a[0].delay_ps), (1436, None));
         assert!(one_way_delays(&rows, &t).is_empty());
+    }
+
+    /// The prefix by hand: flow 1's 1000-byte packets arrive as 0 (t = 1),
+    /// 2000 (t = 2, above a hole), 1000 (t = 3, fills it: [0, 3000) held)
+    /// and 3000 (t = 4). Its first 2500 bytes are held at t = 3, its first
+    /// 3000 also at t = 3, its first 3001 at t = 4. Flow 2 holds only
+    /// [1000, 2000): never a prefix.
+    #[test]
+    fn a_prefix_is_done_when_its_last_hole_fills() {
+        let at = |flow, seq, t| Arrival {
+            flow,
+            seq,
+            at_ps: t,
+            payload_bytes: 1000,
+            delay_ps: None,
+        };
+        let a = [
+            at(1, 0, 1),
+            at(2, 1000, 1),
+            at(1, 2000, 2),
+            at(1, 1000, 3),
+            at(1, 3000, 4),
+        ];
+        assert_eq!(prefix_done(&a, 2500), HashMap::from([(1, 3)]));
+        assert_eq!(prefix_done(&a, 3000), HashMap::from([(1, 3)]));
+        assert_eq!(prefix_done(&a, 3001), HashMap::from([(1, 4)]));
+        assert_eq!(prefix_done(&a, 1000), HashMap::from([(1, 1)]));
+        assert!(prefix_done(&a, 5000).is_empty());
     }
 }

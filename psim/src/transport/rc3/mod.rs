@@ -45,9 +45,11 @@
 //! | `sack` | true | [TH] §2.1.1 (SACK on; FACK and DSACK off, as psim's TCP has neither) |
 //! | `low_loop` | true | false: the primary loop alone (TCP with these MSS and IW), for comparisons |
 //!
-//! Departures from the thesis: the RLP loop runs once, at the flow's start
-//! (the thesis also starts it there, "as soon as the TCP send buffer is
-//! populated"; psim's flows hand their whole buffer at once). A packet's
+//! Departures from the thesis: the RLP loop runs at the flow's start (the
+//! thesis also starts it there, "as soon as the TCP send buffer is
+//! populated"): once for a backlog, which hands its whole buffer at once,
+//! and again over each message of an application-paced flow (`app`,
+//! `transport/app.rs`), from the message's tail down. A packet's
 //! rank from the tail counts whole segments: the last (partial) segment is
 //! rank 1, so both rules see the same ranks.
 
@@ -163,16 +165,23 @@ impl Rc3Params {
 pub struct LowSeen {
     /// Delivered byte ranges [start, end), merged, keyed by start.
     delivered: BTreeMap<u64, u64>,
-    /// The lowest byte the RLP loop sent (u64::MAX: none).
-    low_from: u64,
+    /// The byte ranges [start, end) the RLP loop sent, keyed by start: one
+    /// per run of the loop (one for a backlog; one per message an
+    /// application hands over).
+    low: BTreeMap<u64, u64>,
 }
 
 impl LowSeen {
     fn new() -> Self {
-        LowSeen {
-            delivered: BTreeMap::new(),
-            low_from: u64::MAX,
-        }
+        LowSeen::default()
+    }
+
+    /// Whether the RLP loop sent the byte at `seq`.
+    fn sent_low(&self, seq: u64) -> bool {
+        self.low
+            .range(..=seq)
+            .next_back()
+            .is_some_and(|(_, &e)| e > seq)
     }
 
     /// Marks [start, end) delivered.
@@ -214,7 +223,7 @@ impl LowSeen {
     pub(crate) fn classify(&self, seq: u64, len: u32) -> Seen {
         if self.covers(seq, seq + len as u64) {
             Seen::Delivered
-        } else if seq >= self.low_from {
+        } else if self.sent_low(seq) {
             Seen::Hole
         } else {
             Seen::New
@@ -239,6 +248,7 @@ pub struct Rc3;
 impl ProtocolDef for Rc3 {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.rc3.mss_bytes
     }
@@ -256,6 +266,8 @@ impl ProtocolDef for Rc3 {
 pub struct Rc3Source {
     tcp: TcpSource,
     p: Rc3Params,
+    /// Where the RLP loop's last run ended (0: it has not run).
+    low_end: u64,
     /// RC3's own counters.
     pub rc3: Rc3Stats,
 }
@@ -272,12 +284,13 @@ impl Rc3Source {
             ..flow.clone()
         };
         let mut tcp = TcpSource::new(&info, proto, &tp, 1, false, cc);
-        if p.rc3.low_loop && flow.size.is_some() {
+        if p.rc3.low_loop && (flow.size.is_some() || flow.app.is_some()) {
             tcp.supply.seen = Some(Box::new(LowSeen::new()));
         }
         Rc3Source {
             tcp,
             p: p.rc3.clone(),
+            low_end: 0,
             rc3: Rc3Stats::default(),
         }
     }
@@ -288,27 +301,37 @@ impl Rc3Source {
     }
 
     /// The RLP loop: the buffer from its tail down to TCP's highest byte
-    /// sent, each segment once, at its bucket's priority.
+    /// sent, each segment once, at its bucket's priority. With an
+    /// application (`app`), the buffer is what it has handed over: the loop
+    /// runs again over each new message, from the message's tail down to
+    /// TCP's highest byte sent or the loop's last run.
     fn send_low(&mut self, cx: &mut Ctx<'_>) {
-        let Some(total) = self.tcp.info.size else {
-            return;
-        };
-        let from = self.tcp.supply.next;
+        let end = self.tcp.supply.sendable_end();
+        let from = self.tcp.supply.next.max(self.low_end);
         let Some(seen) = self.tcp.supply.seen.as_deref_mut() else {
             return;
         };
-        if from >= total {
+        if end == u64::MAX {
             return;
         }
-        seen.low_from = from;
+        self.low_end = end;
+        if from >= end {
+            return;
+        }
+        seen.low.insert(from, end);
+        let total = self.tcp.info.size.unwrap_or(u64::MAX);
         let mss = self.p.mss_bytes as u64;
-        let n = total.div_ceil(mss);
+        let n = end.div_ceil(mss);
         let info = &self.tcp.info;
         for k in (from / mss..n).rev() {
             let seq = k * mss;
-            let len = (total - seq).min(mss) as u32;
+            let len = (end - seq).min(mss) as u32;
             let prio = self.p.bucket(n - k);
-            let last = if k == n - 1 { flags::LAST } else { 0 };
+            let last = if seq + len as u64 == total {
+                flags::LAST
+            } else {
+                0
+            };
             cx.out.push(Packet {
                 flow: info.id,
                 src: info.src,
@@ -328,6 +351,14 @@ impl Rc3Source {
             self.rc3.low_sent[prio as usize] += 1;
             self.tcp.stats.packets_sent += 1;
             self.tcp.stats.bytes_sent += len as u64;
+        }
+    }
+
+    /// Runs the RLP loop over bytes the application handed over since its
+    /// last run (none for a backlog, whose loop ran at the start).
+    fn send_new_low(&mut self, cx: &mut Ctx<'_>) {
+        if self.p.low_loop && self.tcp.supply.sendable_end() > self.low_end {
+            self.send_low(cx);
         }
     }
 
@@ -375,10 +406,12 @@ impl Transport for Rc3Source {
         }
     }
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
-        self.packet(pkt, cx)
+        self.packet(pkt, cx);
+        self.send_new_low(cx);
     }
     fn on_timer(&mut self, cx: &mut Ctx<'_>) {
-        self.tcp.timer(cx)
+        self.tcp.timer(cx);
+        self.send_new_low(cx);
     }
     fn poll_at(&self) -> Option<u64> {
         self.tcp.deadline()

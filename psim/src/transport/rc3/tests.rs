@@ -221,9 +221,15 @@ fn delivered_ranges_merge() {
     s.insert(4, 12);
     assert!(s.covers(0, 40));
     assert_eq!(s.delivered.len(), 1);
-    s.low_from = 100;
+    // Two runs of the RLP loop (two messages): [100, 200) and [300, 400).
+    s.low.insert(100, 200);
+    s.low.insert(300, 400);
     assert_eq!(s.classify(50, 10), Seen::New);
     assert_eq!(s.classify(100, 10), Seen::Hole);
+    assert_eq!(s.classify(190, 10), Seen::Hole);
+    assert_eq!(s.classify(200, 10), Seen::New);
+    assert_eq!(s.classify(390, 10), Seen::Hole);
+    assert_eq!(s.classify(400, 10), Seen::New);
     assert_eq!(s.classify(0, 10), Seen::Delivered);
 }
 
@@ -236,4 +242,66 @@ fn without_sack_the_example_completes_with_redundant_sends() {
     let tcp: usize = r.iter().map(|r| r.tcp.len()).sum();
     assert!(tcp > 14, "{r:?}");
     assert!(r.len() <= 6, "{}", r.len());
+}
+
+/// RC3 under an application (`app`): 8 packets at the start, then one
+/// message of 20 packets at 934.4 µs (29200 B × 8 / 0.25 Gb/s), 28 in all,
+/// on a scripted network with a 20 µs RTT that keeps every packet's order.
+/// - At the start TCP sends its IW of 4 and the RLP loop the other 4 of the
+///   first message, tail first, at P1.
+/// - One RTT later TCP's four ACKs arrive before the RLP's (the receiver
+///   ACKed in arrival order), so TCP reaches packets 5–8 not yet known
+///   delivered and sends them as holes, as TCP does in RTT 2 of [TH]
+///   §2.1.2's example.
+/// - Their ACKs advance the cumulative ACK by 4 segments, which appropriate
+///   byte counting (L = 2) counts as 2: TCP's window is 4 + 4 + 2 = 10 when
+///   the message arrives. TCP sends packets 9–18, and the RLP loop the
+///   message's other 10 from its tail down (ranks 1–10 from the message's
+///   end: P1), packet 28 with the flow's LAST flag. One RTT later TCP
+///   again reaches the RLP's packets first and sends 19–28 as holes.
+#[test]
+fn the_low_loop_runs_again_over_each_message() {
+    const GAP: u64 = 934_400_000; // ps
+    let p = params(|_| {});
+    let mut info = flow(Some(28 * MSS), 1);
+    info.app = Some(crate::transport::app::AppSpec {
+        message_bytes: 20 * MSS,
+        gbps: 0.25,
+        arrivals: crate::transport::app::Arrivals::Periodic,
+        first_bytes: Some(8 * MSS),
+    });
+    let mut n = crate::transport::testkit::Net::new(Protocol::Rc3, &info, p, 10_000_000);
+    n.run(u64::MAX, &mut crate::transport::testkit::never, &mut |_| {
+        false
+    });
+    let at = |t: u64| -> Vec<(u64, u8)> {
+        n.sent
+            .iter()
+            .filter(|(s, _)| *s == t)
+            .map(|(_, p)| (idx(p), p.prio))
+            .collect()
+    };
+    let mut first: Vec<(u64, u8)> = (1..=4).map(|k| (k, 0)).collect();
+    first.extend((5..=8).rev().map(|k| (k, 1)));
+    assert_eq!(at(0), first);
+    let holes: Vec<(u64, u8)> = (5..=8).map(|k| (k, 0)).collect();
+    assert_eq!(at(20_000_000), holes);
+    let mut second: Vec<(u64, u8)> = (9..=18).map(|k| (k, 0)).collect();
+    second.extend((19..=28).rev().map(|k| (k, 1)));
+    assert_eq!(at(GAP), second);
+    let holes: Vec<(u64, u8)> = (19..=28).map(|k| (k, 0)).collect();
+    assert_eq!(at(GAP + 20_000_000), holes);
+    let retx = n.sent.iter().filter(|(_, p)| p.has(flags::RETX)).count();
+    assert_eq!(retx, 14, "the holes, and nothing else");
+    assert_eq!(n.sent.len(), 28 + 14);
+    let last: Vec<u64> = n
+        .sent
+        .iter()
+        .filter(|(_, p)| p.has(flags::LAST))
+        .map(|(_, p)| idx(p))
+        .collect();
+    assert_eq!(last, [28, 28], "the RLP's copy and TCP's hole");
+    assert_eq!(n.sink_stats().expect("arrived").bytes_received, 28 * MSS);
+    assert_eq!(n.finish(), Some(GAP + 10_000_000));
+    assert_eq!(n.src.next_wake(), None);
 }

@@ -353,6 +353,7 @@ fn an_application_limited_timely_sender_is_cut_but_does_not_rise() {
             message_bytes: 4000,
             gbps: 0.01,
             arrivals: crate::transport::app::Arrivals::Periodic,
+            first_bytes: None,
         });
         let Endpoint::RoceSource(s) = Protocol::Timely.source(&info, &p) else {
             panic!("a RoCE source")

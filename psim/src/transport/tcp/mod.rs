@@ -43,7 +43,15 @@
 //! number in a data packet's `ack` (`mptcp.rs`). A lost ACK loses its SACK
 //! block; recovery then falls back on NewReno's partial-ACK rule or the RTO.
 //!
-//! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait.
+//! Application-paced flows (`app`, `transport/app.rs`): TCP and DCTCP send
+//! only the bytes the application has handed over, and wake at its next
+//! message when they have sent them all. Early retransmit counts bytes not
+//! yet handed over as no new data. MPTCP takes no messages.
+//!
+//! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait, and the
+//! restart of slow start after an idle period (RFC 5681 §4.1, Linux's
+//! `tcp_slow_start_after_idle`): an application-paced sender keeps its
+//! window across idle times.
 
 mod mptcp;
 mod sink;
@@ -57,6 +65,7 @@ pub use sink::TcpSink;
 pub use subflow::Subflow;
 pub(crate) use subflow::{AckInfo, Seen, Send, Supply};
 
+use super::app::MessageSupply;
 use super::cc::{CongestionControl, Controller, Dctcp as DctcpCc, Lia, LiaCoupling, Reno};
 use super::config::{bad, in_range, Micros};
 use super::{Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SourceStats};
@@ -167,6 +176,7 @@ pub struct Tcp;
 impl ProtocolDef for Tcp {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.tcp.mss_bytes
     }
@@ -188,6 +198,7 @@ pub struct Dctcp;
 impl ProtocolDef for Dctcp {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.tcp.mss_bytes
     }
@@ -260,6 +271,9 @@ pub struct TcpSource {
     pub(crate) p: TcpParams,
     pub(crate) subs: Vec<Subflow>,
     pub(crate) supply: Supply,
+    /// The application that hands over the bytes (`app.rs`); None: all
+    /// of them at the start.
+    app: Option<MessageSupply>,
     setup: Setup,
     ect: bool,
     /// Scratch: segments to send, and the subflow order (reused, not reallocated per ACK).
@@ -294,10 +308,12 @@ impl TcpSource {
             supply: Supply {
                 next: 0,
                 total: flow.size,
+                released: if flow.app.is_some() { 0 } else { u64::MAX },
                 mss: p.mss_bytes as u64,
                 seen: None,
                 data: None,
             },
+            app: flow.app.map(|a| MessageSupply::new(&a, p.mss_bytes)),
             setup: Setup::Established,
             ect,
             sends: Vec::new(),
@@ -347,7 +363,28 @@ impl TcpSource {
         }
     }
 
+    /// Takes the bytes the application has handed over by now.
+    fn take_messages(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(a) = &mut self.app {
+            let packets = a.catch_up(cx.now, cx.rng);
+            self.supply.released = packets.saturating_mul(self.supply.mss);
+        }
+    }
+
+    /// When the application's next message arrives, while the sender has
+    /// sent all it was handed and the flow is not over.
+    fn app_wake(&self) -> Option<u64> {
+        let a = self.app.as_ref()?;
+        let s = &self.supply;
+        let waiting = s.next >= s.released && s.total.is_none_or(|t| s.released < t);
+        waiting.then(|| a.next_arrival())
+    }
+
     pub(crate) fn start(&mut self, cx: &mut Ctx<'_>) {
+        if let Some(a) = &mut self.app {
+            a.start(cx.now, cx.rng);
+            self.take_messages(cx);
+        }
         if self.subs.len() > 1 {
             // Subflow i on path i of a shuffled list: distinct paths while there are enough.
             let n = self.info.num_paths.max(1);
@@ -478,18 +515,16 @@ impl TcpSource {
             ece,
             echo: pkt.sent_ps,
         };
+        self.take_messages(cx);
         let more_data = self.supply.remaining();
+        // RFC 5827's "no new data to send" counts what the application has
+        // handed over: an application-limited sender may retransmit early.
+        let sendable = self.supply.has_new();
         if let Some(data) = self.supply.data.as_deref_mut() {
             // MPTCP: the connection is acknowledged when every DSN is.
             let mut delivered = std::mem::take(&mut self.delivered);
-            let rtt = self.subs[i].on_ack(
-                a,
-                cx.now,
-                &self.p,
-                coupling,
-                more_data,
-                Some(&mut delivered),
-            );
+            let rtt =
+                self.subs[i].on_ack(a, cx.now, &self.p, coupling, sendable, Some(&mut delivered));
             if let Some(r) = rtt {
                 self.stats.rtt(r);
             }
@@ -506,7 +541,7 @@ impl TcpSource {
                 }
             }
         } else {
-            if let Some(r) = self.subs[i].on_ack(a, cx.now, &self.p, coupling, more_data, None) {
+            if let Some(r) = self.subs[i].on_ack(a, cx.now, &self.p, coupling, sendable, None) {
                 self.stats.rtt(r);
             }
             if !more_data && self.info.size.is_some() && self.subs[0].all_acked() {
@@ -542,6 +577,7 @@ impl TcpSource {
             }
             return;
         }
+        self.take_messages(cx);
         for i in 0..self.subs.len() {
             // A controller's own timer (rate-based ones; none of today's has one).
             if self.subs[i].cc.poll_at().is_some_and(|t| t <= cx.now) {
@@ -566,6 +602,7 @@ impl TcpSource {
                 .iter()
                 .flat_map(|s| [s.rto_at, s.cc.poll_at()])
                 .flatten()
+                .chain(self.app_wake())
                 .min(),
         }
     }

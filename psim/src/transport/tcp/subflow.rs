@@ -49,6 +49,9 @@ impl Seg {
 pub(crate) struct Supply {
     pub(crate) next: u64,
     pub(crate) total: Option<u64>,
+    /// Bytes the application has handed over so far (`app.rs`); u64::MAX
+    /// for a backlog, which has all of them from the start.
+    pub(crate) released: u64,
     pub(crate) mss: u64,
     /// What another loop already did with the unsent bytes (RC3's
     /// low-priority loop); None for plain TCP.
@@ -80,10 +83,7 @@ pub(crate) enum Seen {
 
 impl Supply {
     pub(crate) fn take(&mut self) -> Option<u32> {
-        let left = match self.total {
-            Some(t) => t - self.next,
-            None => self.mss,
-        };
+        let left = self.sendable_end().saturating_sub(self.next);
         if left == 0 {
             return None;
         }
@@ -108,14 +108,25 @@ impl Supply {
             reinjected: false,
         })
     }
+    /// Where the bytes that may be sent now end: the flow's end, or the end
+    /// of what the application has handed over.
+    pub(crate) fn sendable_end(&self) -> u64 {
+        self.total.unwrap_or(u64::MAX).min(self.released)
+    }
+    /// Whether new bytes may be sent now (the flow has more, and the
+    /// application has handed them over).
+    pub(crate) fn has_new(&self) -> bool {
+        self.next < self.sendable_end()
+    }
     /// Whether subflow `sub` has anything new to send.
     fn has_work_for(&self, sub: u8) -> bool {
-        self.remaining()
+        self.has_new()
             || self
                 .data
                 .as_deref()
                 .is_some_and(|d| d.reinject.iter().any(|r| r.from != sub))
     }
+    /// Whether the flow has bytes never sent, handed over yet or not.
     pub(crate) fn remaining(&self) -> bool {
         self.total.is_none_or(|t| self.next < t)
     }

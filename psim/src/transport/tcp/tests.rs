@@ -475,3 +475,43 @@ fn without_sack_each_further_hole_waits_a_round_trip() {
     assert_eq!(s, together);
     assert_eq!(tcp(&plain).stats.timeouts + tcp(&sack).stats.timeouts, 0);
 }
+
+/// An application-limited TCP flow (`app`): 8 segments at the start, then
+/// 4 every 1.152 ms (36 KB of 9000-byte segments at 0.25 Gb/s: 36000 ×
+/// 8 / 0.25 ns), 20 segments in all. The scripted network has a 20 µs
+/// RTT, so each message is sent whole at its arrival (the window is 10 at
+/// the start and larger later) and the sender is idle in between; the flow
+/// ends one one-way delay after the last message arrives.
+#[test]
+fn an_application_limited_flow_sends_each_message_at_its_arrival() {
+    const GAP: u64 = 1_152_000_000; // ps
+    let mut info = flow(Some(20 * MSS), 16);
+    info.app = Some(crate::transport::app::AppSpec {
+        message_bytes: 4 * MSS,
+        gbps: 0.25,
+        arrivals: crate::transport::app::Arrivals::Periodic,
+        first_bytes: Some(8 * MSS),
+    });
+    let params = ProtocolParams {
+        tcp: params(),
+        ..ProtocolParams::default()
+    };
+    let mut n = Net::new(Protocol::Tcp, &info, params, DELAY);
+    n.run(u64::MAX, &mut never, &mut never);
+    let mut want = Vec::new();
+    for k in 0..8 {
+        want.push((0, k * MSS, false));
+    }
+    for m in 1..=3 {
+        for k in 0..4 {
+            want.push((m * GAP, (4 + 4 * m + k) * MSS, false));
+        }
+    }
+    assert_eq!(sent(&n), want);
+    assert!(n.sent.last().unwrap().1.has(flags::LAST));
+    assert_eq!(received(&n), 20 * MSS);
+    assert_eq!(n.finish(), Some(3 * GAP + DELAY));
+    assert_eq!(n.sender_finish(), Some(3 * GAP + 2 * DELAY));
+    // Nothing is left to wake the sender.
+    assert_eq!(n.src.next_wake(), None);
+}
