@@ -31,6 +31,7 @@
 //! | `rwnd_packets` | 0 = unlimited | receiver window cap on the congestion window |
 //! | `initial_ssthresh_packets` | 0 = unlimited (slow start until the first loss) | RFC 5681 §3.1 ("arbitrarily high"); htsim's TCP starts at 100 segments (issue 19, [C]); pFabric's control loop at 12 ([PFAB] §4.2, spec note 15) |
 //! | `sack_blocks` | 1 | SACK blocks the sender reads from each ACK: 1 = RFC 2018's first block (see below); 0 = none, the sender sees cumulative ACKs only: plain NewReno (RFC 6582), as ns-2's `TCP/Newreno` agent runs behind a SACK sink in the UPS runs ([TH] §5.2; `UPS` scripts). RFC 2018 allows 3–4 blocks (htsim's TCP and ns-2's `Sack1` sink send 3); psim's 64-byte packet carries one, so 2–4 are refused |
+//! | `slow_start_after_idle` | false | true: RFC 5681 §4.1's restart: a sender that has sent nothing for longer than its RTO sets cwnd to min(IW, cwnd) before it sends again (Linux restarts by default, decaying the window per idle RTO as RFC 2861 does, which is not modelled); false: the window survives idle periods, as it did before this key. Only an application-paced sender (`app`) goes idle with its connection open |
 //! | `fixed_rto_us` | 0 = off | when set, every retransmission timeout is this long: no RTT estimate, no minimum, no back-off (pFabric's 45 µs = 3 fabric RTTs, [PFAB] §4.2); the other RTO keys are then unused |
 //!
 //! Packet encoding: byte sequence numbers; a data packet's `ack` field
@@ -48,10 +49,11 @@
 //! message when they have sent them all. Early retransmit counts bytes not
 //! yet handed over as no new data. MPTCP takes no messages.
 //!
-//! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait, and the
-//! restart of slow start after an idle period (RFC 5681 §4.1, Linux's
-//! `tcp_slow_start_after_idle`): an application-paced sender keeps its
-//! window across idle times.
+//! An idle application-paced sender keeps its window unless
+//! `slow_start_after_idle` is set (RFC 5681 §4.1).
+//!
+//! Not modelled: Nagle, receive-window auto-tuning, PAWS, time-wait, and
+//! RFC 2861's window decay per idle RTO (Linux's restart).
 
 mod mptcp;
 mod sink;
@@ -114,6 +116,8 @@ pub struct TcpParams {
     pub fixed_rto: Micros,
     /// SACK blocks the sender reads from each ACK: 1, or 0 for none.
     pub sack_blocks: u32,
+    /// RFC 5681 §4.1: restart from the initial window after an idle RTO.
+    pub slow_start_after_idle: bool,
 }
 
 impl Default for TcpParams {
@@ -134,6 +138,7 @@ impl Default for TcpParams {
             initial_ssthresh_packets: 0,
             fixed_rto: Micros::from_ps(0),
             sack_blocks: 1,
+            slow_start_after_idle: false,
         }
     }
 }

@@ -163,6 +163,8 @@ pub struct Subflow {
     pub(super) rtt: RttEstimator,
     pub(super) backoff: u32,
     pub(super) rto_at: Option<u64>,
+    /// When this subflow last sent a segment (None: never).
+    last_sent: Option<u64>,
     /// The congestion response.
     pub cc: Controller,
 }
@@ -192,6 +194,7 @@ impl Subflow {
             rtt: RttEstimator::default(),
             backoff: 0,
             rto_at: None,
+            last_sent: None,
             cc,
         }
     }
@@ -485,7 +488,16 @@ impl Subflow {
         p: &TcpParams,
         sends: &mut Vec<Send>,
     ) {
+        if p.slow_start_after_idle
+            && self
+                .last_sent
+                .is_some_and(|t| now.saturating_sub(t) > self.rto(p))
+        {
+            // RFC 5681 §4.1: after an idle RTO, restart from RW = min(IW, cwnd).
+            self.cc.limit((p.iw_packets as u64 * self.mss) as f64);
+        }
         let cwnd = self.cc.window().max(self.mss as f64) as u64;
+        let sends_before = sends.len();
         loop {
             if self.lost_pending > 0 {
                 let mut at = self.snd_una;
@@ -554,6 +566,9 @@ impl Subflow {
                 last: !reinjected && !supply.remaining() && supply.total.is_some(),
             });
             self.snd_nxt += len as u64;
+        }
+        if sends.len() > sends_before {
+            self.last_sent = Some(now);
         }
         if self.rto_at.is_none() && !self.segs.is_empty() {
             self.rto_at = Some(now + self.rto(p));

@@ -515,3 +515,36 @@ fn an_application_limited_flow_sends_each_message_at_its_arrival() {
     // Nothing is left to wake the sender.
     assert_eq!(n.src.next_wake(), None);
 }
+
+/// RFC 5681 §4.1's restart after idle (`slow_start_after_idle`): 40
+/// segments at the start, then 30 more 1.728 ms later (270 KB at 1.25 Gb/s).
+/// By then the first 40 are acknowledged (slow start: the window is 10 +
+/// 40 = 50 segments) and the sender has been idle for more than its 1 ms
+/// RTO. With the restart it sends the initial window of 10 at once; without,
+/// all 30.
+#[test]
+fn an_idle_sender_restarts_from_the_initial_window_when_asked() {
+    const GAP: u64 = 1_728_000_000; // ps
+    let burst = |restart: bool| {
+        let mut info = flow(Some(70 * MSS), 16);
+        info.app = Some(crate::transport::app::AppSpec {
+            message_bytes: 30 * MSS,
+            gbps: 1.25,
+            arrivals: crate::transport::app::Arrivals::Periodic,
+            first_bytes: Some(40 * MSS),
+        });
+        let params = ProtocolParams {
+            tcp: TcpParams {
+                slow_start_after_idle: restart,
+                ..params()
+            },
+            ..ProtocolParams::default()
+        };
+        let mut n = Net::new(Protocol::Tcp, &info, params, DELAY);
+        n.run(u64::MAX, &mut never, &mut never);
+        assert_eq!(received(&n), 70 * MSS);
+        sent(&n).iter().filter(|s| s.0 == GAP).count()
+    };
+    assert_eq!(burst(false), 30);
+    assert_eq!(burst(true), 10);
+}
