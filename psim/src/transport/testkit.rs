@@ -32,6 +32,22 @@ pub fn flow(size: Option<u64>, num_paths: u32) -> FlowInfo {
     }
 }
 
+/// An application that hands over `first_bytes` at the start (None:
+/// one message), then a message of `message_bytes` at fixed gaps of
+/// `message_bytes × 8 / gbps` ns (`app.rs`).
+pub fn periodic_app(
+    message_bytes: u64,
+    gbps: f64,
+    first_bytes: Option<u64>,
+) -> super::app::AppSpec {
+    super::app::AppSpec {
+        message_bytes,
+        gbps,
+        arrivals: super::app::Arrivals::Periodic,
+        first_bytes,
+    }
+}
+
 /// One endpoint (any [`Transport`]: the [`Endpoint`] enum or a concrete
 /// type, whose private state a unit test may then inspect) on a host of its
 /// own (slot 0), with the host's services and random stream, driven as the

@@ -355,9 +355,11 @@ impl Rc3Source {
     }
 
     /// Runs the RLP loop over bytes the application handed over since its
-    /// last run (none for a backlog, whose loop ran at the start).
+    /// last run (none for a backlog, whose loop ran at the start). A flow
+    /// without the loop (`low_loop = false`, or endless without `app`) has
+    /// no `seen` and costs one test per ACK.
     fn send_new_low(&mut self, cx: &mut Ctx<'_>) {
-        if self.p.low_loop && self.tcp.supply.sendable_end() > self.low_end {
+        if self.tcp.supply.seen.is_some() && self.tcp.supply.sendable_end() > self.low_end {
             self.send_low(cx);
         }
     }

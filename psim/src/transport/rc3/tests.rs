@@ -1,5 +1,5 @@
 use super::*;
-use crate::transport::testkit::{flow, Host};
+use crate::transport::testkit::{flow, periodic_app, Host};
 
 const MSS: u64 = 1460;
 
@@ -264,12 +264,7 @@ fn the_low_loop_runs_again_over_each_message() {
     const GAP: u64 = 934_400_000; // ps
     let p = params(|_| {});
     let mut info = flow(Some(28 * MSS), 1);
-    info.app = Some(crate::transport::app::AppSpec {
-        message_bytes: 20 * MSS,
-        gbps: 0.25,
-        arrivals: crate::transport::app::Arrivals::Periodic,
-        first_bytes: Some(8 * MSS),
-    });
+    info.app = Some(periodic_app(20 * MSS, 0.25, Some(8 * MSS)));
     let mut n = crate::transport::testkit::Net::new(Protocol::Rc3, &info, p, 10_000_000);
     n.run(u64::MAX, &mut crate::transport::testkit::never, &mut |_| {
         false

@@ -349,12 +349,7 @@ fn an_application_limited_timely_sender_is_cut_but_does_not_rise() {
         p.roce.pfc = true; // no RTO: the only wake-up is the application's
         p.validate().unwrap();
         let mut info = flow(None, 1);
-        info.app = Some(crate::transport::app::AppSpec {
-            message_bytes: 4000,
-            gbps: 0.01,
-            arrivals: crate::transport::app::Arrivals::Periodic,
-            first_bytes: None,
-        });
+        info.app = Some(crate::transport::testkit::periodic_app(4000, 0.01, None));
         let Endpoint::RoceSource(s) = Protocol::Timely.source(&info, &p) else {
             panic!("a RoCE source")
         };

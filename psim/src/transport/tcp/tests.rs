@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::transport::cc::CongestionControl;
-use crate::transport::testkit::{flow, never, Net};
+use crate::transport::testkit::{flow, never, periodic_app, Net};
 
 const MSS: u64 = 9000;
 /// One-way delay of the scripted network, ps (a 20 µs RTT).
@@ -486,12 +486,7 @@ fn without_sack_each_further_hole_waits_a_round_trip() {
 fn an_application_limited_flow_sends_each_message_at_its_arrival() {
     const GAP: u64 = 1_152_000_000; // ps
     let mut info = flow(Some(20 * MSS), 16);
-    info.app = Some(crate::transport::app::AppSpec {
-        message_bytes: 4 * MSS,
-        gbps: 0.25,
-        arrivals: crate::transport::app::Arrivals::Periodic,
-        first_bytes: Some(8 * MSS),
-    });
+    info.app = Some(periodic_app(4 * MSS, 0.25, Some(8 * MSS)));
     let params = ProtocolParams {
         tcp: params(),
         ..ProtocolParams::default()
@@ -527,12 +522,7 @@ fn an_idle_sender_restarts_from_the_initial_window_when_asked() {
     const GAP: u64 = 1_728_000_000; // ps
     let burst = |restart: bool| {
         let mut info = flow(Some(70 * MSS), 16);
-        info.app = Some(crate::transport::app::AppSpec {
-            message_bytes: 30 * MSS,
-            gbps: 1.25,
-            arrivals: crate::transport::app::Arrivals::Periodic,
-            first_bytes: Some(40 * MSS),
-        });
+        info.app = Some(periodic_app(30 * MSS, 1.25, Some(40 * MSS)));
         let params = ProtocolParams {
             tcp: TcpParams {
                 slow_start_after_idle: restart,
