@@ -79,6 +79,9 @@ pub struct ReplayFile {
     pub max_packets: u64,
     /// Capacity of the replay's LSTF queues, packets.
     pub queue_packets: u32,
+    /// Preemptive LSTF ([TH] §5.1.3, T34): an arrival of less slack
+    /// interrupts the packet on the wire.
+    pub preemptive: bool,
     /// Write the original's record to `DIR/record/` (`trace/record.rs`).
     pub write_record: bool,
     /// Replay the record a run wrote to this output directory (relative to
@@ -101,6 +104,7 @@ impl Default for ReplayFile {
             threshold_us: DEFAULT_THRESHOLD_US,
             max_packets: DEFAULT_MAX_PACKETS,
             queue_packets: DEFAULT_QUEUE_PACKETS,
+            preemptive: false,
             write_record: false,
             from_record: None,
         }
@@ -118,6 +122,8 @@ pub struct ReplaySpec {
     pub max_packets: u64,
     /// Replay LSTF capacity, packets.
     pub queue_packets: u32,
+    /// Preemptive LSTF.
+    pub preemptive: bool,
     /// Write the original's record.
     pub write_record: bool,
     /// The output directory whose record to replay (resolved).
@@ -156,6 +162,13 @@ impl ReplayFile {
                 "a replay runs LSTF on plain output queues: remove PFC and the Tofino chip",
             ));
         }
+        if self.preemptive && self.discipline != ReplayDiscipline::Lstf {
+            return Err(bad(
+                "replay.preemptive",
+                true,
+                "only LSTF preempts: remove it, or use discipline = \"lstf\"",
+            ));
+        }
         if let (true, Some(_)) = (self.write_record, &self.from_record) {
             return Err(bad(
                 "replay.write_record",
@@ -168,6 +181,7 @@ impl ReplayFile {
             threshold_ps: (t * 1e6).round() as u64,
             max_packets: self.max_packets,
             queue_packets: self.queue_packets,
+            preemptive: self.preemptive,
             write_record: self.write_record,
             from_record: self.from_record.as_ref().map(|d| base_dir.join(d)),
         })
@@ -182,6 +196,7 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
     let lstf = match spec.discipline {
         ReplayDiscipline::Lstf => QueueConfig::Lstf(LstfConfig {
             queue_packets: Some(spec.queue_packets),
+            preemptive: spec.preemptive,
             ..LstfConfig::default()
         }),
         ReplayDiscipline::Priority => QueueConfig::Rank(RankConfig {

@@ -122,7 +122,8 @@ impl EventCounts {
     pub const TIMER_GRANT: usize = 6;
     /// A host-services timer that found nothing to grant.
     pub const TIMER_IDLE: usize = 7;
-    /// A superseded timer (processed in a window or dropped at a boundary).
+    /// A superseded timer (processed in a window or dropped at a boundary),
+    /// or a preemptive port's transmit-done for a packet since interrupted.
     pub const TIMER_STALE: usize = 8;
     /// [`EventKind::TxDone`] after which the port went idle (nothing to
     /// send), whether it ran from the heap or was settled in its port

@@ -344,6 +344,18 @@ impl Shard {
                     self.on_link_arrival(local, port, now);
                 }
                 EventKind::TxDone { port } => {
+                    let p = &mut self.nodes[local].ports[port as usize];
+                    if p.preempt.is_some() {
+                        match p.release(now) {
+                            Some(pkt) => self.launch(local, port, pkt, now),
+                            // Superseded by an interruption: counted with
+                            // the stale timers; it does not extend the run.
+                            None => {
+                                self.event_counts.0[EventCounts::TIMER_STALE] += 1;
+                                continue;
+                            }
+                        }
+                    }
                     self.nodes[local].ports[port as usize].finish();
                     if self.transmit(local, port, now) {
                         self.event_counts.0[EventCounts::TX_DONE] += 1;
@@ -687,8 +699,11 @@ impl Shard {
                     None => self.counters.dropped += 1,
                 }
             }
-        } else if !self.nodes[local].ports[port as usize].busy {
-            self.transmit(local, port, now);
+        } else {
+            let p = &mut self.nodes[local].ports[port as usize];
+            if !p.busy || p.interrupt(now) {
+                self.transmit(local, port, now);
+            }
         }
     }
 
@@ -763,8 +778,7 @@ impl Shard {
             return false;
         };
         let from = started.ingress;
-        let link = p.link;
-        let lost = pkt.kind != PacketKind::Pause && p.loss.as_deref_mut().is_some_and(|l| l.lose());
+        let held = p.preempt.is_some();
         let mut signal = Signal::None;
         if pkt.kind == PacketKind::Pause {
             self.counters.frames_sent += 1;
@@ -773,7 +787,8 @@ impl Shard {
         }
         // Nothing behind this packet: its completion would only mark the port
         // idle, so it is kept in the port, not the heap, until needed.
-        let idle_after = p.nothing_waiting();
+        // (A preemptive port needs the event: it hands the packet over then.)
+        let idle_after = p.nothing_waiting() && !held;
         let seq = node.next_seq();
         if idle_after {
             node.ports[port as usize].deferred_done = Some((done, seq));
@@ -781,13 +796,28 @@ impl Shard {
             let key = own_key(node.id, done, seq);
             self.events.push(key, EventKind::TxDone { port });
         }
-        if lost {
+        if held {
+            // Interruptible until its last bit has left: the link gets it then.
+            node.ports[port as usize].hold(pkt, now, done);
+        } else {
+            self.launch(local, port, pkt, done);
+        }
+        if signal != Signal::None {
+            self.signal(local, signal, now);
+        }
+        true
+    }
+
+    /// Puts a packet whose last bit leaves `port` at `done` on its link
+    /// (unless the link loses it): it reaches the peer one delay later.
+    fn launch(&mut self, local: usize, port: u16, pkt: Packet, done: u64) {
+        let node = &mut self.nodes[local];
+        let p = &mut node.ports[port as usize];
+        let link = p.link;
+        if pkt.kind != PacketKind::Pause && p.loss.as_deref_mut().is_some_and(|l| l.lose()) {
             self.counters.lost_on_link += 1;
             self.counters.dropped += 1;
-            if signal != Signal::None {
-                self.signal(local, signal, now);
-            }
-            return true;
+            return;
         }
         let seq = node.next_seq();
         let inflight = InFlight {
@@ -806,10 +836,6 @@ impl Shard {
                 inflight,
             });
         }
-        if signal != Signal::None {
-            self.signal(local, signal, now);
-        }
-        true
     }
 
     /// Ends the trace recorders at `sim_end_ps` and hands over what they hold.

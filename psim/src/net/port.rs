@@ -80,6 +80,18 @@ pub struct PauseState {
     pub paused_ps: [u64; 8],
 }
 
+impl Preemption {
+    /// The transmission time `pkt` already had, ps (0 if never interrupted);
+    /// forgets it.
+    fn resume(&mut self, pkt: &Packet) -> u64 {
+        let id = packet_id(pkt);
+        match self.partial.iter().position(|(p, _)| *p == id) {
+            Some(i) => self.partial.swap_remove(i).1,
+            None => 0,
+        }
+    }
+}
+
 /// An output port.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Port {
@@ -101,19 +113,62 @@ pub struct Port {
     /// the event heap, and settles it when the port is next touched or the
     /// run ends (docs/engine.md, "Idle completions").
     pub deferred_done: Option<(u64, u64)>,
+    /// A preemptive discipline's port state ([`Discipline::preemptive`]);
+    /// None on every other port.
+    pub preempt: Option<Box<Preemption>>,
+}
+
+/// A preemptive port (preemptive LSTF, [TH] §5.1.3): the packet being sent
+/// stays here until its last bit has left, so that a better arrival can
+/// still interrupt it; an interrupted packet goes back to the discipline
+/// and later sends only its remaining bits (preempt-resume).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Preemption {
+    /// The packet on the wire, if any.
+    pub in_service: Option<InService>,
+    /// Interrupted packets back in the queue, with the transmission time
+    /// they have already had, ps. Few at a time: one per interruption not
+    /// yet resumed.
+    pub partial: Vec<(PacketId, u64)>,
+    /// Interruptions so far.
+    pub interrupted: u64,
+}
+
+/// The packet a preemptive port is sending.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct InService {
+    /// The packet, handed to the link at `done`.
+    pub pkt: Packet,
+    /// When this stretch of its transmission started, ps.
+    pub start: u64,
+    /// When its last bit leaves, ps.
+    pub done: u64,
+    /// Transmission time it had before this stretch, ps.
+    pub sent_before: u64,
+    /// Whether the discipline gave it (PFC frames are never interrupted).
+    pub from_queue: bool,
+}
+
+/// What tells a packet from the others queued at a port: its flow, number,
+/// send time and kind.
+pub type PacketId = (u64, u64, u64, u8);
+
+fn packet_id(p: &Packet) -> PacketId {
+    (p.flow, p.seq, p.sent_ps, p.kind as u8)
 }
 
 impl Port {
     /// An idle port feeding `link` through `queue`.
     pub fn new(queue: Queue, link: PortInfo) -> Port {
         Port {
-            queue,
             busy: false,
             link,
             counters: PortCounters::default(),
             pause: None,
             loss: None,
             deferred_done: None,
+            preempt: queue.preemptive().then(Box::default),
+            queue,
         }
     }
 
@@ -217,12 +272,67 @@ impl Port {
             self.counters
         );
         self.busy = true;
-        let done = cx.now + tx_time_ps(pkt.size as u64, rate);
+        let mut tx = tx_time_ps(pkt.size as u64, rate);
+        if let Some(pre) = self.preempt.as_deref_mut() {
+            tx -= pre.resume(&pkt).min(tx);
+        }
+        let done = cx.now + tx;
         if let Some(t) = cx.trace.as_deref_mut() {
             t.dequeued(cx.node, cx.port, cx.now, done, &pkt, &self.queue);
         }
         out.sent = Some((pkt, done));
         out
+    }
+
+    /// A preemptive port keeps the packet it started from `now` until
+    /// `done` (see [`Preemption`]).
+    pub fn hold(&mut self, pkt: Packet, now: u64, done: u64) {
+        let pre = self.preempt.as_deref_mut().expect("a preemptive port");
+        let from_queue = pkt.kind != crate::packet::PacketKind::Pause;
+        // Start shortened the transmission by the time it already had.
+        let full = tx_time_ps(pkt.size as u64, self.link.link.rate_bps);
+        let sent_before = full.saturating_sub(done - now);
+        pre.in_service = Some(InService {
+            pkt,
+            start: now,
+            done,
+            sent_before,
+            from_queue,
+        });
+    }
+
+    /// The packet a preemptive port holds, if its last bit leaves at `now`
+    /// (None: a transmit-done superseded by an interruption).
+    pub fn release(&mut self, now: u64) -> Option<Packet> {
+        let pre = self.preempt.as_deref_mut()?;
+        pre.in_service.take_if(|s| s.done == now).map(|s| s.pkt)
+    }
+
+    /// After an arrival at `now` on a busy preemptive port: if the
+    /// discipline's best packet beats the one on the wire, puts that one
+    /// back (its transmission so far noted) and frees the port for
+    /// [`Port::start`]. Returns whether it did.
+    pub fn interrupt(&mut self, now: u64) -> bool {
+        let Some(pre) = self.preempt.as_deref_mut() else {
+            return false;
+        };
+        let Some(s) = pre.in_service.as_ref() else {
+            return false;
+        };
+        if !s.from_queue || now >= s.done || !self.queue.preempts() {
+            return false;
+        }
+        let s = pre.in_service.take().expect("checked");
+        let sent = now - s.start;
+        pre.partial.push((packet_id(&s.pkt), s.sent_before + sent));
+        pre.interrupted += 1;
+        // It was counted as handed to the link when it started; it is
+        // queued again (the counters' identity holds).
+        self.counters.dequeued -= 1;
+        self.counters.dequeued_bytes -= s.pkt.size as u64;
+        self.queue.requeue(s.pkt, sent);
+        self.busy = false;
+        true
     }
 
     /// The packet in service has left: the port is idle until [`Port::start`].
@@ -408,6 +518,70 @@ mod tests {
             (p.counters.enqueued, p.counters.dequeued, p.counters.dropped),
             (2, 2, 1)
         );
+    }
+
+    /// Preemptive LSTF at 10 Gb/s, T = U = 1 µs per 1250 B packet (keys =
+    /// arrival + slack + T), by hand:
+    /// - 0: A (slack 10U, key 11U) starts, due at U;
+    /// - U/4: B (slack 0, key 1.25U) arrives and interrupts A, which has had
+    ///   U/4 on the wire; B is due at 1.25U, and A's old completion at U
+    ///   finds nothing;
+    /// - 1.25U: B leaves with slack 0; A resumes for its last 0.75U, due at
+    ///   2U, and leaves with slack 10U − (2U − U − 0) = 9U (it waited U);
+    /// - 1.5U: C (slack 9U, key 11.5U) does not interrupt A (key 11U);
+    /// - 2U: D (slack 6U, key 9U) would, but A's last bit leaves then.
+    #[test]
+    fn preemptive_lstf_interrupts_and_resumes_by_hand() {
+        use crate::queue::lstf::{tests::pkt, tests::U, Form, LstfQueue};
+        let link = PortInfo {
+            peer: 1,
+            peer_port: 0,
+            link: LinkSpec {
+                rate_bps: 10_000_000_000,
+                delay_ps: 0,
+            },
+        };
+        let q = LstfQueue::new(Capacity::Packets(10), Form::Lstf).with_preemption(true);
+        let mut p = Port::new(Queue::Lstf(Box::new(q)), link);
+        let (mut rng, mut r) = (crate::rng::stream_rng(1, 0), Vec::new());
+        let u = U as i64;
+        p.offer(pkt(1, 10 * u), None, &mut cx(0, &mut rng, &mut r));
+        let (a, done) = p.start(&mut cx(0, &mut rng, &mut r)).sent.unwrap();
+        assert_eq!(done, U);
+        p.hold(a, 0, done);
+        assert!(!p.interrupt(U / 8), "nothing better waits");
+        p.offer(pkt(2, 0), None, &mut cx(U / 4, &mut rng, &mut r));
+        assert!(p.interrupt(U / 4));
+        assert_eq!(p.counters.dequeued, 0);
+        let (b, done) = p.start(&mut cx(U / 4, &mut rng, &mut r)).sent.unwrap();
+        assert_eq!((b.seq, done), (2, 5 * U / 4));
+        p.hold(b, U / 4, done);
+        assert_eq!(p.release(U), None, "A's first completion is superseded");
+        let b = p.release(5 * U / 4).unwrap();
+        assert_eq!((b.seq, b.rank as i64), (2, 0));
+        p.finish();
+        let (a, done) = p.start(&mut cx(5 * U / 4, &mut rng, &mut r)).sent.unwrap();
+        assert_eq!((a.seq, done), (1, 2 * U));
+        p.hold(a, 5 * U / 4, done);
+        assert_eq!(
+            p.preempt
+                .as_deref()
+                .unwrap()
+                .in_service
+                .as_ref()
+                .unwrap()
+                .sent_before,
+            U / 4
+        );
+        p.offer(pkt(3, 9 * u), None, &mut cx(3 * U / 2, &mut rng, &mut r));
+        assert!(!p.interrupt(3 * U / 2));
+        p.offer(pkt(4, 6 * u), None, &mut cx(2 * U, &mut rng, &mut r));
+        assert!(!p.interrupt(2 * U));
+        let a = p.release(2 * U).unwrap();
+        assert_eq!((a.seq, a.rank as i64), (1, 9 * u));
+        assert_eq!(p.preempt.as_deref().unwrap().interrupted, 1);
+        assert!(p.preempt.as_deref().unwrap().partial.is_empty());
+        assert_eq!((p.counters.enqueued, p.counters.dequeued), (4, 2));
     }
 
     /// A discipline without per-priority service: a pause holds the whole

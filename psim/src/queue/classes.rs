@@ -131,6 +131,12 @@ impl DisciplineConfig for ClassesConfig {
         }
         for (i, c) in self.class.iter().enumerate() {
             c.validate(&format!("{key}.class[{i}]"))?;
+            if let QueueConfig::Lstf(l) = c {
+                if l.preemptive {
+                    let msg = "a class cannot preempt the port's other classes: preemption is for an lstf port discipline";
+                    return Err(bad(&format!("{key}.class[{i}].preemptive"), true, msg));
+                }
+            }
         }
         Ok(())
     }
@@ -457,6 +463,15 @@ mod tests {
         let e = cfg.validate("switch.queue").unwrap_err().to_string();
         assert!(
             e.starts_with("switch.queue.class[2].queue_packets = 0"),
+            "{e}"
+        );
+        cfg.class[2] = QueueConfig::Lstf(crate::queue::lstf::LstfConfig {
+            preemptive: true,
+            ..Default::default()
+        });
+        let e = cfg.validate("switch.queue").unwrap_err().to_string();
+        assert!(
+            e.starts_with("switch.queue.class[2].preemptive = true"),
             "{e}"
         );
     }

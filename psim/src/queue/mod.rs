@@ -242,6 +242,26 @@ pub trait Discipline {
     fn dequeued_ingress(&self) -> Option<u16> {
         None
     }
+    /// Whether the port may interrupt the packet it is sending for a better
+    /// one that arrives (preemptive LSTF, [TH] §5.1.3). The port then holds
+    /// each packet until its last bit has left (`net/port.rs`). Default: no.
+    fn preemptive(&self) -> bool {
+        false
+    }
+    /// Whether the best waiting packet should interrupt the one the last
+    /// dequeue returned, which is on the wire now. Asked only of a
+    /// preemptive discipline, and only about a packet it gave. Default: no.
+    fn preempts(&mut self) -> bool {
+        false
+    }
+    /// Takes back the packet the last dequeue returned, interrupted after
+    /// `sent_ps` of its transmission; it keeps its place (its key), and
+    /// its header is as before that dequeue except that the `sent_ps`
+    /// already served do not count as waiting. Called only after
+    /// [`Discipline::preempts`] said yes.
+    fn requeue(&mut self, _pkt: Packet, _sent_ps: u64) {
+        unreachable!("only a preemptive discipline is asked to take a packet back")
+    }
 }
 
 /// Where an ECN marking queue takes its decision (`mark_at` of `ecn`
@@ -367,6 +387,15 @@ macro_rules! disciplines {
             #[inline]
             fn dequeued_ingress(&self) -> Option<u16> {
                 match self { $( Queue::$variant(q) => q.dequeued_ingress(), )* }
+            }
+            fn preemptive(&self) -> bool {
+                match self { $( Queue::$variant(q) => q.preemptive(), )* }
+            }
+            fn preempts(&mut self) -> bool {
+                match self { $( Queue::$variant(q) => q.preempts(), )* }
+            }
+            fn requeue(&mut self, pkt: Packet, sent_ps: u64) {
+                match self { $( Queue::$variant(q) => q.requeue(pkt, sent_ps), )* }
             }
         }
 
@@ -572,6 +601,15 @@ impl<D: Discipline + ?Sized> Discipline for Box<D> {
     }
     fn dequeued_ingress(&self) -> Option<u16> {
         (**self).dequeued_ingress()
+    }
+    fn preemptive(&self) -> bool {
+        (**self).preemptive()
+    }
+    fn preempts(&mut self) -> bool {
+        (**self).preempts()
+    }
+    fn requeue(&mut self, pkt: Packet, sent_ps: u64) {
+        (**self).requeue(pkt, sent_ps)
     }
 }
 

@@ -165,6 +165,12 @@ impl RankStore {
         None
     }
 
+    /// The best slot with its key.
+    pub fn best_keyed(&mut self) -> Option<(u64, u32)> {
+        self.best()?;
+        self.min.peek().map(|&Reverse((k, _, slot))| (k, slot))
+    }
+
     /// The worst slot: largest key, latest arrival among equal keys.
     pub fn worst(&mut self) -> Option<u32> {
         while let Some(&e) = self.max.peek() {
