@@ -62,6 +62,43 @@ fn pfc_runs_are_identical_for_any_partition() {
     }
 }
 
+/// The same incast on shared-buffer switches (`pool = "shared"`, HPCC's
+/// dynamic threshold, [RDMA] §2.2): 200 KB per switch, of which 4 x (15 KB
+/// headroom + 4 KB reserve) is set aside. Lossless, pausing, the bottleneck
+/// still full (the bound of the test above), and the same for any partition.
+#[test]
+fn a_shared_buffer_switch_is_lossless_and_identical_for_any_partition() {
+    let sets = [
+        "switch.pfc.pool=\"shared\"",
+        "switch.pfc.shared_buffer_bytes=200000",
+        "switch.pfc.threshold=\"dynamic\"",
+    ];
+    let scn = scenario(&incast(true), &sets);
+    let one = run(&scn, 1, 1);
+    let s = &one.outcome.summary;
+    assert!(s.conserved(), "{s:?}");
+    assert_eq!((s.packets.dropped, s.ports.dropped), (0, 0));
+    assert!(s.ports.pause_sent > 0 && s.ports.paused_ps > 0, "{s:?}");
+    for f in &one.flows {
+        assert_eq!(Some(f.bytes_received), f.size_bytes, "flow {}", f.flow_id);
+    }
+    let last = one.flows.iter().filter_map(|f| f.finish_ps).max().unwrap();
+    let wire: u64 = one.flows.iter().map(|f| f.bytes_sent).sum();
+    let bound = wire * 8 * 1000 / 10;
+    assert!(
+        last >= bound && (last as f64) < bound as f64 * 1.05,
+        "{last} vs {bound}"
+    );
+    // Not the per-input-port run under another name.
+    let per_port = run(&scenario(&incast(true), &[]), 1, 1);
+    assert_ne!(per_port.outcome.summary.ports, s.ports);
+    for shards in [2, 3] {
+        let r = run(&scn, shards, 2);
+        assert_eq!(r.csv, one.csv, "{shards} shards");
+        assert_eq!(r.outcome.summary.ports, one.outcome.summary.ports);
+    }
+}
+
 #[test]
 fn impossible_pfc_settings_name_the_key() {
     let path = repo_root().join("inline.toml");
@@ -70,6 +107,11 @@ fn impossible_pfc_settings_name_the_key() {
         ("switch.pfc.xoff_bytes=39000", "switch.pfc.xoff_bytes"),
         ("switch.pfc.lossless=[9]", "switch.pfc.lossless"),
         ("switch.pfc.alpha=-1.0", "switch.pfc.alpha"),
+        (
+            "switch.pfc={enabled=true,pool=\"shared\",shared_buffer_bytes=50000,headroom_bytes=15000}",
+            "switch.pfc.shared_buffer_bytes",
+        ),
+        ("switch.pfc.pool=\"pooled\"", "switch.pfc.pool"),
         ("switch.queue={kind=\"ndp\"}", "switch.queue.kind"),
         (
             "switch.tor.queue={kind=\"random\"}",

@@ -255,6 +255,16 @@ impl Scenario {
             protocols.ndp.mtu_bytes,
             largest_packet,
         )?;
+        if file.switch.pfc.enabled {
+            let ports = (0..topology.entities())
+                .filter(|&e| topology.kind(e) != crate::topo::EntityKind::Host)
+                .map(|e| topology.port_count(e) as usize)
+                .max()
+                .unwrap_or(0);
+            file.switch
+                .pfc
+                .validate_pool("switch.pfc", ports, largest_packet)?;
+        }
 
         let mut traffic_protocols = Vec::new();
         let mut traffic_apps = Vec::new();

@@ -48,6 +48,37 @@
 //! − headroom − bytes charged to the port)` (the dynamic threshold of HPCC's
 //! shared buffer, applied to the thesis's per-input-port buffer).
 //!
+//! **A shared buffer** (`pool = "shared"`): the switch's buffer is one pool
+//! of `shared_buffer_bytes` as in the shared-memory switches of HPCC's,
+//! CW's and R3's simulators ([RDMA] §2.1–2.2), instead of the thesis's
+//! buffer per input port. Each (input port, lossless priority) has
+//! `reserve_bytes` of its own and `headroom_bytes` above its threshold;
+//! one reserve and one headroom per input port are set aside from the pool
+//! (HPCC's `total_rsrv` and `total_hdrm`: it runs one lossless class, so
+//! several lossless priorities can overcommit them), and the rest is shared. A packet is charged to its
+//! reserve while that lasts, then to the shared pool, and to the headroom
+//! once its (input port, priority)'s shared use is past the threshold
+//! ([RDMA] §2.2 step 4). The threshold is `alpha × (pool − set-aside −
+//! shared bytes in use, switch-wide)` (dynamic: it falls as any port
+//! fills the pool; HPCC's `GetPfcThreshold`) or `xoff_bytes` of shared use
+//! (static). PAUSE when the headroom holds anything or the shared use
+//! reaches the threshold; RESUME when the headroom is empty and the shared
+//! use is 0 or at most the threshold minus the resume offset (step 6.4). A
+//! lossless packet is dropped when it would overflow the headroom while its
+//! shared use is past the threshold (step 3). Lossy priorities have no
+//! reserve or headroom: a lossy packet is dropped when its (input port,
+//! priority)'s shared use would pass the threshold. Release takes the
+//! headroom first, then the shared bytes. HPCC scales alpha with the
+//! port's speed (1/8 at the NIC's, 1/4 at twice it); here one `alpha`
+//! serves every port.
+//!
+//! | parameter (`[switch.pfc]`, shared pool) | default | source |
+//! |---|---|---|
+//! | `pool` | `"per_input_port"` | thesis §4.3.1; `"shared"`: HPCC, CW, R3 ([RDMA] §2.1) |
+//! | `shared_buffer_bytes` | 12 000 000 per switch ([`DEFAULT_SHARED_BUFFER_BYTES`]) | HPCC `switch-mmu.cc` default (its config runs 32 MB at 100G; CW and R3 9 MB) |
+//! | `reserve_bytes` | 4096 per (input port, lossless priority) ([`DEFAULT_RESERVE_BYTES`]) | HPCC `switch-mmu.cc` |
+//! | `threshold` | as above; `"dynamic"` is HPCC's (always dynamic) | [RDMA] §2.1 |
+//!
 //! With `pause_time_us`, a frame pauses for that long ([`PAUSE_QUANTUM_BITS`]
 //! bit times per quantum on the wire) and the receiver resumes by itself at
 //! its end; the switch sends a fresh PAUSE on an arrival to a still-paused
@@ -71,6 +102,21 @@ pub const DEFAULT_ALPHA: f64 = 0.125;
 pub const PAUSE_QUANTUM_BITS: u64 = 512;
 /// Number of PFC priorities.
 pub const PRIORITIES: usize = 8;
+/// Shared buffer per switch (HPCC's `switch-mmu.cc` default: 12 MB).
+pub const DEFAULT_SHARED_BUFFER_BYTES: u64 = 12_000_000;
+/// Bytes of its own per (input port, lossless priority) in a shared pool (HPCC: 4 KB).
+pub const DEFAULT_RESERVE_BYTES: u64 = 4096;
+
+/// Where a switch keeps the packets it has admitted.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Pool {
+    /// `buffer_bytes` per input port (the thesis's switch).
+    #[default]
+    PerInputPort,
+    /// One pool of `shared_buffer_bytes` per switch (HPCC, CW, R3).
+    Shared,
+}
 
 /// How X-OFF is set.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -108,6 +154,12 @@ pub struct PfcConfig {
     /// Pause time carried by a PAUSE frame, µs; none: until RESUME.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pause_time_us: Option<f64>,
+    /// A buffer per input port, or one shared pool per switch.
+    pub pool: Pool,
+    /// The shared pool, bytes per switch (`pool = "shared"`).
+    pub shared_buffer_bytes: u64,
+    /// Reserve per (input port, lossless priority) in the shared pool, bytes.
+    pub reserve_bytes: u64,
 }
 
 impl Default for PfcConfig {
@@ -122,6 +174,9 @@ impl Default for PfcConfig {
             headroom_bytes: DEFAULT_HEADROOM_BYTES,
             resume_offset_bytes: DEFAULT_RESUME_OFFSET_BYTES,
             pause_time_us: None,
+            pool: Pool::PerInputPort,
+            shared_buffer_bytes: DEFAULT_SHARED_BUFFER_BYTES,
+            reserve_bytes: DEFAULT_RESERVE_BYTES,
         }
     }
 }
@@ -199,6 +254,36 @@ impl PfcConfig {
         Ok(())
     }
 
+    /// Bytes a shared pool sets aside on a switch of `ports` ports: one
+    /// headroom and one reserve per input port, as HPCC counts them (each
+    /// lossless priority may fill both; HPCC runs one lossless class).
+    pub fn set_aside(&self, ports: usize) -> u64 {
+        if self.lossless.is_empty() {
+            return 0;
+        }
+        ports as u64 * (self.headroom_bytes + self.reserve_bytes)
+    }
+
+    /// With a shared pool, checks that the largest switch (`ports` ports)
+    /// keeps at least one packet (`mtu_wire` bytes) of pool after what it
+    /// sets aside.
+    pub fn validate_pool(&self, key: &str, ports: usize, mtu_wire: u64) -> Result<(), ConfigError> {
+        if !self.enabled || self.pool != Pool::Shared {
+            return Ok(());
+        }
+        let aside = self.set_aside(ports);
+        if self.shared_buffer_bytes < aside + mtu_wire {
+            return Err(bad(
+                &format!("{key}.shared_buffer_bytes"),
+                self.shared_buffer_bytes,
+                &format!(
+                    "must exceed what a switch of {ports} ports sets aside (headroom_bytes + reserve_bytes per input port: {aside} bytes) by at least one packet ({mtu_wire} bytes)"
+                ),
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks that a port discipline can run under PFC: the charge of a
     /// dequeued packet is found by order, so the discipline must keep data
     /// packets of one priority in order and discard only at enqueue, or
@@ -265,6 +350,19 @@ struct Charge {
     seq: u64,
 }
 
+/// The accounting of a shared buffer (`pool = "shared"`).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct SharedPool {
+    /// The pool less what is set aside, bytes.
+    pool: u64,
+    /// Reserve per (input port, lossless priority), bytes.
+    reserve: u64,
+    /// Headroom bytes in use per (input port, priority).
+    hdrm: Vec<[u64; PRIORITIES]>,
+    /// Shared bytes in use, switch-wide.
+    used: u64,
+}
+
 /// One switch's ingress accounting.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Mmu {
@@ -281,6 +379,8 @@ pub struct Mmu {
     charged: Vec<[u64; PRIORITIES]>,
     /// Bytes charged per input port.
     port_bytes: Vec<u64>,
+    /// Shared pool (None: a buffer per input port).
+    shared: Option<Box<SharedPool>>,
     /// Whether (input port, priority) has paused its upstream, and when it last sent PAUSE.
     paused: Vec<[Option<u64>; PRIORITIES]>,
     /// Whether the egress discipline names each dequeued packet's input
@@ -312,6 +412,14 @@ impl Mmu {
             pause_ps: cfg.pause_time_us.map_or(0, |t| (t * 1e6).round() as u64),
             charged: vec![[0; PRIORITIES]; ports],
             port_bytes: vec![0; ports],
+            shared: (cfg.pool == Pool::Shared).then(|| {
+                Box::new(SharedPool {
+                    pool: cfg.shared_buffer_bytes.saturating_sub(cfg.set_aside(ports)),
+                    reserve: cfg.reserve_bytes,
+                    hdrm: vec![[0; PRIORITIES]; ports],
+                    used: 0,
+                })
+            }),
             paused: vec![[None; PRIORITIES]; ports],
             by_input,
             ports,
@@ -368,6 +476,20 @@ impl Mmu {
         }
         let (i, size) = (in_port as usize, pkt.size as u64);
         let prio = (pkt.prio as usize).min(PRIORITIES - 1);
+        if let Some(sp) = self.shared.as_deref() {
+            let thr = self.shared_threshold(sp);
+            let over = size + self.shared_use(sp, i, prio) > thr;
+            if !self.is_lossless(prio as u8) {
+                if over {
+                    self.counters.buffer_drops += 1;
+                    return false;
+                }
+            } else if over && sp.hdrm[i][prio] + size > self.headroom {
+                self.counters.headroom_drops += 1;
+                return false;
+            }
+            return true;
+        }
         if self.is_lossless(prio as u8) {
             if self.charged[i][prio] + size > self.xoff(i) + self.headroom {
                 self.counters.headroom_drops += 1;
@@ -387,8 +509,23 @@ impl Mmu {
             return Signal::None;
         }
         let (i, prio) = (in_port as usize, (pkt.prio as usize).min(PRIORITIES - 1));
-        self.charged[i][prio] += pkt.size as u64;
-        self.port_bytes[i] += pkt.size as u64;
+        let size = pkt.size as u64;
+        // Shared pool: into the headroom once past the threshold, else the
+        // reserve and then the shared bytes ([RDMA] §2.2 step 4).
+        if let Some(sp) = self.shared.as_deref() {
+            let (thr, before) = (self.shared_threshold(sp), self.shared_use(sp, i, prio));
+            let own = self.charged[i][prio] - sp.hdrm[i][prio] + size;
+            let lossless = self.is_lossless(prio as u8);
+            let r = if lossless { sp.reserve } else { 0 };
+            let sp = self.shared.as_deref_mut().expect("shared");
+            if lossless && own.saturating_sub(r) > thr {
+                sp.hdrm[i][prio] += size;
+            } else {
+                sp.used += own.saturating_sub(r) - before;
+            }
+        }
+        self.charged[i][prio] += size;
+        self.port_bytes[i] += size;
         let o = self.order_of(out_port, in_port);
         self.order[o][prio].push_back(Charge {
             in_port,
@@ -396,7 +533,7 @@ impl Mmu {
             flow: pkt.flow,
             seq: pkt.seq,
         });
-        if !self.is_lossless(prio as u8) || self.charged[i][prio] < self.xoff(i) {
+        if !self.is_lossless(prio as u8) || !self.over_xoff(i, prio) {
             return Signal::None;
         }
         let refresh = match self.paused[i][prio] {
@@ -436,12 +573,24 @@ impl Mmu {
             "the egress discipline reordered a priority (of one input, if it names inputs) under PFC"
         );
         let i = c.in_port as usize;
-        self.charged[i][prio] -= c.size as u64;
-        self.port_bytes[i] -= c.size as u64;
-        // X-ON: below X-OFF minus the resume offset.
-        if self.paused[i][prio].is_some()
-            && self.charged[i][prio] + self.resume_offset < self.xoff(i)
-        {
+        let size = c.size as u64;
+        if let Some(sp) = self.shared.as_deref() {
+            // The headroom empties first, then the shared bytes.
+            let before = self.shared_use(sp, i, prio);
+            let from_hdrm = sp.hdrm[i][prio].min(size);
+            let r = if self.is_lossless(prio as u8) {
+                sp.reserve
+            } else {
+                0
+            };
+            let own = self.charged[i][prio] - sp.hdrm[i][prio] - (size - from_hdrm);
+            let sp = self.shared.as_deref_mut().expect("shared");
+            sp.hdrm[i][prio] -= from_hdrm;
+            sp.used -= before - own.saturating_sub(r);
+        }
+        self.charged[i][prio] -= size;
+        self.port_bytes[i] -= size;
+        if self.paused[i][prio].is_some() && self.under_xon(i, prio) {
             self.paused[i][prio] = None;
             return Signal::Resume {
                 port: c.in_port,
@@ -449,6 +598,62 @@ impl Mmu {
             };
         }
         Signal::None
+    }
+
+    /// Whether (input port, priority) is at or past X-OFF: its charge per
+    /// input port; in a shared pool, anything in its headroom or its shared
+    /// use at the threshold.
+    #[inline]
+    fn over_xoff(&self, i: usize, prio: usize) -> bool {
+        match self.shared.as_deref() {
+            None => self.charged[i][prio] >= self.xoff(i),
+            Some(sp) => {
+                sp.hdrm[i][prio] > 0 || self.shared_use(sp, i, prio) >= self.shared_threshold(sp)
+            }
+        }
+    }
+
+    /// Whether a paused (input port, priority) may resume: below X-OFF
+    /// minus the resume offset; in a shared pool, an empty headroom and a
+    /// shared use of 0 or at most the threshold minus the offset.
+    #[inline]
+    fn under_xon(&self, i: usize, prio: usize) -> bool {
+        match self.shared.as_deref() {
+            None => self.charged[i][prio] + self.resume_offset < self.xoff(i),
+            Some(sp) => {
+                let used = self.shared_use(sp, i, prio);
+                sp.hdrm[i][prio] == 0
+                    && (used == 0 || used + self.resume_offset <= self.shared_threshold(sp))
+            }
+        }
+    }
+
+    /// A shared pool's threshold on one (input port, priority)'s shared use.
+    #[inline]
+    fn shared_threshold(&self, sp: &SharedPool) -> u64 {
+        match self.threshold {
+            Threshold::Static => self.xoff_static,
+            Threshold::Dynamic => (self.alpha * sp.pool.saturating_sub(sp.used) as f64) as u64,
+        }
+    }
+
+    /// Shared bytes (input port, priority) uses: its charge less its
+    /// headroom and its reserve.
+    #[inline]
+    fn shared_use(&self, sp: &SharedPool, i: usize, prio: usize) -> u64 {
+        let own = self.charged[i][prio] - sp.hdrm[i][prio];
+        if self.is_lossless(prio as u8) {
+            own.saturating_sub(sp.reserve)
+        } else {
+            own
+        }
+    }
+
+    /// Headroom bytes (input port, priority) uses (0 without a shared pool).
+    pub fn headroom_used(&self, in_port: u16, prio: u8) -> u64 {
+        self.shared
+            .as_deref()
+            .map_or(0, |sp| sp.hdrm[in_port as usize][prio as usize])
     }
 
     /// Bytes charged to (input port, priority).
@@ -500,6 +705,107 @@ mod tests {
             lossless: vec![3],
             ..Default::default()
         }
+    }
+
+    /// A shared pool of 100 000 B on 2 ports, lossless priority 3 only:
+    /// 2 x (10 000 headroom + 4 000 reserve) set aside leaves 72 000;
+    /// threshold = 0.5 x (72 000 − shared bytes in use).
+    fn shared_cfg(resume_offset: u64) -> PfcConfig {
+        PfcConfig {
+            enabled: true,
+            pool: Pool::Shared,
+            shared_buffer_bytes: 100_000,
+            reserve_bytes: 4_000,
+            headroom_bytes: 10_000,
+            resume_offset_bytes: resume_offset,
+            threshold: Threshold::Dynamic,
+            alpha: 0.5,
+            lossless: vec![3],
+            ..Default::default()
+        }
+    }
+
+    /// By hand, 1000-byte packets from input 0: the first 4 fill the
+    /// reserve; after n more the shared use is 1000n against a threshold of
+    /// 0.5 x (72 000 − 1000n), reached at n = 24 (24 000 = 24 000): the
+    /// 28th packet pauses. The next 10 go to the headroom (over the
+    /// threshold), the 39th is a headroom drop. Leaving, the headroom
+    /// empties first: after 10 departures shared use is 24 000 = the
+    /// threshold, so RESUME (offset 0). With an offset of 3000, RESUME
+    /// needs 1.5 x use ≤ 33 000, i.e. use ≤ 22 000: two departures later.
+    #[test]
+    fn a_shared_pool_pauses_at_the_dynamic_threshold_and_resumes_after_the_headroom() {
+        for (offset, resume_after) in [(0, 10), (3_000, 12)] {
+            let mut m = Mmu::new(&shared_cfg(offset), 2, false);
+            let mut signals = Vec::new();
+            for s in 0..39 {
+                let p = data(s, 3);
+                if m.admit(&p, 0) {
+                    signals.push(m.charge(&p, 0, 1, s));
+                } else {
+                    assert_eq!(s, 38, "only the 39th is dropped");
+                }
+            }
+            let pause = Signal::Pause { port: 0, prio: 3 };
+            assert_eq!(signals.iter().position(|&s| s == pause), Some(27));
+            assert_eq!(signals.iter().filter(|&&s| s == pause).count(), 1);
+            assert_eq!(m.counters.headroom_drops, 1);
+            assert_eq!((m.charged(0, 3), m.headroom_used(0, 3)), (38_000, 10_000));
+            let resumed = (0..38)
+                .position(|s| m.release(&data(s, 3), 1, None) != Signal::None)
+                .map(|k| k + 1);
+            assert_eq!(resumed, Some(resume_after), "offset {offset}");
+        }
+    }
+
+    /// The pool is shared: 20 000 B of shared use behind input 1 lower the
+    /// threshold input 0 meets to 0.5 x (72 000 − 20 000 − 1000n), reached
+    /// at n = 18 (18 000 ≥ 17 000 first), not 24. A lossy priority has no
+    /// reserve or headroom: it is dropped at the threshold.
+    #[test]
+    fn one_ports_use_of_the_shared_pool_lowers_every_ports_threshold() {
+        let mut m = Mmu::new(&shared_cfg(0), 2, false);
+        for s in 0..24 {
+            let p = data(s, 3);
+            assert!(m.admit(&p, 1));
+            assert_eq!(m.charge(&p, 1, 0, s), Signal::None);
+        }
+        let first_pause = (100..140).position(|s| {
+            let p = data(s, 3);
+            assert!(m.admit(&p, 0));
+            m.charge(&p, 0, 1, s) != Signal::None
+        });
+        // 4 reserve packets, then n = 18 shared.
+        assert_eq!(first_pause, Some(4 + 18 - 1));
+        let mut lossy = Mmu::new(&shared_cfg(0), 2, false);
+        let taken = (0..100)
+            .take_while(|&s| {
+                let p = data(s, 1);
+                lossy.admit(&p, 0) && {
+                    lossy.charge(&p, 0, 1, s);
+                    true
+                }
+            })
+            .count();
+        // Shared use 1000n ≤ 0.5 x (72 000 − 1000(n − 1)) - the arrival
+        // fits while 1000(n) ≤ 36 000 − 500(n − 1): n ≤ 24.
+        assert_eq!((taken, lossy.counters.buffer_drops), (24, 1));
+    }
+
+    #[test]
+    fn a_shared_pool_smaller_than_what_it_sets_aside_is_refused() {
+        let c = shared_cfg(0);
+        assert!(c.validate_pool("switch.pfc", 2, 1064).is_ok());
+        // 8 ports set aside 8 x 14 000 = 112 000 B.
+        let e = c
+            .validate_pool("switch.pfc", 8, 1064)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("switch.pfc.shared_buffer_bytes = 100000"),
+            "{e}"
+        );
+        assert!(e.contains("112000"), "{e}");
     }
 
     /// X-OFF = 10 000 − 3 000 = 7 000 B: the 7th 1000-byte packet from one
