@@ -54,7 +54,8 @@ fn every_small_scenario_is_identical_across_partitions() {
 }
 
 /// The thirteen [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and
-/// without PFC, DCQCN, TIMELY; IRN on the thesis's VOQ switch) and the
+/// without PFC, DCQCN, TIMELY; IRN on the thesis's VOQ switch), RoCE with
+/// DCQCN on shared-buffer switches, and the
 /// T27/T28 incasts, cut to k = 4 and
 /// 300 µs of arrivals (2 MB incasts) so that they run in a test: byte-identical across shards and threads, conserved,
 /// every flow finished. The full-size files are the same but for these two
@@ -66,7 +67,7 @@ fn every_rdma_scenario_is_identical_across_partitions() {
         .into_iter()
         .filter(|p| !p.ends_with(testbed))
         .collect();
-    assert_eq!(paths.len(), 13, "{paths:?}");
+    assert_eq!(paths.len(), 14, "{paths:?}");
     let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
     let mut runs: Vec<_> = paths
         .into_iter()
