@@ -207,7 +207,10 @@ impl Shard {
             let pfc = match (&scn.queues.pfc, kind) {
                 (Some(cfg), k) if k != EntityKind::Host => {
                     let by_input = scn.queues.config(k, false).names_ingress();
-                    Some(Box::new(Mmu::new(cfg, ports.len(), by_input)))
+                    let mut mmu = Mmu::new(cfg, ports.len(), by_input);
+                    let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
+                    mmu.scale_alpha_by_rate(&rates, topo.host_link().rate_bps);
+                    Some(Box::new(mmu))
                 }
                 _ => None,
             };

@@ -68,9 +68,10 @@
 //! shared use is past the threshold (step 3). Lossy priorities have no
 //! reserve or headroom: a lossy packet is dropped when its (input port,
 //! priority)'s shared use would pass the threshold. Release takes the
-//! headroom first, then the shared bytes. HPCC scales alpha with the
-//! port's speed (1/8 at the NIC's, 1/4 at twice it); here one `alpha`
-//! serves every port.
+//! headroom first, then the shared bytes. As HPCC, an input port faster
+//! than the hosts' links gets a larger alpha: `alpha` times its rate over
+//! theirs, rounded down to a power of two (1/8 at the NIC's rate, 1/4 at
+//! twice it; `alpha_scales_with_rate = false`: one `alpha` everywhere).
 //!
 //! | parameter (`[switch.pfc]`, shared pool) | default | source |
 //! |---|---|---|
@@ -78,6 +79,7 @@
 //! | `shared_buffer_bytes` | 12 000 000 per switch ([`DEFAULT_SHARED_BUFFER_BYTES`]) | HPCC `switch-mmu.cc` default (its config runs 32 MB at 100G; CW and R3 9 MB) |
 //! | `reserve_bytes` | 4096 per (input port, lossless priority) ([`DEFAULT_RESERVE_BYTES`]) | HPCC `switch-mmu.cc` |
 //! | `threshold` | as above; `"dynamic"` is HPCC's (always dynamic) | [RDMA] §2.1 |
+//! | `alpha_scales_with_rate` | true | HPCC `third.cc`: shift 3 at NIC speed, one less per doubling ([RDMA] §2.1) |
 //!
 //! With `pause_time_us`, a frame pauses for that long ([`PAUSE_QUANTUM_BITS`]
 //! bit times per quantum on the wire) and the receiver resumes by itself at
@@ -160,6 +162,8 @@ pub struct PfcConfig {
     pub shared_buffer_bytes: u64,
     /// Reserve per (input port, lossless priority) in the shared pool, bytes.
     pub reserve_bytes: u64,
+    /// Shared pool: scale each input port's alpha with its rate (HPCC).
+    pub alpha_scales_with_rate: bool,
 }
 
 impl Default for PfcConfig {
@@ -177,6 +181,7 @@ impl Default for PfcConfig {
             pool: Pool::PerInputPort,
             shared_buffer_bytes: DEFAULT_SHARED_BUFFER_BYTES,
             reserve_bytes: DEFAULT_RESERVE_BYTES,
+            alpha_scales_with_rate: true,
         }
     }
 }
@@ -361,6 +366,10 @@ struct SharedPool {
     hdrm: Vec<[u64; PRIORITIES]>,
     /// Shared bytes in use, switch-wide.
     used: u64,
+    /// Each input port's alpha over `alpha` (empty: 1 for every port).
+    alpha_scale: Vec<f64>,
+    /// Whether [`Mmu::scale_alpha_by_rate`] sets `alpha_scale`.
+    scale_by_rate: bool,
 }
 
 /// One switch's ingress accounting.
@@ -418,6 +427,8 @@ impl Mmu {
                     reserve: cfg.reserve_bytes,
                     hdrm: vec![[0; PRIORITIES]; ports],
                     used: 0,
+                    alpha_scale: Vec::new(),
+                    scale_by_rate: cfg.alpha_scales_with_rate,
                 })
             }),
             paused: vec![[None; PRIORITIES]; ports],
@@ -477,7 +488,7 @@ impl Mmu {
         let (i, size) = (in_port as usize, pkt.size as u64);
         let prio = (pkt.prio as usize).min(PRIORITIES - 1);
         if let Some(sp) = self.shared.as_deref() {
-            let thr = self.shared_threshold(sp);
+            let thr = self.shared_threshold(sp, i);
             let over = size + self.shared_use(sp, i, prio) > thr;
             if !self.is_lossless(prio as u8) {
                 if over {
@@ -513,7 +524,7 @@ impl Mmu {
         // Shared pool: into the headroom once past the threshold, else the
         // reserve and then the shared bytes ([RDMA] §2.2 step 4).
         if let Some(sp) = self.shared.as_deref() {
-            let (thr, before) = (self.shared_threshold(sp), self.shared_use(sp, i, prio));
+            let (thr, before) = (self.shared_threshold(sp, i), self.shared_use(sp, i, prio));
             let own = self.charged[i][prio] - sp.hdrm[i][prio] + size;
             let lossless = self.is_lossless(prio as u8);
             let r = if lossless { sp.reserve } else { 0 };
@@ -608,7 +619,7 @@ impl Mmu {
         match self.shared.as_deref() {
             None => self.charged[i][prio] >= self.xoff(i),
             Some(sp) => {
-                sp.hdrm[i][prio] > 0 || self.shared_use(sp, i, prio) >= self.shared_threshold(sp)
+                sp.hdrm[i][prio] > 0 || self.shared_use(sp, i, prio) >= self.shared_threshold(sp, i)
             }
         }
     }
@@ -623,18 +634,39 @@ impl Mmu {
             Some(sp) => {
                 let used = self.shared_use(sp, i, prio);
                 sp.hdrm[i][prio] == 0
-                    && (used == 0 || used + self.resume_offset <= self.shared_threshold(sp))
+                    && (used == 0 || used + self.resume_offset <= self.shared_threshold(sp, i))
             }
         }
     }
 
     /// A shared pool's threshold on one (input port, priority)'s shared use.
     #[inline]
-    fn shared_threshold(&self, sp: &SharedPool) -> u64 {
+    fn shared_threshold(&self, sp: &SharedPool, in_port: usize) -> u64 {
         match self.threshold {
             Threshold::Static => self.xoff_static,
-            Threshold::Dynamic => (self.alpha * sp.pool.saturating_sub(sp.used) as f64) as u64,
+            Threshold::Dynamic => {
+                let alpha = self.alpha * sp.alpha_scale.get(in_port).copied().unwrap_or(1.0);
+                (alpha * sp.pool.saturating_sub(sp.used) as f64) as u64
+            }
         }
+    }
+
+    /// In a shared pool with `alpha_scales_with_rate`: each input port's
+    /// alpha is `alpha` times its rate over the hosts' rate, rounded down
+    /// to a power of two and at least 1 (HPCC: 1/8 at the NIC's rate, 1/4
+    /// at twice it, 1/2 at four times). `rates` are the switch's port
+    /// rates, b/s.
+    pub fn scale_alpha_by_rate(&mut self, rates: &[u64], host_rate: u64) {
+        let Some(sp) = self.shared.as_deref_mut().filter(|sp| sp.scale_by_rate) else {
+            return;
+        };
+        sp.alpha_scale = rates
+            .iter()
+            .map(|&r| {
+                let ratio = (r / host_rate.max(1)).max(1);
+                (1u64 << (63 - ratio.leading_zeros())) as f64
+            })
+            .collect();
     }
 
     /// Shared bytes (input port, priority) uses: its charge less its
@@ -790,6 +822,27 @@ mod tests {
         // Shared use 1000n ≤ 0.5 x (72 000 − 1000(n − 1)) - the arrival
         // fits while 1000(n) ≤ 36 000 − 500(n − 1): n ≤ 24.
         assert_eq!((taken, lossy.counters.buffer_drops), (24, 1));
+    }
+
+    /// HPCC's alpha per port speed, 3 ports (pool 100 000 − 3 x 14 000 =
+    /// 58 000) and hosts at 10 Gb/s: a 40 Gb/s input gets 4 x 0.5 = 2
+    /// (threshold 116 000 at an empty pool), a 25 Gb/s one 2 x 0.5 (2.5
+    /// rounded down to a power of two: 58 000), a 10 Gb/s one 0.5 (29 000);
+    /// switched off, every port keeps 0.5.
+    #[test]
+    fn a_shared_pool_scales_alpha_with_the_port_rate() {
+        for (on, want) in [(true, [116_000, 58_000, 29_000]), (false, [29_000; 3])] {
+            let cfg = PfcConfig {
+                alpha_scales_with_rate: on,
+                ..shared_cfg(0)
+            };
+            let mut m = Mmu::new(&cfg, 3, false);
+            let rates = [40_000_000_000, 25_000_000_000, 10_000_000_000];
+            m.scale_alpha_by_rate(&rates, 10_000_000_000);
+            let sp = m.shared.as_deref().unwrap();
+            let got: Vec<u64> = (0..3).map(|i| m.shared_threshold(sp, i)).collect();
+            assert_eq!(got, want, "scaled: {on}");
+        }
     }
 
     #[test]
