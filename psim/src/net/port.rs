@@ -80,18 +80,6 @@ pub struct PauseState {
     pub paused_ps: [u64; 8],
 }
 
-impl Preemption {
-    /// The transmission time `pkt` already had, ps (0 if never interrupted);
-    /// forgets it.
-    fn resume(&mut self, pkt: &Packet) -> u64 {
-        let id = packet_id(pkt);
-        match self.partial.iter().position(|(p, _)| *p == id) {
-            Some(i) => self.partial.swap_remove(i).1,
-            None => 0,
-        }
-    }
-}
-
 /// An output port.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Port {
@@ -155,6 +143,18 @@ pub type PacketId = (u64, u64, u64, u8);
 
 fn packet_id(p: &Packet) -> PacketId {
     (p.flow, p.seq, p.sent_ps, p.kind as u8)
+}
+
+impl Preemption {
+    /// The transmission time `pkt` already had, ps (0 if never interrupted);
+    /// forgets it.
+    fn resume(&mut self, pkt: &Packet) -> u64 {
+        let id = packet_id(pkt);
+        match self.partial.iter().position(|(p, _)| *p == id) {
+            Some(i) => self.partial.swap_remove(i).1,
+            None => 0,
+        }
+    }
 }
 
 impl Port {
