@@ -489,7 +489,7 @@ impl Mmu {
         let prio = (pkt.prio as usize).min(PRIORITIES - 1);
         if let Some(sp) = self.shared.as_deref() {
             let thr = self.shared_threshold(sp, i);
-            let over = size + self.shared_use(sp, i, prio) > thr;
+            let over = size + self.shared_use(i, prio) > thr;
             if !self.is_lossless(prio as u8) {
                 if over {
                     self.counters.buffer_drops += 1;
@@ -521,22 +521,25 @@ impl Mmu {
         }
         let (i, prio) = (in_port as usize, (pkt.prio as usize).min(PRIORITIES - 1));
         let size = pkt.size as u64;
-        // Shared pool: into the headroom once past the threshold, else the
-        // reserve and then the shared bytes ([RDMA] §2.2 step 4).
-        if let Some(sp) = self.shared.as_deref() {
-            let (thr, before) = (self.shared_threshold(sp, i), self.shared_use(sp, i, prio));
-            let own = self.charged[i][prio] - sp.hdrm[i][prio] + size;
-            let lossless = self.is_lossless(prio as u8);
-            let r = if lossless { sp.reserve } else { 0 };
-            let sp = self.shared.as_deref_mut().expect("shared");
-            if lossless && own.saturating_sub(r) > thr {
-                sp.hdrm[i][prio] += size;
-            } else {
-                sp.used += own.saturating_sub(r) - before;
-            }
-        }
+        let before = self.shared_use(i, prio);
+        let thr = self
+            .shared
+            .as_deref()
+            .map(|sp| self.shared_threshold(sp, i));
         self.charged[i][prio] += size;
         self.port_bytes[i] += size;
+        if let Some(thr) = thr {
+            // Shared pool: the reserve, then the shared bytes; into the
+            // headroom instead once past the threshold ([RDMA] §2.2 step 4).
+            let after = self.shared_use(i, prio);
+            let lossless = self.is_lossless(prio as u8);
+            let sp = self.shared.as_deref_mut().expect("shared");
+            if lossless && after > thr {
+                sp.hdrm[i][prio] += size;
+            } else {
+                sp.used += after - before;
+            }
+        }
         let o = self.order_of(out_port, in_port);
         self.order[o][prio].push_back(Charge {
             in_port,
@@ -585,22 +588,17 @@ impl Mmu {
         );
         let i = c.in_port as usize;
         let size = c.size as u64;
-        if let Some(sp) = self.shared.as_deref() {
+        let before = self.shared_use(i, prio);
+        if let Some(sp) = self.shared.as_deref_mut() {
             // The headroom empties first, then the shared bytes.
-            let before = self.shared_use(sp, i, prio);
-            let from_hdrm = sp.hdrm[i][prio].min(size);
-            let r = if self.is_lossless(prio as u8) {
-                sp.reserve
-            } else {
-                0
-            };
-            let own = self.charged[i][prio] - sp.hdrm[i][prio] - (size - from_hdrm);
-            let sp = self.shared.as_deref_mut().expect("shared");
-            sp.hdrm[i][prio] -= from_hdrm;
-            sp.used -= before - own.saturating_sub(r);
+            sp.hdrm[i][prio] -= sp.hdrm[i][prio].min(size);
         }
         self.charged[i][prio] -= size;
         self.port_bytes[i] -= size;
+        let after = self.shared_use(i, prio);
+        if let Some(sp) = self.shared.as_deref_mut() {
+            sp.used -= before - after;
+        }
         if self.paused[i][prio].is_some() && self.under_xon(i, prio) {
             self.paused[i][prio] = None;
             return Signal::Resume {
@@ -619,7 +617,7 @@ impl Mmu {
         match self.shared.as_deref() {
             None => self.charged[i][prio] >= self.xoff(i),
             Some(sp) => {
-                sp.hdrm[i][prio] > 0 || self.shared_use(sp, i, prio) >= self.shared_threshold(sp, i)
+                sp.hdrm[i][prio] > 0 || self.shared_use(i, prio) >= self.shared_threshold(sp, i)
             }
         }
     }
@@ -632,7 +630,7 @@ impl Mmu {
         match self.shared.as_deref() {
             None => self.charged[i][prio] + self.resume_offset < self.xoff(i),
             Some(sp) => {
-                let used = self.shared_use(sp, i, prio);
+                let used = self.shared_use(i, prio);
                 sp.hdrm[i][prio] == 0
                     && (used == 0 || used + self.resume_offset <= self.shared_threshold(sp, i))
             }
@@ -670,9 +668,12 @@ impl Mmu {
     }
 
     /// Shared bytes (input port, priority) uses: its charge less its
-    /// headroom and its reserve.
+    /// headroom and its reserve (0 without a shared pool).
     #[inline]
-    fn shared_use(&self, sp: &SharedPool, i: usize, prio: usize) -> u64 {
+    fn shared_use(&self, i: usize, prio: usize) -> u64 {
+        let Some(sp) = self.shared.as_deref() else {
+            return 0;
+        };
         let own = self.charged[i][prio] - sp.hdrm[i][prio];
         if self.is_lossless(prio as u8) {
             own.saturating_sub(sp.reserve)
