@@ -252,12 +252,22 @@ impl Shard {
         let generator = scn
             .workload
             .generator(&|h: u32| owned.get(h as usize).copied().unwrap_or(false));
+        // The calendar's slots follow the shortest link delay here (any
+        // width gives the same pops; engine/event.rs).
+        let min_delay = nodes
+            .iter()
+            .flat_map(|n| n.ports.iter())
+            .map(|p| p.link.link.delay_ps)
+            .filter(|&d| d > 0)
+            .min()
+            .unwrap_or(1_000_000);
+        let shift = EventQueue::shift_for_delay(min_delay);
         Shard {
             id,
             shared,
             nodes,
             inbound: Inbound::new(inbound_len),
-            events: EventQueue::default(),
+            events: EventQueue::with_slot_shift(shift),
             outbox: (0..shards).map(|_| Vec::new()).collect(),
             generator,
             pending: Vec::new(),

@@ -81,6 +81,8 @@ shard_state! {
 impl Shard {
     /// Gives the restored state the shared parts of the fresh one.
     fn reattach(&mut self, fresh: &State) {
+        let events = std::mem::take(&mut self.events);
+        self.events = events.reshaped(fresh.events.slot_shift());
         self.generator.reattach(&fresh.generator);
         let fresh_tracer = fresh.trace.as_ref().and_then(|t| t.packets.as_ref());
         let tracer = self.trace.as_mut().and_then(|t| t.packets.as_mut());
