@@ -247,14 +247,32 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
 /// The validation scenario of T36, T40 and T41 runs at full scale only (its
 /// queues take hundreds of milliseconds to build), so tests/validate.rs
 /// never partitions it: each of its disciplines and slack policies, cut to
-/// 30 ms of arrivals, gives the same flow table and event count at 1 shard
-/// and at 3 shards x 2 threads.
+/// 30 ms of arrivals (300 ms on T41's slower I2/10 graphs), gives the same
+/// flow table and event count at 1 shard and at 3 shards x 2 threads.
 #[test]
 fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
     let root = psim_integration_tests::repo_root();
     let path = root.join("validation/scenarios/t36_mean_fct.toml");
-    let variants: [&[&str]; 7] = [
+    let variants: [&[&str]; 9] = [
         &[],
+        // T41's edge schemes, on the default graph and on the I2/10 graphs
+        // with every delay halved or doubled.
+        &[
+            "switch.queue.kind=fq",
+            "switch.to_host.queue.kind=edge_codel",
+            "switch.to_host.queue.used_slack=\"measured\"",
+            "topology.file=\"../../scenarios/topologies/i2_div10_halfrtt_routed.graph\"",
+            "traffic.0.stop_us=300000",
+        ],
+        &[
+            "switch.queue.kind=lstf",
+            "host.slack.policy=fairness",
+            "host.slack.r_est_mbps=10",
+            "switch.to_host.queue.kind=edge_codel",
+            "switch.to_host.queue.used_slack=\"measured\"",
+            "topology.file=\"../../scenarios/topologies/i2_div10_doublertt_routed.graph\"",
+            "traffic.0.stop_us=300000",
+        ],
         &["switch.queue.kind=srpt", "host.slack.policy=remaining"],
         &["switch.queue.kind=sjf", "host.slack.policy=flow_size"],
         &["switch.queue.kind=lstf", "host.slack.policy=mean_fct"],
