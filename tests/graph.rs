@@ -92,11 +92,14 @@ fn bad_graph_tables_name_the_key_or_the_file_and_line() {
         Scenario::from_str(&text, &dir.path().join("s.toml"), &[]).map(|s| s.topology)
     };
     let err = |topology: &str| load(topology).unwrap_err().to_string();
-    let e = err("file = \"line.graph\"\nformat = \"htsim\"");
+    let e = err("file = \"line.graph\"\nformat = \"gml\"");
     assert!(
-        e.starts_with("topology.format = \"htsim\": unknown graph format"),
+        e.starts_with("topology.format = \"gml\": unknown graph format"),
         "{e}"
     );
+    // A psim file read as htsim's: its first statement is not the header.
+    let e = err("file = \"line.graph\"\nformat = \"htsim\"");
+    assert!(e.ends_with("line.graph:2: expected `Hosts <n>` (an htsim topology starts with Hosts, Switches and Links lines)"), "{e}");
     let e = err("file = \"line.graph\"\nhosts_per_switch = 2");
     assert!(e.starts_with("topology.hosts_per_switch"), "{e}");
     let e = err("file = \"bad.graph\"");

@@ -72,7 +72,7 @@ pub enum TopologyFile {
     Graph {
         /// Topology file, relative to the scenario file.
         file: String,
-        /// `"psim"` (default) or `"rocketfuel"`.
+        /// `"psim"` (default), `"rocketfuel"` or `"htsim"`.
         #[serde(default)]
         format: Option<String>,
         /// Rocketfuel: hosts attached to every router (default 1).
@@ -146,7 +146,7 @@ fn build_graph(
         message: format!("cannot read the topology file: {e}"),
     })?;
     let spec = match format.unwrap_or("psim") {
-        "psim" => {
+        fmt @ ("psim" | "htsim") => {
             for (key, given) in [
                 ("hosts_per_switch", hosts_per_switch.is_some()),
                 ("link_gbps", link_gbps.is_some()),
@@ -157,11 +157,15 @@ fn build_graph(
                     return Err(bad(
                         &format!("topology.{key}"),
                         "(set)",
-                        "applies only to format = \"rocketfuel\"; a psim file gives every link's rate and delay",
+                        &format!("applies only to format = \"rocketfuel\"; {fmt} files give every link's rate and delay"),
                     ));
                 }
             }
-            graph_file::parse_psim(&text, &path)?
+            if fmt == "psim" {
+                graph_file::parse_psim(&text, &path)?
+            } else {
+                crate::topo::htsim_topo::parse_htsim_topo(&text, &path)?
+            }
         }
         "rocketfuel" => {
             let hps = hosts_per_switch.unwrap_or(1);
@@ -190,7 +194,7 @@ fn build_graph(
             return Err(bad(
                 "topology.format",
                 format!("{other:?}"),
-                "unknown graph format (known: psim, rocketfuel)",
+                "unknown graph format (known: psim, rocketfuel, htsim)",
             ))
         }
     };

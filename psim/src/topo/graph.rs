@@ -1,12 +1,12 @@
 //! A topology read from a file: any graph of hosts and switches, for the
 //! wide-area experiments of [TH] Ch. 5 (Internet2, Rocketfuel). The file
-//! formats are in `graph_file.rs` and docs/topologies.md.
+//! formats are in `graph_file.rs`, `htsim_topo.rs` and docs/topologies.md.
 //!
 //! | `[topology]` key | meaning | default |
 //! |---|---|---|
 //! | `kind` | `"graph"` | — |
 //! | `file` | topology file, relative to the scenario file | required |
-//! | `format` | `"psim"` (hosts, switches, links with rate and delay) or `"rocketfuel"` (weighted router edge list, [RF]) | `"psim"` |
+//! | `format` | `"psim"` (hosts, switches, links with rate and delay), `"rocketfuel"` (weighted router edge list, [RF]) or `"htsim"` (htsim's generic topology: hosts, switches, queues with speed and size in bytes, pipes with latency; `htsim_topo.rs`) | `"psim"` |
 //! | `hosts_per_switch` | rocketfuel only: hosts attached to every router | 1 |
 //! | `link_gbps`, `latency_ns` | rocketfuel only: router-to-router links | 10, 1000 |
 //! | `host_link.gbps`, `host_link.latency_ns` | rocketfuel only: host links | `link_gbps`, `latency_ns` |

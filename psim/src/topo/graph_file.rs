@@ -1,5 +1,6 @@
 //! Readers for graph topology files: psim's own text format and a
-//! Rocketfuel-style weighted edge list ([RF]). Both produce a [`GraphSpec`]:
+//! Rocketfuel-style weighted edge list ([RF]); htsim's generic topology files
+//! are read in `htsim_topo.rs`. All produce a [`GraphSpec`]:
 //! named nodes and duplex links, in file order. [`super::graph::Graph`] checks
 //! the shape (hosts, connectivity) and computes routes.
 //!
@@ -212,7 +213,8 @@ fn parse_queue(s: &str) -> Result<QueueLimit, String> {
     })
 }
 
-fn check_name(name: &str) -> Result<(), String> {
+/// A node name: letters, digits and `_ - . : + / ,`.
+pub(super) fn check_name(name: &str) -> Result<(), String> {
     if name
         .chars()
         .all(|c| c.is_ascii_alphanumeric() || "_-.:+/,".contains(c))

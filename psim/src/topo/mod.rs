@@ -12,6 +12,7 @@
 pub mod fattree;
 pub mod graph;
 pub mod graph_file;
+pub mod htsim_topo;
 pub mod leafspine;
 mod path;
 
