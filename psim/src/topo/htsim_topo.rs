@@ -123,6 +123,12 @@ fn header(text: &str, keyword: &str) -> Result<u64, String> {
         )
     };
     match w.as_slice() {
+        // htsim's other `.topo` files describe its FatTree by parameters.
+        [k, ..] if k.eq_ignore_ascii_case("Nodes") || k.eq_ignore_ascii_case("Tiers") => Err(
+            "this is htsim's FatTree settings file (Nodes, Tiers, Podsize), not a generic \
+             topology: use [topology] kind = \"fattree\" with its k, rates and delays"
+                .to_string(),
+        ),
         [k, n] if k.eq_ignore_ascii_case(keyword) => n
             .parse::<u64>()
             .map_err(|_| format!("{keyword} {n:?}: expected a whole number")),
@@ -780,6 +786,10 @@ pipe p1r, latency 1.5 us, dst h1
             (
                 "host h0\n".to_string(),
                 "t.topo:1: expected `Hosts <n>`",
+            ),
+            (
+                "Nodes 1024\nTiers 3\nPodsize 32\n".to_string(),
+                "t.topo:1: this is htsim's FatTree settings file",
             ),
             ("Hosts 1\nSwitches x\n".into(), "t.topo:2: Switches \"x\": expected a whole number"),
             ("Hosts 1\nSwitches 1\n".into(), "t.topo: no `Links <n>` line"),
