@@ -67,7 +67,7 @@ fn every_rdma_scenario_is_identical_across_partitions() {
         .into_iter()
         .filter(|p| !p.ends_with(testbed))
         .collect();
-    assert_eq!(paths.len(), 14, "{paths:?}");
+    assert_eq!(paths.len(), 16, "{paths:?}");
     let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
     let mut runs: Vec<_> = paths
         .into_iter()

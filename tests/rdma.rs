@@ -92,7 +92,7 @@ fn dcqcn_without_marks_and_timely_without_acks_are_refused() {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    for proto in ["dcqcn", "irn_dcqcn"] {
+    for proto in ["dcqcn", "irn_dcqcn", "irn_dctcp"] {
         let e = load(&text(proto, "droptail", "")).unwrap_err();
         assert!(
             e.contains("switch.queue.kind") && e.contains("never marks ECN"),

@@ -376,7 +376,7 @@ registry! {
         RoceSource(Box<RoceSource>),
         /// RoCE, DCQCN or TIMELY receiver.
         RoceSink(Box<RoceSink>),
-        /// IRN sender (plain, DCQCN or TIMELY).
+        /// IRN sender (plain, DCQCN, TIMELY, AIMD or DCTCP).
         IrnSource(Box<IrnSource>),
         /// IRN receiver.
         IrnSink(Box<IrnSink>),
@@ -422,6 +422,8 @@ registry! {
         Phost = 14, "phost" => phost::Phost,
         /// IRN + TCP's AIMD window ([TH] §4.3.6).
         IrnAimd = 15, "irn_aimd" => roce::IrnAimdDef,
+        /// IRN + DCTCP's window, with ECN echoed per packet ([TH] §4.3.6).
+        IrnDctcp = 16, "irn_dctcp" => roce::IrnDctcpDef,
     }
     sections {
         /// `[protocol.cbr]`.
@@ -430,7 +432,7 @@ registry! {
         ndp: NdpParams,
         /// `[protocol.tcp]` (also used by DCTCP and MPTCP subflows).
         tcp: TcpParams,
-        /// `[protocol.dctcp]`: DCTCP's estimator.
+        /// `[protocol.dctcp]`: DCTCP's estimator (also irn_dctcp's).
         dctcp: DctcpParams,
         /// `[protocol.mptcp]`: MPTCP's subflows.
         mptcp: MptcpParams,
@@ -442,7 +444,7 @@ registry! {
         timely: TimelyParams,
         /// `[protocol.pfabric]`: pFabric's transport.
         pfabric: PfabricParams,
-        /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely, irn_aimd).
+        /// `[protocol.irn]`: IRN's loss recovery (also irn_dcqcn, irn_timely, irn_aimd, irn_dctcp).
         irn: IrnParams,
         /// `[protocol.rc3]`: RC3's MSS, IW and priority buckets.
         rc3: rc3::Rc3Params,

@@ -5,7 +5,8 @@
 //! marks (ECE); the sender keeps `alpha`, a moving average of the fraction
 //! of bytes marked per window of data, and on a window with marks cuts its
 //! congestion window by `alpha / 2` instead of TCP's half. Growth and the
-//! loss response are NewReno's ([`super::Window`]).
+//! loss response are NewReno's ([`super::Window`]). TCP's `dctcp` and IRN's
+//! `irn_dctcp` (`roce/irn.rs`, which feeds it per delivered packet) use it.
 //!
 //! | parameter (`[protocol.dctcp]`) | default | source |
 //! |---|---|---|

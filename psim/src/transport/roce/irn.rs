@@ -1,8 +1,9 @@
 //! IRN, "improved RoCE NIC" ([TH] §4.2): RoCE with selective repeat instead
 //! of go-back-N, so that it needs no lossless fabric. Protocols `irn` (line
 //! rate), `irn_dcqcn` and `irn_timely` (the controllers of `dcqcn` and
-//! `timely`), and `irn_aimd`, IRN "augmented with TCP's AIMD logic" ([TH]
-//! §4.3.6, T30; below). It reuses the RoCE sender's pacing, packet format and
+//! `timely`), `irn_aimd`, IRN "augmented with TCP's AIMD logic" ([TH]
+//! §4.3.6, T30; below), and `irn_dctcp`, IRN with DCTCP's window ([TH]
+//! §4.3.6, T32; below). It reuses the RoCE sender's pacing, packet format and
 //! controller plumbing ([`RoceSource`]) and the RoCE receiver's control
 //! packets and CNPs ([`RoceSink`]); only the loss recovery differs.
 //!
@@ -31,6 +32,43 @@
 //!   thesis credits IRN's BDP-FC for; then one MTU more per window of ACKs,
 //!   halved when a NACK starts recovery, and one MTU after a timeout (then
 //!   slow start back to ssthresh, as TCP). The thesis gives no more detail.
+//! - **`irn_dctcp`** ([TH] §4.3.6: the thesis runs IRN with DCTCP as well as
+//!   with AIMD, and finds the same trends, T32; it gives no detail): the
+//!   `irn_aimd` sender with DCTCP's controller (`cc/dctcp.rs`, the one TCP's
+//!   `dctcp` uses) instead of NewReno's, the same initial window and the same
+//!   loss response (halve on a NACK that starts recovery, one MTU after a
+//!   timeout), plus ECN:
+//!   - Its data is ECN-capable (`ECT`), so a marking switch (`kind = "ecn"`,
+//!     DCTCP's threshold K; `"red"`, `"ecn_ramp"`) sets CE instead of dropping.
+//!   - The receiver runs in *echo mode*: the ACK or NACK answering a CE-marked
+//!     data packet carries `ECE`, one echo per packet as DCTCP with an ACK per
+//!     segment (RFC 8257 §3.2; IRN ACKs or NACKs every packet), and it sends no
+//!     CNPs. In echo mode the sender reads `ECE` on an ACK or NACK as that echo,
+//!     not as a CNP (they share the flag; only `irn_dctcp` echoes).
+//!   - Every ACK and NACK feeds the controller's estimate (`on_ecn`): alpha,
+//!     the moving average with gain g of the marked fraction F per window of
+//!     data (a window ends when the cumulative ACK passes what had been sent
+//!     when the last one ended). F counts the packets each ACK or NACK reports
+//!     delivered (cumulatively ACKed and not SACKed before, or newly SACKed),
+//!     marked if it carries `ECE`: per packet, as Linux's DCTCP counts
+//!     `delivered` and `delivered_ce` (`tcp_dctcp.c`) and `HPCC`'s DCTCP
+//!     counts marked ACKs per packet. RFC 8257 §3.3 step 1 counts bytes
+//!     cumulatively ACKed and ignores SACKs: over IRN that would give a loss
+//!     episode's SACKed packets the mark of the one retransmission that fills
+//!     the hole, and the NACKs' echoes none.
+//!   - A cut (`cwnd × (1 − alpha/2)`, ssthresh = cwnd) needs an echo outside
+//!     recovery, at most one per window: after a cut, none until the
+//!     cumulative ACK reaches the next new PSN of the cut (TCP's subflow does
+//!     the same). The ACK that cuts does not also grow the window; otherwise
+//!     growth is `irn_aimd`'s: one MTU per window of ACKs, in recovery too.
+//!   - A NACK that starts recovery is a loss as for `irn_aimd`, after its echo:
+//!     cwnd = ssthresh = max(in flight / 2, 2 MTU) whether it cut or not.
+//!   - Parameters: `[protocol.dctcp]`, shared with TCP's `dctcp`: `g` = 1/16
+//!     (TA4: [TH] takes DCTCP's constants from [DCTCP]; RFC 8257 §4.2),
+//!     `initial_alpha` = 1 (RFC 8257 §3.3), `cut_rule` = `"marked_window"`.
+//!     K is the switches' `ecn_threshold`; [TH] Ch. 4 gives none, and
+//!     scenarios/rdma/irn_dctcp.toml takes TA4's 65 packets (docs/rdma.md).
+//!     A scenario whose switches never mark is refused, as for DCQCN.
 //! - **Timeouts** ([TH] §4.2.1, TA9): the timer is armed at RTO_low when a
 //!   packet leaves with none armed, and re-armed on every advance of the
 //!   cumulative ACK. When RTO_low expires with more than N packets in flight
@@ -61,7 +99,7 @@ use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol};
 use crate::transport::cc::dcqcn::Style;
 use crate::transport::cc::timely::SegmentPacer;
-use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss, Reno};
+use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Dctcp, Loss, Reno};
 use crate::transport::config::{bad, in_range, Micros};
 use crate::transport::{
     Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats, SwitchClass,
@@ -157,6 +195,11 @@ pub struct IrnSource {
     /// Retransmissions may not leave before this (PCIe fetch).
     fetch_ready: u64,
     extra: u32,
+    /// Echo mode (`irn_dctcp`): `ECE` on an ACK or NACK echoes a CE mark
+    /// for the controller's `on_ecn`; otherwise an ACK with `ECE` is a CNP.
+    echo: bool,
+    /// Echo mode: no ECN cut until the cumulative ACK reaches this PSN.
+    ecn_cut_until: u64,
 }
 
 impl IrnSource {
@@ -180,7 +223,16 @@ impl IrnSource {
             fetch: p.retx_fetch.ps,
             fetch_ready: 0,
             extra: p.header_overhead_bytes,
+            echo: false,
+            ecn_cut_until: 0,
         }
+    }
+
+    /// The same sender in echo mode (`irn_dctcp`, module documentation):
+    /// its receiver echoes CE marks on ACKs and NACKs instead of sending CNPs.
+    pub fn with_ecn_echo(mut self) -> Self {
+        self.echo = true;
+        self
     }
 
     /// Counters.
@@ -240,7 +292,7 @@ impl IrnSource {
             && b.next_psn < b.send_limit()
             && (self.cap == 0 || b.next_psn - b.una < self.cap)
             && b.cc.as_ref().is_none_or(|cc| {
-                // A window-based controller (irn_aimd); the others' is infinite.
+                // A window-based controller (irn_aimd, irn_dctcp); the others' is infinite.
                 ((self.in_flight() * b.mtu as u64) as f64) < cc.window()
             })
     }
@@ -272,21 +324,46 @@ impl IrnSource {
         bytes
     }
 
-    fn sack(&mut self, psn: u64) {
+    /// Selective acknowledgement of `psn`; true if it was not SACKed before.
+    fn sack(&mut self, psn: u64) -> bool {
         let una = self.base.una;
         if psn < una || psn >= self.base.next_psn {
-            return;
+            return false;
         }
         let i = (psn - una) as usize;
         if self.sacked.len() <= i {
             self.sacked.resize(i + 1, false);
         }
-        if !self.sacked[i] {
+        let new = !self.sacked[i];
+        if new {
             self.sacked[i] = true;
             self.n_sacked += 1;
         }
         self.top_sack = Some(self.top_sack.map_or(psn, |h| h.max(psn)));
         self.settle();
+        new
+    }
+
+    /// Echo mode: one ACK or NACK's ECN feedback to the controller, once
+    /// its cumulative ACK and SACK were taken. `delivered` counts the PSNs it
+    /// newly reported delivered (cumulatively ACKed and not SACKed before,
+    /// or newly SACKed), given to the controller as that many MTUs. A cut
+    /// needs the sender to have been out of recovery before this ACK
+    /// (`was_recovering` false) and the cumulative ACK to have reached the
+    /// next new PSN of the last cut: at most one cut per window of data, as
+    /// TCP's subflow allows DCTCP. True if the window was cut.
+    fn feed_echo(&mut self, delivered: u64, ece: bool, was_recovering: bool) -> bool {
+        let may_cut = !was_recovering && self.base.una >= self.ecn_cut_until;
+        let ev = self.base.ack_event(delivered * self.base.mtu as u64, ece);
+        let cut = self
+            .base
+            .cc
+            .as_mut()
+            .is_some_and(|cc| cc.on_ecn(&ev, may_cut));
+        if cut {
+            self.ecn_cut_until = self.base.next_psn;
+        }
+        cut
     }
 
     /// Enters recovery (if not in it) from the cumulative ACK; true if it
@@ -337,20 +414,31 @@ impl Transport for IrnSource {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         match pkt.kind {
-            PacketKind::Ack if pkt.has(flags::ECE) => self.base.feed_cnp(now),
+            PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.base.feed_cnp(now),
             PacketKind::Ack | PacketKind::Nack => {
+                let (was_recovering, una, sacked) =
+                    (self.recovery.is_some(), self.base.una, self.n_sacked);
                 let acked = self.acknowledge(pkt.ack, now);
-                if acked > 0 {
+                // PSNs this feedback reports delivered: cumulatively ACKed
+                // and not SACKed before, then the one it SACKs, if new.
+                let mut delivered = (self.base.una - una) - (sacked - self.n_sacked);
+                let nack = pkt.kind == PacketKind::Nack && pkt.seq > self.base.una;
+                if nack && self.sack(pkt.seq) {
+                    delivered += 1;
+                }
+                // Echo mode (irn_dctcp): the ECN estimate before growth and
+                // loss, as TCP's subflow orders them; an ACK that cut does
+                // not also grow the window.
+                let ece = pkt.has(flags::ECE);
+                let cut = self.echo && self.feed_echo(delivered, ece, was_recovering);
+                if acked > 0 && !cut {
                     self.base.feed_ack(acked, &pkt, cx);
                 }
-                if pkt.kind == PacketKind::Nack && pkt.seq > self.base.una {
-                    self.sack(pkt.seq);
-                    if self.recover(now) {
-                        // A loss signal for a window-based controller (irn_aimd).
-                        let flight = self.in_flight() * self.base.mtu as u64;
-                        if let Some(cc) = &mut self.base.cc {
-                            cc.on_loss(Loss::FastRetransmit, flight);
-                        }
+                if nack && self.recover(now) {
+                    // A loss signal for a window-based controller (irn_aimd, irn_dctcp).
+                    let flight = self.in_flight() * self.base.mtu as u64;
+                    if let Some(cc) = &mut self.base.cc {
+                        cc.on_loss(Loss::FastRetransmit, flight);
                     }
                 }
                 self.try_send(cx);
@@ -405,6 +493,9 @@ pub struct IrnSink {
     held: VecDeque<bool>,
     /// The flow's last PSN, once seen.
     last: Option<u64>,
+    /// Echo mode (`irn_dctcp`): `ECE` on the ACK or NACK of a CE-marked
+    /// packet, and no CNPs.
+    echo: bool,
 }
 
 impl IrnSink {
@@ -414,7 +505,16 @@ impl IrnSink {
             base: RoceSink::new(first, p, cnp_interval),
             held: VecDeque::new(),
             last: None,
+            echo: false,
         }
+    }
+
+    /// The same receiver in echo mode (`irn_dctcp`, module documentation):
+    /// the ACK or NACK answering a CE-marked data packet carries `ECE`, one
+    /// echo per packet, and it sends no CNPs.
+    pub fn with_ecn_echo(mut self) -> Self {
+        self.echo = true;
+        self
     }
 
     /// NACKs sent.
@@ -430,7 +530,14 @@ impl Transport for IrnSink {
         if pkt.kind != PacketKind::Data {
             return;
         }
-        b.notify(&pkt, cx);
+        let fl = match self.echo {
+            true if pkt.has(flags::ECN_CE) => flags::ECE,
+            true => 0,
+            false => {
+                b.notify(&pkt, cx);
+                0
+            }
+        };
         let now = cx.now;
         let fresh = |b: &mut RoceSink, last: &mut Option<u64>| {
             b.stats.bytes_received += pkt.payload as u64;
@@ -448,7 +555,7 @@ impl Transport for IrnSink {
             if done && b.stats.finish_ps.is_none() {
                 b.stats.finish_ps = Some(now);
             }
-            cx.out.push(b.control(PacketKind::Ack, &pkt, 0));
+            cx.out.push(b.control(PacketKind::Ack, &pkt, fl));
         } else if pkt.seq > b.expected {
             let i = (pkt.seq - b.expected - 1) as usize;
             if self.held.len() <= i {
@@ -459,10 +566,10 @@ impl Transport for IrnSink {
                 fresh(b, &mut self.last);
             }
             b.nacks += 1;
-            cx.out.push(b.control(PacketKind::Nack, &pkt, 0));
+            cx.out.push(b.control(PacketKind::Nack, &pkt, fl));
         } else {
             // A duplicate: the ACK that covered it may have been lost.
-            cx.out.push(b.control(PacketKind::Ack, &pkt, 0));
+            cx.out.push(b.control(PacketKind::Ack, &pkt, fl));
         }
     }
 
@@ -537,17 +644,54 @@ impl ProtocolDef for IrnAimdDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let mtu = p.roce.mtu_bytes;
-        let iw = match p.irn.bdp_cap_packets {
-            0 => p.tcp.iw_packets,
-            cap => cap,
-        };
+        let (iw, mtu) = irn_window(p);
         let mut reno = Reno::new(iw, mtu, false);
         reno.set_ssthresh(iw as f64 * mtu as f64);
         irn_endpoint(proto, flow, p, Some(Controller::Reno(reno)), false, None)
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         irn_sink(first, p, Style::Paper)
+    }
+}
+
+/// The initial window of IRN with a TCP-style window (`irn_aimd`,
+/// `irn_dctcp`), packets, and the MTU: the BDP-FC cap (`[protocol.tcp]
+/// iw_packets` without BDP-FC), entered in congestion avoidance.
+fn irn_window(p: &ProtocolParams) -> (u32, u32) {
+    let iw = match p.irn.bdp_cap_packets {
+        0 => p.tcp.iw_packets,
+        cap => cap,
+    };
+    (iw, p.roce.mtu_bytes)
+}
+
+/// The protocol table's row for IRN + DCTCP ([TH] §4.3.6, T32): `irn_aimd`
+/// with DCTCP's controller (`cc/dctcp.rs`, `[protocol.dctcp]`) instead of
+/// NewReno's, ECN-capable data and a receiver that echoes CE marks on its
+/// ACKs and NACKs (module documentation).
+pub struct IrnDctcpDef;
+
+impl ProtocolDef for IrnDctcpDef {
+    const CLASS: SwitchClass = SwitchClass::Other;
+    const IDEAL_FCT: bool = true;
+    const MESSAGES: bool = true;
+    fn mtu(p: &ProtocolParams) -> u32 {
+        RoceDef::mtu(p)
+    }
+    fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        let (iw, mtu) = irn_window(p);
+        let mut dctcp = Dctcp::new(iw, mtu, &p.dctcp);
+        dctcp.set_ssthresh(iw as f64 * mtu as f64);
+        let cc = Some(Controller::Dctcp(dctcp));
+        let base = RoceSource::new(flow, proto, &p.roce, cc, true, None);
+        let src = IrnSource::new(base, &p.irn).with_ecn_echo();
+        Endpoint::IrnSource(Box::new(src))
+    }
+    fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
+        // Echo mode sends no CNPs: the interval is not used.
+        let cnp = p.roce.cnp_interval_ps(Style::Paper);
+        let sink = IrnSink::new(first, &p.roce, cnp).with_ecn_echo();
+        Endpoint::IrnSink(Box::new(sink))
     }
 }
 

@@ -293,3 +293,284 @@ fn irn_aimd_holds_new_packets_to_a_window_that_halves_on_a_nack() {
     out.extend(irn.advance(10 * GAP).into_iter().map(|(_, p)| p));
     assert_eq!(out.len(), 11);
 }
+
+/// A data packet of an `irn_dctcp` flow; `ce`: marked on the way.
+fn dctcp_data(psn: u64, ce: bool) -> Packet {
+    let mut p = data(psn);
+    p.proto = Protocol::IrnDctcp;
+    p.flags = flags::ECT | if ce { flags::ECN_CE } else { 0 };
+    p
+}
+
+/// Feedback as `feedback`, echoing a CE mark when `ece`.
+fn echo(kind: PacketKind, ack: u64, seq: u64, ece: bool) -> Packet {
+    let mut p = feedback(kind, ack, seq);
+    if ece {
+        p.flags |= flags::ECE;
+    }
+    p
+}
+
+/// `[protocol.irn] bdp_cap_packets = 0` and `[protocol.tcp] iw_packets = 4`:
+/// the window-based IRNs start at 4 packets (4000 bytes) in congestion
+/// avoidance, and plain arithmetic follows.
+fn window_params() -> ProtocolParams {
+    let mut p = params(|i| i.bdp_cap_packets = 0);
+    p.tcp.iw_packets = 4;
+    p.validate().unwrap();
+    p
+}
+
+/// A window-based IRN sender of `proto` for a 100 KB flow.
+fn window_source(proto: Protocol, p: &ProtocolParams) -> Host<IrnSource> {
+    let Endpoint::IrnSource(s) = proto.source(&flow(Some(100_000), 1), p) else {
+        panic!("an IRN source")
+    };
+    Host::new(0, *s)
+}
+
+/// The sender's controller state.
+fn cc_state(h: &Host<IrnSource>) -> crate::transport::cc::CcMetrics {
+    use crate::transport::cc::CongestionControl;
+    h.ep.controller().expect("a controller").metrics()
+}
+
+/// Delivers `pkt` at `t` and lets the sender run to `until`: the PSNs it sent.
+fn feed(h: &mut Host<IrnSource>, t: u64, pkt: Packet, until: u64) -> Vec<u64> {
+    let mut out: Vec<u64> = h.deliver(t, pkt).iter().map(|p| p.seq).collect();
+    out.extend(psns(&h.advance(until)));
+    out
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-9
+}
+
+/// `irn_dctcp`'s receiver echoes each CE mark on the ACK or NACK of that
+/// packet (in order, out of order, duplicate alike) and sends no CNP; plain
+/// IRN's receiver still answers a mark with a CNP (an `ECE` ACK carrying
+/// the expected PSN) before its unflagged ACK.
+#[test]
+fn the_irn_dctcp_receiver_echoes_each_mark_on_its_ack_or_nack() {
+    let p = params(|_| {});
+    let mut s = Host::new(5, Protocol::sink(&dctcp_data(0, true), &p));
+    recv!(s, at = 10, dctcp_data(0, true) => [Ack { ack: 1, seq: 0, flags: flags::ECE }]);
+    recv!(s, at = 20, dctcp_data(1, false) => [Ack { ack: 2, seq: 1, flags: 0 }]);
+    // PSN 2 lost: NACKs, each with its packet's echo.
+    recv!(s, at = 30, dctcp_data(3, true) => [Nack { ack: 2, seq: 3, flags: flags::ECE }]);
+    recv!(s, at = 40, dctcp_data(4, false) => [Nack { ack: 2, seq: 4, flags: 0 }]);
+    recv!(s, at = 50, dctcp_data(2, false) => [Ack { ack: 5, seq: 2, flags: 0 }]);
+    recv!(s, at = 60, dctcp_data(1, true) => [Ack { ack: 5, seq: 1, flags: flags::ECE }]);
+    // Plain IRN: CNP first, then the ACK; no echo on the ACK.
+    let mut ce = data(0);
+    ce.flags |= flags::ECN_CE;
+    let mut irn = Host::new(5, Protocol::sink(&data(0), &p));
+    recv!(irn, at = 10, ce => [Ack { ack: 0, flags: flags::ECE }, Ack { ack: 1, flags: 0 }]);
+}
+
+/// DCTCP over IRN without losses. Window 0 ends at the first ACK (alpha =
+/// 15/16 · 1 + 1/16 · 0 = 15/16, cwnd 4000 + 1000·1000/4000 = 4250);
+/// window 1 runs until the cumulative ACK passes PSN 4 (the next PSN when
+/// window 0 ended). Its first marked ACK cuts to 4250 · (1 − 15/32) =
+/// 2257.8125 = ssthresh and does not grow it; the second is in the same
+/// window and only grows it. The ACK of PSN 4 ends window 1 with 2 of 4
+/// packets marked: alpha = 15/16 · 15/16 + 1/16 · 1/2 = 233/256. The cut
+/// was at next PSN 6, so the marked ACK of PSN 5 may cut again: by
+/// alpha / 2 = 233/512.
+#[test]
+fn irn_dctcp_updates_alpha_per_window_and_cuts_once_per_window_of_marks() {
+    let p = window_params();
+    let mut h = window_source(Protocol::IrnDctcp, &p);
+    let mut sent = h.start(0);
+    assert!(sent.iter().all(|d| d.has(flags::ECT)), "ECN-capable data");
+    sent.extend(h.advance(100 * US).into_iter().map(|(_, d)| d));
+    assert_eq!(sent.iter().map(|d| d.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let m = cc_state(&h);
+    assert_eq!((m.cwnd, m.ssthresh, m.alpha), (4000.0, 4000.0, Some(1.0)));
+    let ack = |n: u64, ece: bool| echo(PacketKind::Ack, n, n - 1, ece);
+    assert_eq!(feed(&mut h, 100 * US, ack(1, false), 200 * US), [4, 5]);
+    let m = cc_state(&h);
+    assert_eq!(
+        (m.cwnd, m.ssthresh, m.alpha),
+        (4250.0, 4000.0, Some(15.0 / 16.0))
+    );
+    // Marked: cut by alpha/2, no growth; 4 packets in flight, nothing sent.
+    assert!(feed(&mut h, 200 * US, ack(2, true), 200 * US).is_empty());
+    let c1 = 4250.0 * 17.0 / 32.0;
+    let m = cc_state(&h);
+    assert_eq!((m.cwnd, m.ssthresh, m.alpha), (c1, c1, Some(15.0 / 16.0)));
+    // Marked again in the same window: no second cut, additive increase.
+    assert!(feed(&mut h, 200 * US, ack(3, true), 200 * US).is_empty());
+    let c2 = c1 + 1000.0 * 1000.0 / c1;
+    assert!(close(cc_state(&h).cwnd, c2));
+    feed(&mut h, 200 * US, ack(4, false), 200 * US);
+    let c3 = c2 + 1000.0 * 1000.0 / c2;
+    assert!(close(cc_state(&h).cwnd, c3));
+    // The ACK of PSN 4 ends window 1: F = 2/4.
+    feed(&mut h, 200 * US, ack(5, false), 300 * US);
+    let c4 = c3 + 1000.0 * 1000.0 / c3;
+    let m = cc_state(&h);
+    assert!(close(m.cwnd, c4) && m.ssthresh == c1);
+    assert_eq!(m.alpha, Some(233.0 / 256.0));
+    // Past the cut's window, a mark cuts again, by the new alpha.
+    feed(&mut h, 300 * US, ack(6, true), 300 * US);
+    let m = cc_state(&h);
+    assert!(close(m.cwnd, c4 * (1.0 - 233.0 / 512.0)), "{m:?}");
+    assert_eq!(m.ssthresh, m.cwnd);
+}
+
+/// Without marks `irn_dctcp` never cuts: alpha decays by 15/16 per window
+/// (1 → 15/16 at the first ACK → 225/256 when window 1 ends) and its
+/// window and its packets are `irn_aimd`'s, ACK for ACK.
+#[test]
+fn irn_dctcp_without_marks_never_cuts_and_sends_as_irn_aimd() {
+    let p = window_params();
+    let mut dctcp = window_source(Protocol::IrnDctcp, &p);
+    let mut aimd = window_source(Protocol::IrnAimd, &p);
+    let psns_at_start = |h: &mut Host<IrnSource>| {
+        let mut out: Vec<u64> = h.start(0).iter().map(|d| d.seq).collect();
+        out.extend(psns(&h.advance(100 * US)));
+        out
+    };
+    assert_eq!(psns_at_start(&mut dctcp), psns_at_start(&mut aimd));
+    let mut cwnd = 4000.0;
+    for n in 1..=8u64 {
+        let t = (100 + 100 * n) * US;
+        let ack = || echo(PacketKind::Ack, n, n - 1, false);
+        let sent = feed(&mut dctcp, t, ack(), t + 50 * US);
+        assert_eq!(sent, feed(&mut aimd, t, ack(), t + 50 * US), "ACK {n}");
+        cwnd += 1000.0 * 1000.0 / cwnd;
+        let (m, a) = (cc_state(&dctcp), cc_state(&aimd));
+        assert!(close(m.cwnd, cwnd) && m.cwnd == a.cwnd, "ACK {n}: {m:?}");
+        assert_eq!(m.ssthresh, 4000.0);
+        if n == 1 {
+            assert_eq!(m.alpha, Some(15.0 / 16.0));
+        }
+        if n == 5 {
+            assert_eq!(m.alpha, Some(225.0 / 256.0), "window 1 (PSNs 1-4) ended");
+        }
+    }
+}
+
+/// A marked NACK that starts recovery: DCTCP's cut (4250 → 2257.8125),
+/// then the loss response, as `irn_aimd`'s: cwnd = ssthresh = 4 packets in
+/// flight / 2 = 2000. Marks in recovery do not cut, but they count: window
+/// 1 (PSNs 1–5) ends at the ACK that fills the hole, with PSNs 2, 3 and 5
+/// marked of 5 delivered (the NACKs reported 2–5, the ACK only PSN 1):
+/// alpha = 15/16 · 15/16 + 1/16 · 3/5. That ACK ends recovery (cwnd back to
+/// ssthresh 2000) and grows it by 5000 · 1000 / 2000 = 2500; the next mark
+/// is past the cut's window (next PSN 6) and cuts 4500 by alpha / 2.
+#[test]
+fn a_marked_nack_halves_irn_dctcp_as_irn_aimd_and_recovery_marks_count_but_do_not_cut() {
+    let p = window_params();
+    let mut h = window_source(Protocol::IrnDctcp, &p);
+    let mut aimd = window_source(Protocol::IrnAimd, &p);
+    for s in [&mut h, &mut aimd] {
+        s.start(0);
+        s.advance(100 * US);
+        assert_eq!(
+            feed(s, 100 * US, echo(PacketKind::Ack, 1, 0, false), 200 * US),
+            [4, 5]
+        );
+    }
+    // PSN 1 lost; 2, 3, 4 and 5 arrive, 2, 3 and 5 marked.
+    let nack = |seq, ece| echo(PacketKind::Nack, 1, seq, ece);
+    assert_eq!(feed(&mut h, 200 * US, nack(2, true), 200 * US), [1]);
+    assert_eq!(feed(&mut aimd, 200 * US, nack(2, false), 200 * US), [1]);
+    let m = cc_state(&h);
+    assert_eq!((m.cwnd, m.ssthresh), (2000.0, 2000.0));
+    assert_eq!(cc_state(&aimd).cwnd, 2000.0);
+    assert_eq!(h.ep.recovery(), Some(5));
+    assert!(feed(&mut h, 200 * US + 1, nack(3, true), 200 * US + 1).is_empty());
+    assert!(feed(&mut h, 200 * US + 2, nack(4, false), 200 * US + 2).is_empty());
+    // One packet in flight (PSN 1): the window lets PSN 6 out.
+    assert_eq!(feed(&mut h, 200 * US + 3, nack(5, true), 300 * US), [6]);
+    let m = cc_state(&h);
+    assert_eq!(
+        (m.cwnd, m.ssthresh, m.alpha),
+        (2000.0, 2000.0, Some(15.0 / 16.0))
+    );
+    // The resent PSN 1 arrives: ACK 6 ends recovery and window 1.
+    let sent = feed(
+        &mut h,
+        300 * US,
+        echo(PacketKind::Ack, 6, 1, false),
+        400 * US,
+    );
+    assert_eq!(h.ep.recovery(), None);
+    let alpha = 225.0 / 256.0 + 3.0 / 80.0;
+    let m = cc_state(&h);
+    assert_eq!((m.cwnd, m.ssthresh), (4500.0, 2000.0));
+    assert!(close(m.alpha.unwrap(), alpha), "{m:?}");
+    assert_eq!(sent, [7, 8, 9, 10], "4 more packets under 4500 bytes");
+    // Marked ACK of PSN 6: past the cut's window, out of recovery: a cut.
+    feed(
+        &mut h,
+        400 * US,
+        echo(PacketKind::Ack, 7, 6, true),
+        400 * US,
+    );
+    let m = cc_state(&h);
+    assert!(close(m.cwnd, 4500.0 * (1.0 - alpha / 2.0)), "{m:?}");
+    assert_eq!(m.ssthresh, m.cwnd);
+}
+
+/// End to end over the scripted network, dropping every 13th data packet
+/// and marking every 3rd: `irn_dctcp` completes and its window was cut
+/// below the initial 120 packets; marks never reach a plain IRN sender's
+/// window (it has none) and the flow completes the same.
+#[test]
+fn irn_dctcp_completes_over_a_lossy_marking_network() {
+    for proto in [Protocol::IrnDctcp, Protocol::Irn] {
+        let mut net = Net::new(proto, &flow(Some(300_000), 1), params(|_| {}), 5 * US);
+        let (mut n, mut m) = (0, 0);
+        let mut drop = |pkt: &Packet| {
+            n += 1;
+            pkt.kind == PacketKind::Data && n % 13 == 0
+        };
+        let mut mark = |_: &Packet| {
+            m += 1;
+            m % 3 == 0
+        };
+        net.run(100_000 * US, &mut drop, &mut mark);
+        assert_eq!(
+            net.sink_stats().unwrap().bytes_received,
+            300_000,
+            "{proto:?}"
+        );
+        assert!(
+            net.finish().is_some() && net.sender_finish().is_some(),
+            "{proto:?}"
+        );
+        assert_eq!(net.src.next_wake(), None, "{proto:?}: idle at the end");
+        let Endpoint::IrnSource(s) = &net.src.ep else {
+            panic!()
+        };
+        if proto == Protocol::IrnDctcp {
+            use crate::transport::cc::CongestionControl;
+            let m = s.controller().unwrap().metrics();
+            assert!(m.ssthresh < 120_000.0, "{m:?}");
+            assert!(m.alpha.unwrap() < 1.0, "{m:?}");
+        }
+    }
+}
+
+/// Over switches that never mark, `irn_dctcp` would be `irn_aimd`: refused
+/// naming the switches' discipline, as DCQCN is.
+#[test]
+fn irn_dctcp_over_switches_that_never_mark_is_refused() {
+    let r = RoceParams::default();
+    let e = r
+        .check_with_scenario(&[Protocol::Irn, Protocol::IrnDctcp], "droptail", false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("switch.queue.kind") && e.contains("irn_dctcp"),
+        "{e}"
+    );
+    assert!(e.contains("never marks ECN"), "{e}");
+    r.check_with_scenario(&[Protocol::IrnDctcp], "ecn", true)
+        .unwrap();
+    r.check_with_scenario(&[Protocol::IrnAimd], "droptail", false)
+        .unwrap();
+}

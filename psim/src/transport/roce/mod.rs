@@ -2,8 +2,8 @@
 //! ([TH] §4.1.1, §4.3.1), and the rate-controlled RoCE variants: plain
 //! `roce` (line rate, no congestion control), `dcqcn` (RoCE + DCQCN,
 //! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`). IRN
-//! (`irn`, `irn_dcqcn`, `irn_timely`, `irn_aimd`: selective repeat over the same
-//! sender and receiver) is in `irn.rs`.
+//! (`irn`, `irn_dcqcn`, `irn_timely`, `irn_aimd`, `irn_dctcp`: selective
+//! repeat over the same sender and receiver) is in `irn.rs`.
 //!
 //! - **Receiver** ([`RoceSink`]): accepts only the expected PSN. An
 //!   out-of-order packet is discarded and answered with a NACK carrying the
@@ -52,7 +52,9 @@ mod source;
 #[cfg(test)]
 mod tests;
 
-pub use irn::{IrnAimdDef, IrnDcqcnDef, IrnDef, IrnParams, IrnSink, IrnSource, IrnTimelyDef};
+pub use irn::{
+    IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnSink, IrnSource, IrnTimelyDef,
+};
 pub use sink::RoceSink;
 pub use source::RoceSource;
 
@@ -126,7 +128,8 @@ impl RoceParams {
     }
 
     /// Checks what depends on the rest of the scenario: DCQCN needs a switch
-    /// that marks ECN (else it never slows down), and TIMELY needs ACKs for
+    /// that marks ECN (else it never slows down), as does IRN + DCTCP (else
+    /// it is `irn_aimd` under another name), and TIMELY needs ACKs for
     /// its RTT samples (IRN ACKs every packet whatever `ack_every` says).
     /// `switch_kind` names the switches' discipline; `switch_marks` is
     /// whether any tier can mark.
@@ -142,6 +145,13 @@ impl RoceParams {
                 "switch.queue.kind",
                 format!("\"{switch_kind}\""),
                 "never marks ECN, so DCQCN never slows down: use \"ecn_ramp\", \"ecn\" or \"red\" on some tier",
+            ));
+        }
+        if uses(Protocol::IrnDctcp) && !switch_marks {
+            return Err(bad(
+                "switch.queue.kind",
+                format!("\"{switch_kind}\""),
+                "never marks ECN, so irn_dctcp never cuts for ECN (it would be irn_aimd): use \"ecn\", \"red\" or \"ecn_ramp\" on some tier",
             ));
         }
         if uses(Protocol::Timely) && self.ack_every == 0 {

@@ -312,7 +312,9 @@ impl RoceSource {
         }
     }
 
-    fn ack_event(&self, bytes_acked: u64, ece: bool) -> AckEvent {
+    /// What an ACK of `bytes_acked` bytes (`ece`: echoing a CE mark) tells
+    /// the controller, in bytes of PSNs × MTU.
+    pub(super) fn ack_event(&self, bytes_acked: u64, ece: bool) -> AckEvent {
         let m = self.mtu as u64;
         AckEvent {
             bytes_acked,
