@@ -526,6 +526,12 @@ impl EventQueue {
         self.head += 1;
         Some(ev)
     }
+    /// The event `k` places after the next one in the current slot's sorted
+    /// run, if there is one (late pushes aside): for cache hints only.
+    #[inline]
+    pub fn ahead(&self, k: usize) -> Option<&Event> {
+        self.cur.get(self.head + k)
+    }
     /// The earliest event. It does not move the calendar.
     pub fn peek(&self) -> Option<&Event> {
         match (self.cur.get(self.head), self.late.peek()) {

@@ -5,7 +5,13 @@
 //! handed over at the next window boundary; the lookahead guarantees it
 //! cannot be due before then.
 
-use super::event::{EventCounts, EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE};
+use super::event::{
+    Event, EventCounts, EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE,
+};
+
+/// How many events ahead the loop asks for an arrival's packet to be
+/// fetched into cache (docs/performance.md).
+const PREFETCH_AHEAD: usize = 8;
 use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
@@ -348,6 +354,14 @@ impl Shard {
             }
             self.events_processed += 1;
             self.key_now = ev.key;
+            if let Some(&Event {
+                key,
+                kind: EventKind::LinkArrival { port },
+            }) = self.events.ahead(PREFETCH_AHEAD)
+            {
+                let idx = self.shared.in_base[key.target as usize] + port as u32;
+                self.inbound.prefetch_head(idx as usize);
+            }
             let local = self.shared.local[ev.key.target as usize] as usize;
             // Each arm counts its kind at a constant index: one add, no bounds check.
             let counts = &mut self.event_counts.0;
