@@ -249,6 +249,15 @@ impl FarHeap {
         }
         heap[i] = ev;
     }
+    /// Keeps the events for which `keep` holds; restores the heap order
+    /// (`retain` keeps it only when it removes nothing).
+    fn retain(&mut self, keep: impl FnMut(&Event) -> bool) {
+        let n = self.heap.len();
+        self.heap.retain(keep);
+        if self.heap.len() != n {
+            self.heapify();
+        }
+    }
     /// Restores the heap order of the whole array (Floyd's method).
     fn heapify(&mut self) {
         let n = self.heap.len();
@@ -278,8 +287,9 @@ const BUCKET_ROOM: usize = 64;
 /// 2^`shift` ps wide). The current slot's events sit in `cur`, sorted, and
 /// pop from its front (events pushed into the current slot after that wait
 /// in a small heap beside it, since a sorted insert would move the slot's
-/// thousands of events when a full-load run synchronises every host). The next `SLOTS - 1` slots are unsorted buckets
-/// (one push each); a bucket is sorted once, when the calendar reaches it.
+/// thousands of events when a full-load run synchronises every host). The
+/// next `SLOTS - 1` slots are unsorted buckets (one push each); a bucket is
+/// sorted once, when the calendar reaches it.
 /// Events further ahead wait in a 4-ary heap and move into the calendar as
 /// it advances. So most events cost one append, a share of one small sort,
 /// and one read at the front, instead of two walks of a heap of 50 000
@@ -333,8 +343,8 @@ impl EventQueue {
     }
 
     /// The slot shift for a network whose shortest link delay is
-    /// `min_delay_ps`: slots of about 1/256 of it, so that the calendar
-    /// reaches 16 link delays ahead. Any shift gives the same pops; this
+    /// `min_delay_ps`: slots of 1/256 to 1/512 of it, so that the calendar
+    /// reaches 8 to 16 link delays ahead. Any shift gives the same pops; this
     /// one keeps the far heap small and the slots short.
     pub fn shift_for_delay(min_delay_ps: u64) -> u32 {
         (min_delay_ps / 256).max(1).ilog2()
@@ -347,8 +357,11 @@ impl EventQueue {
 
     /// The same events in a queue whose slots are 2^`shift` ps wide.
     pub fn reshaped(self, shift: u32) -> Self {
+        if shift == self.shift {
+            return self;
+        }
         let mut q = Self::with_slot_shift(shift);
-        for ev in self.into_events() {
+        for ev in self.sorted_events() {
             q.push(ev.key, ev.kind);
         }
         q
@@ -363,20 +376,34 @@ impl EventQueue {
             self.late.push(ev);
         } else if slot > self.cur_slot {
             if slot - self.cur_slot < SLOTS as u64 {
-                let b = slot as usize % SLOTS;
-                self.buckets[b].push(ev);
-                self.occupied[b / 64] |= 1 << (b % 64);
-                self.in_buckets += 1;
+                self.file_in_bucket(slot, ev);
             } else {
                 self.far.push(ev);
             }
         } else {
-            // Earlier than the current slot: only a window boundary's
-            // arrivals from other shards can do this, after a peek moved
-            // the calendar to a later local event.
+            // Earlier than the current slot. The engine never does this
+            // (the calendar moves only to a slot that starts before the
+            // window's end, and every later push is at or after it); the
+            // queue stays correct for any order of pushes all the same.
             self.rewind(slot);
             self.push(key, kind);
         }
+    }
+
+    /// Files `ev` in the bucket of `slot` (within the calendar's reach).
+    #[inline]
+    fn file_in_bucket(&mut self, slot: u64, ev: Event) {
+        let b = slot as usize % SLOTS;
+        self.buckets[b].push(ev);
+        self.occupied[b / 64] |= 1 << (b % 64);
+        self.in_buckets += 1;
+    }
+
+    /// Marks bucket `b` empty, having taken its `n` events out.
+    #[inline]
+    fn emptied(&mut self, b: usize, n: usize) {
+        self.in_buckets -= n;
+        self.occupied[b / 64] &= !(1 << (b % 64));
     }
 
     /// Moves the calendar back to `slot` (before `cur_slot`): the current
@@ -396,8 +423,7 @@ impl EventQueue {
         for k in 0..gap {
             let b = (slot + k) as usize % SLOTS;
             let moved = std::mem::take(&mut self.buckets[b]);
-            self.in_buckets -= moved.len();
-            self.occupied[b / 64] &= !(1 << (b % 64));
+            self.emptied(b, moved.len());
             for ev in moved {
                 self.far.push(ev);
             }
@@ -416,10 +442,9 @@ impl EventQueue {
         self.cur_slot = next;
         let b = next as usize % SLOTS;
         let bucket = &mut self.buckets[b];
-        if !bucket.is_empty() {
+        let n = bucket.len();
+        if n > 0 {
             self.cur.extend_from_slice(bucket);
-            self.in_buckets -= bucket.len();
-            self.occupied[b / 64] &= !(1 << (b % 64));
             // A bucket keeps room for a typical slot; a burst's room (a
             // thousand flow starts at one instant) goes back, or every
             // bucket would end up holding the largest burst's.
@@ -428,6 +453,7 @@ impl EventQueue {
             } else {
                 bucket.clear();
             }
+            self.emptied(b, n);
         }
         let reach = next.saturating_add(SLOTS as u64);
         while self
@@ -440,10 +466,7 @@ impl EventQueue {
             if slot == next {
                 self.cur.push(ev);
             } else {
-                let b = slot as usize % SLOTS;
-                self.buckets[b].push(ev);
-                self.occupied[b / 64] |= 1 << (b % 64);
-                self.in_buckets += 1;
+                self.file_in_bucket(slot, ev);
             }
         }
         self.cur.sort_unstable_by_key(|e| e.key);
@@ -554,28 +577,22 @@ impl EventQueue {
         self.cur.drain(..self.head);
         self.head = 0;
         self.cur.retain(|e| !drop(e));
-        let n = self.late.heap.len();
-        self.late.heap.retain(|e| !drop(e));
-        if self.late.heap.len() != n {
-            self.late.heapify();
-        }
-        for (b, bucket) in self.buckets.iter_mut().enumerate() {
+        self.late.retain(|e| !drop(e));
+        for b in 0..SLOTS {
+            let bucket = &mut self.buckets[b];
             if bucket.is_empty() {
                 continue;
             }
             let n = bucket.len();
             bucket.retain(|e| !drop(e));
-            self.in_buckets -= n - bucket.len();
-            if bucket.is_empty() {
-                self.occupied[b / 64] &= !(1 << (b % 64));
+            let left = bucket.len();
+            if left == 0 {
+                self.emptied(b, n);
+            } else {
+                self.in_buckets -= n - left;
             }
         }
-        let n = self.far.heap.len();
-        self.far.heap.retain(|e| !drop(e));
-        if self.far.heap.len() != n {
-            // `retain` keeps the heap order only when it removes nothing.
-            self.far.heapify();
-        }
+        self.far.retain(|e| !drop(e));
         (before - self.len()) as u64
     }
     /// Number of pending events.
@@ -596,9 +613,6 @@ impl EventQueue {
         all.extend_from_slice(&self.far.heap);
         all.sort_unstable_by_key(|e| e.key);
         all
-    }
-    fn into_events(self) -> Vec<Event> {
-        self.sorted_events()
     }
 }
 

@@ -8,10 +8,6 @@
 use super::event::{
     Event, EventCounts, EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE,
 };
-
-/// How many events ahead the loop asks for an arrival's packet to be
-/// fetched into cache (docs/performance.md).
-const PREFETCH_AHEAD: usize = 8;
 use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
@@ -25,6 +21,10 @@ use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
 use crate::transport::{SourceStats, Transport};
 
 use std::sync::Arc;
+
+/// How many events ahead the loop asks for an arrival's packet to be
+/// fetched into cache (docs/performance.md).
+const PREFETCH_AHEAD: usize = 8;
 
 mod chip;
 mod report;
@@ -210,11 +210,11 @@ impl Shard {
                 })
                 .collect::<Vec<_>>();
             inbound_len += ports.len();
+            let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
             let pfc = match (&scn.queues.pfc, kind) {
                 (Some(cfg), k) if k != EntityKind::Host => {
                     let by_input = scn.queues.config(k, false).names_ingress();
                     let mut mmu = Mmu::new(cfg, ports.len(), by_input);
-                    let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
                     mmu.scale_alpha_by_rate(&rates, topo.host_link().rate_bps);
                     Some(Box::new(mmu))
                 }
@@ -222,7 +222,6 @@ impl Shard {
             };
             let tofino = match (&scn.queues.tofino, kind) {
                 (Some(p), k) if k == p.tier.kind() => {
-                    let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
                     Some(Box::new(Chip::new(p, e, &rates, scn.trace.tofino)))
                 }
                 _ => None,

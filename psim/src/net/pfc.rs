@@ -662,7 +662,7 @@ impl Mmu {
             .iter()
             .map(|&r| {
                 let ratio = (r / host_rate.max(1)).max(1);
-                (1u64 << (63 - ratio.leading_zeros())) as f64
+                (1u64 << ratio.ilog2()) as f64
             })
             .collect();
     }

@@ -110,7 +110,8 @@ pub struct RocketfuelOptions {
     pub host_link: LinkSpec,
 }
 
-fn err(file: &Path, line: Option<usize>, message: impl Into<String>) -> GraphError {
+/// An error at `file`'s `line` (or the whole file).
+pub(super) fn err(file: &Path, line: Option<usize>, message: impl Into<String>) -> GraphError {
     GraphError {
         file: file.into(),
         line,
@@ -118,13 +119,14 @@ fn err(file: &Path, line: Option<usize>, message: impl Into<String>) -> GraphErr
     }
 }
 
+/// The text before any `#`.
+pub(super) fn uncommented(line: &str) -> &str {
+    line.split('#').next().unwrap_or("")
+}
+
 /// Statements of a line: the text before any `#`, split on whitespace.
 fn words(line: &str) -> Vec<&str> {
-    line.split('#')
-        .next()
-        .unwrap_or("")
-        .split_whitespace()
-        .collect()
+    uncommented(line).split_whitespace().collect()
 }
 
 /// Splits `10Gbps` into (10.0, "Gbps").

@@ -45,8 +45,8 @@
 //! Every error is one line naming the file and line.
 
 use super::graph_file::{
-    check_name, parse_delay, parse_rate, EdgeSpec, GraphError, GraphSpec, NodeSpec, QueueLimit,
-    WEIGHT_SCALE,
+    check_name, err, parse_delay, parse_rate, uncommented, EdgeSpec, GraphError, GraphSpec,
+    NodeSpec, QueueLimit, WEIGHT_SCALE,
 };
 use super::LinkSpec;
 use std::collections::HashMap;
@@ -99,19 +99,6 @@ struct Direction {
     size: u64,
     /// The port queue (an index into the elements).
     queue: usize,
-}
-
-fn err(file: &Path, line: Option<usize>, message: impl Into<String>) -> GraphError {
-    GraphError {
-        file: file.into(),
-        line,
-        message: message.into(),
-    }
-}
-
-/// The text before any `#`.
-fn uncommented(line: &str) -> &str {
-    line.split('#').next().unwrap_or("")
 }
 
 /// A header line `<keyword> <n>`.

@@ -578,6 +578,18 @@ impl Transport for IrnSink {
     }
 }
 
+fn irn_source(
+    proto: Protocol,
+    flow: &FlowInfo,
+    p: &ProtocolParams,
+    cc: Option<Controller>,
+    ect: bool,
+    pacer: Option<SegmentPacer>,
+) -> IrnSource {
+    let base = RoceSource::new(flow, proto, &p.roce, cc, ect, pacer);
+    IrnSource::new(base, &p.irn)
+}
+
 fn irn_endpoint(
     proto: Protocol,
     flow: &FlowInfo,
@@ -586,13 +598,15 @@ fn irn_endpoint(
     ect: bool,
     pacer: Option<SegmentPacer>,
 ) -> Endpoint {
-    let base = RoceSource::new(flow, proto, &p.roce, cc, ect, pacer);
-    Endpoint::IrnSource(Box::new(IrnSource::new(base, &p.irn)))
+    Endpoint::IrnSource(Box::new(irn_source(proto, flow, p, cc, ect, pacer)))
+}
+
+fn irn_receiver(first: &Packet, p: &ProtocolParams, style: Style) -> IrnSink {
+    IrnSink::new(first, &p.roce, p.roce.cnp_interval_ps(style))
 }
 
 fn irn_sink(first: &Packet, p: &ProtocolParams, style: Style) -> Endpoint {
-    let cnp = p.roce.cnp_interval_ps(style);
-    Endpoint::IrnSink(Box::new(IrnSink::new(first, &p.roce, cnp)))
+    Endpoint::IrnSink(Box::new(irn_receiver(first, p, style)))
 }
 
 /// The protocol table's row for IRN at line rate.
@@ -683,14 +697,12 @@ impl ProtocolDef for IrnDctcpDef {
         let mut dctcp = Dctcp::new(iw, mtu, &p.dctcp);
         dctcp.set_ssthresh(iw as f64 * mtu as f64);
         let cc = Some(Controller::Dctcp(dctcp));
-        let base = RoceSource::new(flow, proto, &p.roce, cc, true, None);
-        let src = IrnSource::new(base, &p.irn).with_ecn_echo();
+        let src = irn_source(proto, flow, p, cc, true, None).with_ecn_echo();
         Endpoint::IrnSource(Box::new(src))
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         // Echo mode sends no CNPs: the interval is not used.
-        let cnp = p.roce.cnp_interval_ps(Style::Paper);
-        let sink = IrnSink::new(first, &p.roce, cnp).with_ecn_echo();
+        let sink = irn_receiver(first, p, Style::Paper).with_ecn_echo();
         Endpoint::IrnSink(Box::new(sink))
     }
 }

@@ -140,19 +140,21 @@ impl RoceParams {
         switch_marks: bool,
     ) -> Result<(), ConfigError> {
         let uses = |p: Protocol| used.contains(&p);
-        if (uses(Protocol::Dcqcn) || uses(Protocol::IrnDcqcn)) && !switch_marks {
-            return Err(bad(
-                "switch.queue.kind",
-                format!("\"{switch_kind}\""),
+        // The controllers that slow down only on ECN marks.
+        let needs_marks: [(&[Protocol], &str); 2] = [
+            (
+                &[Protocol::Dcqcn, Protocol::IrnDcqcn],
                 "never marks ECN, so DCQCN never slows down: use \"ecn_ramp\", \"ecn\" or \"red\" on some tier",
-            ));
-        }
-        if uses(Protocol::IrnDctcp) && !switch_marks {
-            return Err(bad(
-                "switch.queue.kind",
-                format!("\"{switch_kind}\""),
+            ),
+            (
+                &[Protocol::IrnDctcp],
                 "never marks ECN, so irn_dctcp never cuts for ECN (it would be irn_aimd): use \"ecn\", \"red\" or \"ecn_ramp\" on some tier",
-            ));
+            ),
+        ];
+        for (protocols, why) in needs_marks {
+            if !switch_marks && protocols.iter().any(|&p| uses(p)) {
+                return Err(bad("switch.queue.kind", format!("\"{switch_kind}\""), why));
+            }
         }
         if uses(Protocol::Timely) && self.ack_every == 0 {
             return Err(bad(
