@@ -12,6 +12,7 @@ pub mod as_json;
 pub mod checkpoint;
 pub mod comm;
 pub mod event;
+pub mod prefetch;
 pub mod shard;
 pub mod sim;
 mod stall;

@@ -8,6 +8,7 @@
 use super::event::{
     Event, EventCounts, EventKey, EventKind, EventQueue, NOTICE_TARGET, WORKLOAD_SOURCE,
 };
+use super::prefetch::prefetch;
 use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
@@ -22,9 +23,11 @@ use crate::transport::{SourceStats, Transport};
 
 use std::sync::Arc;
 
-/// How many events ahead the loop asks for an arrival's packet to be
-/// fetched into cache (docs/performance.md).
-const PREFETCH_AHEAD: usize = 8;
+/// How many events ahead the loop hints each stage of an event's chain of
+/// loads (`Shard::hint`): stage `i` at `HINT_AHEAD[i]` events ahead, so
+/// that each stage finds the line the stage before it fetched already in
+/// cache (docs/performance.md).
+const HINT_AHEAD: [usize; 3] = [16, 8, 4];
 
 mod chip;
 mod report;
@@ -353,14 +356,7 @@ impl Shard {
             }
             self.events_processed += 1;
             self.key_now = ev.key;
-            if let Some(&Event {
-                key,
-                kind: EventKind::LinkArrival { port },
-            }) = self.events.ahead(PREFETCH_AHEAD)
-            {
-                let idx = self.shared.in_base[key.target as usize] + port as u32;
-                self.inbound.prefetch_head(idx as usize);
-            }
+            self.hint_ahead();
             let local = self.shared.local[ev.key.target as usize] as usize;
             // Each arm counts its kind at a constant index: one add, no bounds check.
             let counts = &mut self.event_counts.0;
@@ -418,6 +414,100 @@ impl Shard {
                 .get_or_insert(ShardError::TraceTooLarge { max_rows });
         }
         self.horizon = end;
+    }
+
+    /// Cache hints for the events ahead in the current slot (see
+    /// `engine/prefetch.rs`). Reads only; no effect on any result.
+    #[inline]
+    fn hint_ahead(&self) {
+        for (stage, &k) in HINT_AHEAD.iter().enumerate() {
+            if let Some(ev) = self.events.ahead(k) {
+                self.hint(stage, ev);
+            }
+        }
+    }
+
+    /// Stage `stage` of the hints for `ev`: each stage fetches what the
+    /// line fetched by the stage before leads to.
+    /// - An arrival reads the packet at its wire's head (and the key of the
+    ///   one behind it); a switch then routes it to an output port, whose
+    ///   queue slot and outgoing wire it may fill.
+    /// - A completion reads its port, then the queued packet it will send
+    ///   and the slot that packet takes on the wire.
+    #[inline]
+    fn hint(&self, stage: usize, ev: &Event) {
+        let sh = &self.shared;
+        let target = ev.key.target as usize;
+        match (ev.kind, stage) {
+            (EventKind::LinkArrival { port }, 0) => {
+                self.inbound
+                    .prefetch_head((sh.in_base[target] + port as u32) as usize);
+            }
+            (EventKind::LinkArrival { port }, 1) => {
+                if let Some(p) = self.arrival_out_port(target, port) {
+                    prefetch(p);
+                }
+            }
+            (EventKind::LinkArrival { port }, 2) => {
+                if let Some(p) = self.arrival_out_port(target, port) {
+                    p.queue.prefetch_tail();
+                    if let Some(idx) = self.wire_of(p) {
+                        self.inbound.prefetch_tail(idx);
+                    }
+                }
+            }
+            (EventKind::TxDone { port }, 0) => {
+                if let Some(p) = self.port_of(target, port) {
+                    prefetch(p);
+                }
+            }
+            (EventKind::TxDone { port }, 1) => {
+                if let Some(p) = self.port_of(target, port) {
+                    p.queue.prefetch_next();
+                    if let Some(idx) = self.wire_of(p) {
+                        self.inbound.prefetch_tail(idx);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Output `port` of this shard's entity `target`.
+    #[inline]
+    fn port_of(&self, target: usize, port: u16) -> Option<&Port> {
+        let local = *self.shared.local.get(target)? as usize;
+        self.nodes.get(local)?.ports.get(port as usize)
+    }
+
+    /// The inbound FIFO of the wire `p` feeds, when that wire ends in this
+    /// shard.
+    #[inline]
+    fn wire_of(&self, p: &Port) -> Option<usize> {
+        let sh = &self.shared;
+        let peer = p.link.peer as usize;
+        (sh.shard_of[peer] == self.id)
+            .then(|| (sh.in_base[peer] + p.link.peer_port as u32) as usize)
+    }
+
+    /// The output port a switch will offer the packet arriving next on its
+    /// input `port` to, as `on_link_arrival` finds it (for cache hints:
+    /// hosts, Tofino switches and PFC frames give None).
+    #[inline]
+    fn arrival_out_port(&self, target: usize, port: u16) -> Option<&Port> {
+        let sh = &self.shared;
+        let node = self.nodes.get(*sh.local.get(target)? as usize)?;
+        if node.host.is_some() || node.tofino.is_some() {
+            return None;
+        }
+        let f = self
+            .inbound
+            .head((sh.in_base[target] + port as u32) as usize)?;
+        if f.pkt.kind == PacketKind::Pause {
+            return None; // a PFC frame is not routed (`on_pause_frame`)
+        }
+        let out = sh.topo.route(node.id, f.pkt.dst, f.pkt.path);
+        node.ports.get(out as usize)
     }
 
     /// Schedules the workload's flows that start before `end`.

@@ -18,6 +18,7 @@
 //! | `loss_rate`: probability per packet per link traversal, on every link | 0.0 | [TH] §2.4.1 (random loss of 0.02–0.1% per link, thesis T4) |
 
 use crate::config::{bad, ConfigError};
+use crate::engine::prefetch::{prefetch, prefetch_after};
 use crate::packet::Packet;
 use crate::rng::Rng;
 use rand::RngExt;
@@ -85,24 +86,6 @@ pub struct InFlight {
     pub pkt: Packet,
 }
 
-/// A cache hint for the lines of `v` (x86-64; nothing elsewhere).
-#[inline(always)]
-fn prefetch<T>(v: &T) {
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-        let p = v as *const T as *const i8;
-        // SAFETY: a prefetch never faults and reads nothing visible; `p`
-        // and `p + 64` lie within or just past a live value.
-        unsafe {
-            _mm_prefetch::<_MM_HINT_T0>(p);
-            _mm_prefetch::<_MM_HINT_T0>(p.wrapping_add(64));
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = v;
-}
-
 /// A packet crossing to another shard.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Message {
@@ -148,13 +131,32 @@ impl Inbound {
         (f, fifo.front())
     }
 
-    /// Asks the CPU to fetch FIFO `idx`'s head into cache: a hint for an
-    /// arrival a few events ahead, so that its first load does not stall
-    /// the event loop. No effect on any result.
+    /// Asks the CPU to fetch FIFO `idx`'s head into cache, and the packet
+    /// behind it, whose arrival the head's arrival schedules: a hint for an
+    /// arrival a few events ahead, so that its first loads do not stall the
+    /// event loop. No effect on any result.
     #[inline]
     pub fn prefetch_head(&self, idx: usize) {
-        if let Some(f) = self.fifos.get(idx).and_then(|q| q.front()) {
-            prefetch(f);
+        if let Some(q) = self.fifos.get(idx) {
+            for f in q.iter().take(2) {
+                prefetch(f);
+            }
+        }
+    }
+
+    /// FIFO `idx`'s head: the next packet to arrive on that wire.
+    #[inline]
+    pub fn head(&self, idx: usize) -> Option<&InFlight> {
+        self.fifos.get(idx).and_then(|q| q.front())
+    }
+
+    /// Asks the CPU to fetch FIFO `idx` and the slot its next packet will
+    /// take (a hint for a transmission a few events ahead; no effect on any
+    /// result).
+    #[inline]
+    pub fn prefetch_tail(&self, idx: usize) {
+        if let Some(q) = self.fifos.get(idx) {
+            prefetch_after(q);
         }
     }
 

@@ -114,6 +114,16 @@ impl Discipline for DropTail {
         self.bytes -= p.size as u64;
         Some(p)
     }
+    #[inline]
+    fn prefetch_next(&self) {
+        if let Some(p) = self.q.front() {
+            crate::engine::prefetch::prefetch(p);
+        }
+    }
+    #[inline]
+    fn prefetch_tail(&self) {
+        crate::engine::prefetch::prefetch_after(&self.q);
+    }
     fn len_packets(&self) -> u32 {
         self.q.len() as u32
     }

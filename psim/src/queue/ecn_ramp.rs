@@ -223,6 +223,14 @@ impl Discipline for EcnRampQueue {
         }
         Some(pkt)
     }
+    #[inline]
+    fn prefetch_next(&self) {
+        self.fifo.prefetch_next();
+    }
+    #[inline]
+    fn prefetch_tail(&self) {
+        self.fifo.prefetch_tail();
+    }
     fn len_packets(&self) -> u32 {
         self.fifo.len_packets()
     }

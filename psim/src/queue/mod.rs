@@ -224,6 +224,15 @@ pub trait Discipline {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>);
     /// Takes the next packet to transmit; may report `DequeueDropped` first.
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet>;
+    /// Asks the CPU to fetch the packet the next `dequeue` is likely to take
+    /// (a cache hint, `engine/prefetch.rs`; no effect on any result).
+    /// Default: nothing.
+    #[inline]
+    fn prefetch_next(&self) {}
+    /// Asks the CPU to fetch the slot the next `enqueue` is likely to fill
+    /// (a cache hint, like [`Discipline::prefetch_next`]). Default: nothing.
+    #[inline]
+    fn prefetch_tail(&self) {}
     /// Packets waiting.
     fn len_packets(&self) -> u32;
     /// Bytes waiting.
@@ -372,6 +381,14 @@ macro_rules! disciplines {
             #[inline]
             fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
                 match self { $( Queue::$variant(q) => q.dequeue(cx), )* }
+            }
+            #[inline]
+            fn prefetch_next(&self) {
+                match self { $( Queue::$variant(q) => q.prefetch_next(), )* }
+            }
+            #[inline]
+            fn prefetch_tail(&self) {
+                match self { $( Queue::$variant(q) => q.prefetch_tail(), )* }
             }
             #[inline]
             fn len_packets(&self) -> u32 {

@@ -630,6 +630,22 @@ impl Discipline for NdpQueue {
         next
     }
 
+    /// Both heads: which one goes next depends on the scheduler's turn.
+    #[inline]
+    fn prefetch_next(&self) {
+        for p in [self.hdr.q.front(), self.data.q.front()]
+            .into_iter()
+            .flatten()
+        {
+            crate::engine::prefetch::prefetch(p);
+        }
+    }
+    /// The data queue's next slot (most arrivals are data).
+    #[inline]
+    fn prefetch_tail(&self) {
+        crate::engine::prefetch::prefetch_after(&self.data.q);
+    }
+
     /// Packets waiting in both queues.
     fn len_packets(&self) -> u32 {
         (self.data.q.len() + self.hdr.q.len()) as u32

@@ -124,6 +124,16 @@ impl Discipline for PriorityQueue {
         self.bytes -= p.size as u64;
         Some(p)
     }
+    #[inline]
+    fn prefetch_next(&self) {
+        if let Some(p) = self.control.front().or_else(|| self.data.front()) {
+            crate::engine::prefetch::prefetch(p);
+        }
+    }
+    #[inline]
+    fn prefetch_tail(&self) {
+        crate::engine::prefetch::prefetch_after(&self.data);
+    }
     fn len_packets(&self) -> u32 {
         (self.control.len() + self.data.len()) as u32
     }
