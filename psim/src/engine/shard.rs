@@ -80,6 +80,15 @@ pub struct Shared {
     pub notice_ps: u64,
 }
 
+impl Shared {
+    /// The index in its shard's inbound table of the wire into input `port`
+    /// of entity `entity`.
+    #[inline]
+    pub fn wire(&self, entity: u32, port: u16) -> usize {
+        (self.in_base[entity as usize] + port as u32) as usize
+    }
+}
+
 /// A model error found while running (reported by the simulation).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 pub enum ShardError {
@@ -308,7 +317,7 @@ impl Shard {
     /// arrival if it is the wire's head.
     #[inline]
     fn arrive_later(&mut self, dst: u32, port: u16, f: InFlight) {
-        let idx = (self.shared.in_base[dst as usize] + port as u32) as usize;
+        let idx = self.shared.wire(dst, port);
         let key = EventKey {
             time: f.arrive,
             target: dst,
@@ -440,8 +449,7 @@ impl Shard {
         let target = ev.key.target as usize;
         match (ev.kind, stage) {
             (EventKind::LinkArrival { port }, 0) => {
-                self.inbound
-                    .prefetch_head((sh.in_base[target] + port as u32) as usize);
+                self.inbound.prefetch_head(sh.wire(ev.key.target, port));
             }
             (EventKind::LinkArrival { port }, 1) => {
                 if let Some(p) = self.arrival_out_port(target, port) {
@@ -476,8 +484,13 @@ impl Shard {
     /// Output `port` of this shard's entity `target`.
     #[inline]
     fn port_of(&self, target: usize, port: u16) -> Option<&Port> {
-        let local = *self.shared.local.get(target)? as usize;
-        self.nodes.get(local)?.ports.get(port as usize)
+        self.node_of(target)?.ports.get(port as usize)
+    }
+
+    /// The node of `target`, one of this shard's entities.
+    #[inline]
+    fn node_of(&self, target: usize) -> Option<&Node> {
+        self.nodes.get(*self.shared.local.get(target)? as usize)
     }
 
     /// The inbound FIFO of the wire `p` feeds, when that wire ends in this
@@ -486,8 +499,7 @@ impl Shard {
     fn wire_of(&self, p: &Port) -> Option<usize> {
         let sh = &self.shared;
         let peer = p.link.peer as usize;
-        (sh.shard_of[peer] == self.id)
-            .then(|| (sh.in_base[peer] + p.link.peer_port as u32) as usize)
+        (sh.shard_of[peer] == self.id).then(|| sh.wire(p.link.peer, p.link.peer_port))
     }
 
     /// The output port a switch will offer the packet arriving next on its
@@ -496,13 +508,11 @@ impl Shard {
     #[inline]
     fn arrival_out_port(&self, target: usize, port: u16) -> Option<&Port> {
         let sh = &self.shared;
-        let node = self.nodes.get(*sh.local.get(target)? as usize)?;
+        let node = self.node_of(target)?;
         if node.host.is_some() || node.tofino.is_some() {
             return None;
         }
-        let f = self
-            .inbound
-            .head((sh.in_base[target] + port as u32) as usize)?;
+        let f = self.inbound.head(sh.wire(node.id, port))?;
         if f.pkt.kind == PacketKind::Pause {
             return None; // a PFC frame is not routed (`on_pause_frame`)
         }
@@ -634,7 +644,7 @@ impl Shard {
 
     fn on_link_arrival(&mut self, local: usize, port: u16, now: u64) {
         let id = self.nodes[local].id;
-        let idx = (self.shared.in_base[id as usize] + port as u32) as usize;
+        let idx = self.shared.wire(id, port);
         let (f, next) = self.inbound.pop(idx);
         if let Some(next) = next {
             self.events.push(
