@@ -202,14 +202,41 @@ const PENALTY_MIN_RATIO: f64 = 0.30;
 const LOSS_MIN: u64 = 3;
 const LOSS_MAX_STRIKES: u32 = 8;
 
+/// A11's feedback on one path, updated by every ACK and NACK. Twelve bytes,
+/// since a sender keeps one per path: 256 paths x 8192 flows is 24 MiB.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct PathScore {
-    acks: u64,
-    nacks: u64,
+    acks: u32,
+    nacks: u32,
     /// A11's avoid counter (NACK outliers).
     avoid: u32,
-    /// Packets lost on this path (timeouts), [P] §3.2.3.
-    losses: u64,
+}
+
+impl PathScore {
+    /// Counts `acks` and `nacks` more. Should either count reach 2^32 (over
+    /// 16 TB through one path of one flow at 4 KB), both are halved first:
+    /// the NACK ratio, which is all A11 reads, stays as it was.
+    fn add(&mut self, acks: u32, nacks: u32) {
+        if self.acks.checked_add(acks).is_none() || self.nacks.checked_add(nacks).is_none() {
+            self.acks /= 2;
+            self.nacks /= 2;
+        }
+        self.acks += acks;
+        self.nacks += nacks;
+    }
+
+    /// Feedback events on this path so far.
+    fn events(&self) -> u64 {
+        self.acks as u64 + self.nacks as u64
+    }
+}
+
+/// [P] §3.2.3's losses on one path. Timeouts are rare, so a sender keeps
+/// these only from its first timeout on.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+struct PathLoss {
+    /// Packets lost on this path (timeouts).
+    losses: u32,
     /// Outlier losses on this path so far (they never decay).
     strikes: u32,
     /// Left out of the path list until this many reshuffles have happened.
@@ -247,6 +274,8 @@ pub struct NdpSource {
     /// How many times the path list has been shuffled (the loss exclusion's clock).
     reshuffles: u64,
     scores: Vec<PathScore>,
+    /// Per-path losses, empty until the first timeout.
+    losses: Vec<PathLoss>,
     rtt: RttEstimator,
     /// Counters.
     pub stats: SourceStats,
@@ -275,6 +304,7 @@ impl NdpSource {
             path_idx: usize::MAX,
             reshuffles: 0,
             scores: vec![PathScore::default(); flow.num_paths as usize],
+            losses: Vec::new(),
             rtt: RttEstimator::default(),
             stats: SourceStats::default(),
         }
@@ -321,8 +351,7 @@ impl NdpSource {
             if Some(p) == avoid {
                 continue;
             }
-            let sc = &self.scores[p as usize];
-            if self.p.path_penalty && (sc.avoid > 0 || sc.excluded_until > self.reshuffles) {
+            if self.p.path_penalty && self.penalised(p) {
                 continue;
             }
             return p;
@@ -392,6 +421,15 @@ impl NdpSource {
         }
     }
 
+    /// Whether A11's avoid counter or a loss exclusion keeps `path` out.
+    fn penalised(&self, path: u32) -> bool {
+        self.scores[path as usize].avoid > 0
+            || self
+                .losses
+                .get(path as usize)
+                .is_some_and(|l| l.excluded_until > self.reshuffles)
+    }
+
     /// Removes `seq` from the outstanding set, returning what was recorded.
     fn settle(&mut self, seq: u64) -> Option<Sent> {
         let s = self.outstanding.remove(&seq)?;
@@ -408,22 +446,21 @@ impl NdpSource {
     /// The mean NACK ratio over the paths with feedback (A11).
     fn mean_nack_ratio(&self) -> f64 {
         let (mut sum, mut cnt) = (0.0, 0u32);
-        for sc in self.scores.iter().filter(|s| s.acks + s.nacks > 0) {
-            sum += sc.nacks as f64 / (sc.acks + sc.nacks) as f64;
+        for sc in self.scores.iter().filter(|s| s.events() > 0) {
+            sum += sc.nacks as f64 / sc.events() as f64;
             cnt += 1;
         }
         sum / cnt.max(1) as f64
     }
 
     /// Spec A11: update one path's score and its avoid counter.
-    fn score(&mut self, path: u32, acks: u64, nacks: u64) {
+    fn score(&mut self, path: u32, acks: u32, nacks: u32) {
         let s = &mut self.scores[path as usize];
-        s.acks += acks;
-        s.nacks += nacks;
+        s.add(acks, nacks);
         if !self.p.path_penalty {
             return;
         }
-        let n = s.acks + s.nacks;
+        let n = s.events();
         let ratio = s.nacks as f64 / n.max(1) as f64;
         // The mean over all paths is a loop over them, so it is computed
         // only for a path that passes the two cheap tests (the same answer).
@@ -432,7 +469,7 @@ impl NdpSource {
             && ratio > PENALTY_MEAN_FACTOR * self.mean_nack_ratio();
         let s = &mut self.scores[path as usize];
         if bad {
-            s.avoid += 1;
+            s.avoid = s.avoid.saturating_add(1);
         } else {
             s.avoid = s.avoid.saturating_sub(1);
         }
@@ -457,15 +494,19 @@ impl NdpSource {
     /// Exclusion is counted in reshuffles, not time, so an idle flow keeps
     /// no timer for it. Without `path_penalty` the losses are only counted.
     fn count_loss(&mut self, path: u32) {
-        self.scores[path as usize].losses += 1;
+        if self.losses.is_empty() {
+            self.losses = vec![PathLoss::default(); self.scores.len()];
+        }
+        let l = &mut self.losses[path as usize];
+        l.losses = l.losses.saturating_add(1);
         if !self.p.path_penalty {
             return;
         }
         // Timeouts are rare, so the total is summed here rather than kept.
-        let total: u64 = self.scores.iter().map(|s| s.losses).sum();
-        let mean = total as f64 / self.scores.len() as f64;
-        let sc = &mut self.scores[path as usize];
-        if sc.losses >= LOSS_MIN && sc.losses as f64 > mean + 3.0 * mean.sqrt() {
+        let total: u64 = self.losses.iter().map(|s| s.losses as u64).sum();
+        let mean = total as f64 / self.losses.len() as f64;
+        let sc = &mut self.losses[path as usize];
+        if sc.losses as u64 >= LOSS_MIN && sc.losses as f64 > mean + 3.0 * mean.sqrt() {
             sc.strikes = (sc.strikes + 1).min(LOSS_MAX_STRIKES);
             sc.excluded_until = self.reshuffles + (1u64 << sc.strikes);
         }
@@ -954,8 +995,8 @@ mod tests {
             for path in 0..4 {
                 h.ep.score(
                     path,
-                    (path != 2) as u64,
-                    (path == 2 || round % 10 == 0) as u64,
+                    (path != 2) as u32,
+                    (path == 2 || round % 10 == 0) as u32,
                 );
             }
         }
@@ -1000,9 +1041,9 @@ mod tests {
             "4 losses are not yet an outlier"
         );
         h.ep.count_loss(2);
-        assert_eq!(h.ep.scores[2].strikes, 1);
+        assert_eq!(h.ep.losses[2].strikes, 1);
         let r = h.ep.reshuffles;
-        assert_eq!(h.ep.scores[2].excluded_until, r + 2);
+        assert_eq!(h.ep.losses[2].excluded_until, r + 2);
         // Left out while the list is reshuffled twice, then back.
         let mut picks = Vec::new();
         while h.ep.reshuffles < r + 2 {
@@ -1012,12 +1053,12 @@ mod tests {
         assert!(sweep(&mut h).contains(&2));
         // A second outlier loss doubles the exclusion, and so on up to 2^8.
         h.ep.count_loss(2);
-        assert_eq!(h.ep.scores[2].strikes, 2);
-        assert_eq!(h.ep.scores[2].excluded_until, h.ep.reshuffles + 4);
+        assert_eq!(h.ep.losses[2].strikes, 2);
+        assert_eq!(h.ep.losses[2].excluded_until, h.ep.reshuffles + 4);
         for _ in 0..20 {
             h.ep.count_loss(2);
         }
-        assert_eq!(h.ep.scores[2].excluded_until, h.ep.reshuffles + 256);
+        assert_eq!(h.ep.losses[2].excluded_until, h.ep.reshuffles + 256);
         // Without the penalty the losses are counted, nothing is excluded.
         let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
         h.ep.p.path_penalty = false;
@@ -1025,7 +1066,7 @@ mod tests {
             h.ep.count_loss(1);
         }
         assert_eq!(
-            (h.ep.scores[1].losses, h.ep.scores[1].excluded_until),
+            (h.ep.losses[1].losses, h.ep.losses[1].excluded_until),
             (20, 0)
         );
         // Evenly spread losses: no path is an outlier.
@@ -1033,7 +1074,35 @@ mod tests {
         for i in 0..400 {
             h.ep.count_loss(i % 4);
         }
-        assert!(h.ep.scores.iter().all(|sc| sc.strikes == 0));
+        assert!(h.ep.losses.iter().all(|sc| sc.strikes == 0));
+    }
+
+    /// The 32-bit per-path counters halve rather than wrap or saturate, so
+    /// the NACK ratio A11 reads stays the same.
+    #[test]
+    fn path_counters_halve_at_their_limit_keeping_the_nack_ratio() {
+        let mut sc = PathScore {
+            acks: u32::MAX - 1,
+            nacks: 1_000_000,
+            avoid: 0,
+        };
+        sc.add(1, 0);
+        assert_eq!((sc.acks, sc.nacks), (u32::MAX, 1_000_000));
+        sc.add(1, 0);
+        assert_eq!((sc.acks, sc.nacks), (u32::MAX / 2 + 1, 500_000));
+        sc.add(0, 3);
+        assert_eq!(sc.nacks, 500_003);
+    }
+
+    /// A sender keeps no loss state until its first timeout.
+    #[test]
+    fn loss_state_is_allocated_on_the_first_loss() {
+        let mut h = source(&info(10_000 * 9000, 4), &NdpParams::default());
+        h.start(0);
+        assert!(h.ep.losses.is_empty());
+        h.ep.count_loss(3);
+        assert_eq!(h.ep.losses.len(), 4);
+        assert_eq!(h.ep.losses[3].losses, 1);
     }
 
     /// [P] §3.2: a NACKed packet is resent, on the next PULL, on a path other
