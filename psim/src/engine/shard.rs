@@ -452,6 +452,7 @@ impl Shard {
                 self.inbound.prefetch_head(sh.wire(ev.key.target, port));
             }
             (EventKind::LinkArrival { port }, 1) => {
+                self.inbound.prefetch_second(sh.wire(ev.key.target, port));
                 if let Some(p) = self.arrival_out_port(target, port) {
                     prefetch(p);
                 }

@@ -18,11 +18,10 @@
 //! | `loss_rate`: probability per packet per link traversal, on every link | 0.0 | [TH] §2.4.1 (random loss of 0.02–0.1% per link, thesis T4) |
 
 use crate::config::{bad, ConfigError};
-use crate::engine::prefetch::{prefetch, prefetch_after};
+use crate::engine::prefetch::prefetch;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use rand::RngExt;
-use std::collections::VecDeque;
 
 /// `[link]`: properties every link shares.
 #[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
@@ -97,19 +96,94 @@ pub struct Message {
     pub inflight: InFlight,
 }
 
-/// The inbound FIFOs of every input port of a shard's entities, indexed by
-/// the entity's first input port plus the port number.
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+/// No packet: the end of a wire's list, or of the free list.
+const NIL: u32 = u32::MAX;
+
+/// Slots per block of the packet pool (4096 x 96 bytes).
+const BLOCK_BITS: u32 = 12;
+const BLOCK: usize = 1 << BLOCK_BITS;
+
+/// A packet on a wire, and the next packet on the same wire (or, once the
+/// slot is free, the next free slot).
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct Slot {
+    f: InFlight,
+    next: u32,
+}
+
+/// The packets on the wires into a shard's entities: one pool of slots,
+/// with each wire a list through it and the free slots another. Wires are
+/// indexed by their entity's first input port plus the port number
+/// (`Shared::wire`).
+///
+/// A ring per wire keeps the room of its fullest moment, rounded up to a
+/// power of two: at 8192 hosts the 98 k rings held 2.6 slots for every
+/// packet on a wire, 66 MiB for 25 (docs/performance.md). The pool holds
+/// as many slots as the most packets ever on the shard's wires at once, in
+/// fixed blocks, so it grows without copying; the slot freed last is the
+/// next one taken, while it is still in cache.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Inbound {
-    fifos: Vec<VecDeque<InFlight>>,
+    /// Per wire: its first and last packet's slot, [`NIL`] when empty.
+    ends: Vec<(u32, u32)>,
+    blocks: Vec<Vec<Slot>>,
+    /// Slots ever used (the free ones included).
+    used: u32,
+    /// The first free slot.
+    free: u32,
+    /// Packets on the wires.
+    len: u64,
+}
+
+impl Default for Inbound {
+    fn default() -> Self {
+        Inbound::new(0)
+    }
 }
 
 impl Inbound {
     /// `ports` empty FIFOs.
     pub fn new(ports: usize) -> Inbound {
         Inbound {
-            fifos: (0..ports).map(|_| VecDeque::new()).collect(),
+            ends: vec![(NIL, NIL); ports],
+            blocks: Vec::new(),
+            used: 0,
+            free: NIL,
+            len: 0,
         }
+    }
+
+    #[inline]
+    fn slot(&self, i: u32) -> &Slot {
+        &self.blocks[(i >> BLOCK_BITS) as usize][i as usize & (BLOCK - 1)]
+    }
+
+    #[inline]
+    fn slot_mut(&mut self, i: u32) -> &mut Slot {
+        &mut self.blocks[(i >> BLOCK_BITS) as usize][i as usize & (BLOCK - 1)]
+    }
+
+    /// Takes a free slot for `f`, the last freed first.
+    #[inline]
+    fn take(&mut self, f: InFlight) -> u32 {
+        let i = self.free;
+        if i != NIL {
+            let s = self.slot_mut(i);
+            let next_free = s.next;
+            *s = Slot { f, next: NIL };
+            self.free = next_free;
+            return i;
+        }
+        let i = self.used;
+        // 2^32 packets on a shard's wires would take 384 GiB first.
+        assert!(i != NIL, "more than 2^32 - 1 packets on one shard's wires");
+        if i as usize & (BLOCK - 1) == 0 {
+            self.blocks.push(Vec::with_capacity(BLOCK));
+        }
+        let block = self.blocks.last_mut().expect("a block was just added");
+        block.push(Slot { f, next: NIL });
+        self.used += 1;
+        i
     }
 
     /// Appends a packet to FIFO `idx`. Returns true when it is the head: the
@@ -117,29 +191,61 @@ impl Inbound {
     /// before it arrives, since a link delivers in order).
     #[inline]
     pub fn push(&mut self, idx: usize, f: InFlight) -> bool {
-        let fifo = &mut self.fifos[idx];
-        fifo.push_back(f);
-        fifo.len() == 1
+        let i = self.take(f);
+        self.len += 1;
+        let (head, tail) = self.ends[idx];
+        if head == NIL {
+            self.ends[idx] = (i, i);
+            return true;
+        }
+        self.ends[idx].1 = i;
+        self.slot_mut(tail).next = i;
+        false
     }
 
     /// Removes FIFO `idx`'s head (it has arrived); returns it and the new
     /// head, whose arrival the caller schedules.
     #[inline]
     pub fn pop(&mut self, idx: usize) -> (InFlight, Option<&InFlight>) {
-        let fifo = &mut self.fifos[idx];
-        let f = fifo.pop_front().expect("an arrival event has its packet");
-        (f, fifo.front())
+        let head = self.ends[idx].0;
+        assert!(head != NIL, "an arrival event has its packet");
+        let free = self.free;
+        let s = self.slot_mut(head);
+        let f = s.f.clone();
+        let next = std::mem::replace(&mut s.next, free);
+        self.free = head;
+        self.len -= 1;
+        if next == NIL {
+            self.ends[idx] = (NIL, NIL);
+            return (f, None);
+        }
+        self.ends[idx].0 = next;
+        (f, Some(&self.slot(next).f))
     }
 
-    /// Asks the CPU to fetch FIFO `idx`'s head into cache, and the packet
-    /// behind it, whose arrival the head's arrival schedules: a hint for an
-    /// arrival a few events ahead, so that its first loads do not stall the
-    /// event loop. No effect on any result.
+    /// Asks the CPU to fetch FIFO `idx`'s head: a hint for an arrival a few
+    /// events ahead, so that its first loads do not stall the event loop.
+    /// No effect on any result.
     #[inline]
     pub fn prefetch_head(&self, idx: usize) {
-        if let Some(q) = self.fifos.get(idx) {
-            for f in q.iter().take(2) {
-                prefetch(f);
+        if let Some(&(head, _)) = self.ends.get(idx) {
+            if head != NIL {
+                prefetch(self.slot(head));
+            }
+        }
+    }
+
+    /// Asks the CPU to fetch the packet behind FIFO `idx`'s head, whose
+    /// arrival the head's arrival schedules (a hint, after
+    /// [`Inbound::prefetch_head`] has brought the head in).
+    #[inline]
+    pub fn prefetch_second(&self, idx: usize) {
+        if let Some(&(head, _)) = self.ends.get(idx) {
+            if head != NIL {
+                let next = self.slot(head).next;
+                if next != NIL {
+                    prefetch(self.slot(next));
+                }
             }
         }
     }
@@ -147,22 +253,28 @@ impl Inbound {
     /// FIFO `idx`'s head: the next packet to arrive on that wire.
     #[inline]
     pub fn head(&self, idx: usize) -> Option<&InFlight> {
-        self.fifos.get(idx).and_then(|q| q.front())
+        let &(head, _) = self.ends.get(idx)?;
+        (head != NIL).then(|| &self.slot(head).f)
     }
 
-    /// Asks the CPU to fetch FIFO `idx` and the slot its next packet will
-    /// take (a hint for a transmission a few events ahead; no effect on any
-    /// result).
+    /// Asks the CPU to fetch FIFO `idx`'s last packet and the free slot that
+    /// its next packet will take (a hint for a transmission a few events
+    /// ahead; no effect on any result).
     #[inline]
     pub fn prefetch_tail(&self, idx: usize) {
-        if let Some(q) = self.fifos.get(idx) {
-            prefetch_after(q);
+        if let Some(&(_, tail)) = self.ends.get(idx) {
+            if tail != NIL {
+                prefetch(&self.slot(tail).next);
+            }
+        }
+        if self.free != NIL {
+            prefetch(self.slot(self.free));
         }
     }
 
     /// Packets on every wire into this shard.
     pub fn packets(&self) -> u64 {
-        self.fifos.iter().map(|f| f.len() as u64).sum()
+        self.len
     }
 }
 
@@ -192,6 +304,44 @@ mod tests {
         let (f, next) = ib.pop(1);
         assert_eq!((f.seq, next.is_none()), (1, true));
         assert_eq!(ib.packets(), 1);
+    }
+
+    /// Many wires through one pool: each keeps its order against a ring per
+    /// wire, and the pool never holds more slots than the most packets that
+    /// were on the wires at once.
+    #[test]
+    fn wires_sharing_the_pool_keep_their_order_and_reuse_slots() {
+        let wires = 37;
+        let mut ib = Inbound::new(wires);
+        let mut model: Vec<std::collections::VecDeque<u64>> = vec![Default::default(); wires];
+        let mut rng = crate::rng::stream_rng(5, 1);
+        let (mut seq, mut most) = (0u64, 0u64);
+        for _ in 0..200_000 {
+            let w = rng.random_range(0..wires);
+            // Pushes a little more often than pops at first, then less.
+            let push_bias = if seq < 60_000 { 0.55 } else { 0.45 };
+            if model[w].is_empty() || rng.random::<f64>() < push_bias {
+                assert_eq!(ib.push(w, inflight(seq, seq)), model[w].is_empty());
+                model[w].push_back(seq);
+                seq += 1;
+            } else {
+                let (f, next) = ib.pop(w);
+                let next = next.map(|n| n.seq);
+                assert_eq!(Some(f.seq), model[w].pop_front());
+                assert_eq!(next, model[w].front().copied());
+            }
+            let live: u64 = model.iter().map(|q| q.len() as u64).sum();
+            most = most.max(live);
+            assert_eq!(ib.packets(), live);
+            assert_eq!(ib.head(w).map(|f| f.seq), model[w].front().copied());
+        }
+        assert!(most > 1000, "the test reaches a real backlog ({most})");
+        assert_eq!(ib.used as u64, most, "slots are reused, not added");
+        // A checkpoint reads back the same lists.
+        let back: Inbound = postcard::from_bytes(&postcard::to_stdvec(&ib).unwrap()).unwrap();
+        for w in 0..wires {
+            assert_eq!(back.head(w).map(|f| f.seq), model[w].front().copied());
+        }
     }
 }
 
