@@ -336,11 +336,13 @@ mod tests {
             assert_eq!(ib.head(w).map(|f| f.seq), model[w].front().copied());
         }
         assert!(most > 1000, "the test reaches a real backlog ({most})");
+        // A packet on a wire costs its slot: the 88-byte `InFlight` and a link.
+        assert_eq!(std::mem::size_of::<Slot>(), 96);
         assert_eq!(ib.used as u64, most, "slots are reused, not added");
         // A checkpoint reads back the same lists.
         let back: Inbound = postcard::from_bytes(&postcard::to_stdvec(&ib).unwrap()).unwrap();
-        for w in 0..wires {
-            assert_eq!(back.head(w).map(|f| f.seq), model[w].front().copied());
+        for (w, q) in model.iter().enumerate() {
+            assert_eq!(back.head(w).map(|f| f.seq), q.front().copied());
         }
     }
 }

@@ -1092,6 +1092,8 @@ mod tests {
         assert_eq!((sc.acks, sc.nacks), (u32::MAX / 2 + 1, 500_000));
         sc.add(0, 3);
         assert_eq!(sc.nacks, 500_003);
+        // 256 paths x 8192 flows of these is 24 MiB.
+        assert_eq!(std::mem::size_of::<PathScore>(), 12);
     }
 
     /// A sender keeps no loss state until its first timeout.
