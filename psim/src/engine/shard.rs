@@ -460,9 +460,7 @@ impl Shard {
             (EventKind::LinkArrival { port }, 2) => {
                 if let Some(p) = self.arrival_out_port(target, port) {
                     p.queue.prefetch_tail();
-                    if let Some(idx) = self.wire_of(p) {
-                        self.inbound.prefetch_tail(idx);
-                    }
+                    self.prefetch_wire_tail(p);
                 }
             }
             (EventKind::TxDone { port }, 0) => {
@@ -473,9 +471,7 @@ impl Shard {
             (EventKind::TxDone { port }, 1) => {
                 if let Some(p) = self.port_of(target, port) {
                     p.queue.prefetch_next();
-                    if let Some(idx) = self.wire_of(p) {
-                        self.inbound.prefetch_tail(idx);
-                    }
+                    self.prefetch_wire_tail(p);
                 }
             }
             _ => {}
@@ -494,13 +490,15 @@ impl Shard {
         self.nodes.get(*self.shared.local.get(target)? as usize)
     }
 
-    /// The inbound FIFO of the wire `p` feeds, when that wire ends in this
-    /// shard.
+    /// Hints the end of the wire `p` feeds, where its next packet goes,
+    /// when that wire ends in this shard.
     #[inline]
-    fn wire_of(&self, p: &Port) -> Option<usize> {
+    fn prefetch_wire_tail(&self, p: &Port) {
         let sh = &self.shared;
-        let peer = p.link.peer as usize;
-        (sh.shard_of[peer] == self.id).then(|| sh.wire(p.link.peer, p.link.peer_port))
+        if sh.shard_of[p.link.peer as usize] == self.id {
+            self.inbound
+                .prefetch_tail(sh.wire(p.link.peer, p.link.peer_port));
+        }
     }
 
     /// The output port a switch will offer the packet arriving next on its

@@ -135,12 +135,6 @@ pub struct Inbound {
     len: u64,
 }
 
-impl Default for Inbound {
-    fn default() -> Self {
-        Inbound::new(0)
-    }
-}
-
 impl Inbound {
     /// `ports` empty FIFOs.
     pub fn new(ports: usize) -> Inbound {
@@ -228,10 +222,8 @@ impl Inbound {
     /// No effect on any result.
     #[inline]
     pub fn prefetch_head(&self, idx: usize) {
-        if let Some(&(head, _)) = self.ends.get(idx) {
-            if head != NIL {
-                prefetch(self.slot(head));
-            }
+        if let Some(s) = self.head_slot(idx) {
+            prefetch(s);
         }
     }
 
@@ -240,21 +232,23 @@ impl Inbound {
     /// [`Inbound::prefetch_head`] has brought the head in).
     #[inline]
     pub fn prefetch_second(&self, idx: usize) {
-        if let Some(&(head, _)) = self.ends.get(idx) {
-            if head != NIL {
-                let next = self.slot(head).next;
-                if next != NIL {
-                    prefetch(self.slot(next));
-                }
-            }
+        match self.head_slot(idx) {
+            Some(s) if s.next != NIL => prefetch(self.slot(s.next)),
+            _ => {}
         }
     }
 
     /// FIFO `idx`'s head: the next packet to arrive on that wire.
     #[inline]
     pub fn head(&self, idx: usize) -> Option<&InFlight> {
+        self.head_slot(idx).map(|s| &s.f)
+    }
+
+    /// The slot of FIFO `idx`'s head (None for an empty or unknown wire).
+    #[inline]
+    fn head_slot(&self, idx: usize) -> Option<&Slot> {
         let &(head, _) = self.ends.get(idx)?;
-        (head != NIL).then(|| &self.slot(head).f)
+        (head != NIL).then(|| self.slot(head))
     }
 
     /// Asks the CPU to fetch FIFO `idx`'s last packet and the free slot that
