@@ -13,7 +13,9 @@ use crate::config::Scenario;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
 use crate::net::tofino::Chip;
-use crate::net::{switch, Called, InFlight, Inbound, Message, Node, Port, PortCx, TimerDue};
+use crate::net::{
+    switch, Called, InFlight, Inbound, Message, Node, PacketPool, Port, PortCx, TimerDue,
+};
 use crate::packet::{Packet, PacketKind, Protocol};
 use crate::queue::{Discipline, Outcome, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
@@ -149,6 +151,9 @@ pub struct Shard {
     shared: Arc<Shared>,
     nodes: Vec<Node>,
     inbound: Inbound,
+    /// Slots for every packet on the wires and in the NDP and priority
+    /// queues of this shard (`net/pool.rs`).
+    pool: PacketPool,
     events: EventQueue,
     /// Packets for other shards, by destination shard.
     pub outbox: Vec<Vec<Message>>,
@@ -284,6 +289,7 @@ impl Shard {
             shared,
             nodes,
             inbound: Inbound::new(inbound_len),
+            pool: PacketPool::new(),
             events: EventQueue::with_slot_shift(shift),
             outbox: (0..shards).map(|_| Vec::new()).collect(),
             generator,
@@ -324,7 +330,7 @@ impl Shard {
             source: f.src,
             seq: f.seq,
         };
-        if self.inbound.push(idx, f) {
+        if self.inbound.push(&mut self.pool, idx, f) {
             self.events.push(key, EventKind::LinkArrival { port });
         }
     }
@@ -449,17 +455,19 @@ impl Shard {
         let target = ev.key.target as usize;
         match (ev.kind, stage) {
             (EventKind::LinkArrival { port }, 0) => {
-                self.inbound.prefetch_head(sh.wire(ev.key.target, port));
+                self.inbound
+                    .prefetch_head(&self.pool, sh.wire(ev.key.target, port));
             }
             (EventKind::LinkArrival { port }, 1) => {
-                self.inbound.prefetch_second(sh.wire(ev.key.target, port));
+                self.inbound
+                    .prefetch_second(&self.pool, sh.wire(ev.key.target, port));
                 if let Some(p) = self.arrival_out_port(target, port) {
                     prefetch(p);
                 }
             }
             (EventKind::LinkArrival { port }, 2) => {
                 if let Some(p) = self.arrival_out_port(target, port) {
-                    p.queue.prefetch_tail();
+                    p.queue.prefetch_tail(&self.pool);
                     self.prefetch_wire_tail(p);
                 }
             }
@@ -470,7 +478,7 @@ impl Shard {
             }
             (EventKind::TxDone { port }, 1) => {
                 if let Some(p) = self.port_of(target, port) {
-                    p.queue.prefetch_next();
+                    p.queue.prefetch_next(&self.pool);
                     self.prefetch_wire_tail(p);
                 }
             }
@@ -497,7 +505,7 @@ impl Shard {
         let sh = &self.shared;
         if sh.shard_of[p.link.peer as usize] == self.id {
             self.inbound
-                .prefetch_tail(sh.wire(p.link.peer, p.link.peer_port));
+                .prefetch_tail(&self.pool, sh.wire(p.link.peer, p.link.peer_port));
         }
     }
 
@@ -511,7 +519,7 @@ impl Shard {
         if node.host.is_some() || node.tofino.is_some() {
             return None;
         }
-        let f = self.inbound.head(sh.wire(node.id, port))?;
+        let f = self.inbound.head(&self.pool, sh.wire(node.id, port))?;
         if f.pkt.kind == PacketKind::Pause {
             return None; // a PFC frame is not routed (`on_pause_frame`)
         }
@@ -644,7 +652,7 @@ impl Shard {
     fn on_link_arrival(&mut self, local: usize, port: u16, now: u64) {
         let id = self.nodes[local].id;
         let idx = self.shared.wire(id, port);
-        let (f, next) = self.inbound.pop(idx);
+        let (f, next) = self.inbound.pop(&mut self.pool, idx);
         if let Some(next) = next {
             self.events.push(
                 EventKey {
@@ -787,6 +795,7 @@ impl Shard {
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
             topo: Some(&self.shared.topo),
+            pool: &mut self.pool,
         };
         // PFC: a switch admits a packet from an input port before its queue sees it.
         let mut pfc = match (node.pfc.as_deref_mut(), ingress) {
@@ -896,6 +905,7 @@ impl Shard {
             reports: &mut self.reports,
             trace: self.trace.as_deref_mut(),
             topo: Some(&self.shared.topo),
+            pool: &mut self.pool,
         };
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;

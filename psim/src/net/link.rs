@@ -17,8 +17,8 @@
 //! |---|---|---|
 //! | `loss_rate`: probability per packet per link traversal, on every link | 0.0 | [TH] §2.4.1 (random loss of 0.02–0.1% per link, thesis T4) |
 
+use super::pool::{List, PacketPool};
 use crate::config::{bad, ConfigError};
-use crate::engine::prefetch::prefetch;
 use crate::packet::Packet;
 use crate::rng::Rng;
 use rand::RngExt;
@@ -96,41 +96,14 @@ pub struct Message {
     pub inflight: InFlight,
 }
 
-/// No packet: the end of a wire's list, or of the free list.
-const NIL: u32 = u32::MAX;
-
-/// Slots per block of the packet pool (4096 x 96 bytes).
-const BLOCK_BITS: u32 = 12;
-const BLOCK: usize = 1 << BLOCK_BITS;
-
-/// A packet on a wire, and the next packet on the same wire (or, once the
-/// slot is free, the next free slot).
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
-struct Slot {
-    f: InFlight,
-    next: u32,
-}
-
-/// The packets on the wires into a shard's entities: one pool of slots,
-/// with each wire a list through it and the free slots another. Wires are
-/// indexed by their entity's first input port plus the port number
+/// The packets on the wires into a shard's entities: a list per wire
+/// through the shard's [`PacketPool`] (`net/pool.rs`). Wires are indexed
+/// by their entity's first input port plus the port number
 /// (`Shared::wire`).
-///
-/// A ring per wire keeps the room of its fullest moment, rounded up to a
-/// power of two: at 8192 hosts the 98 k rings held 2.6 slots for every
-/// packet on a wire, 66 MiB for 25 (docs/performance.md). The pool holds
-/// as many slots as the most packets ever on the shard's wires at once, in
-/// fixed blocks, so it grows without copying; the slot freed last is the
-/// next one taken, while it is still in cache.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Inbound {
-    /// Per wire: its first and last packet's slot, [`NIL`] when empty.
-    ends: Vec<(u32, u32)>,
-    blocks: Vec<Vec<Slot>>,
-    /// Slots ever used (the free ones included).
-    used: u32,
-    /// The first free slot.
-    free: u32,
+    /// Per wire: its packets, first to arrive first.
+    wires: Vec<List>,
     /// Packets on the wires.
     len: u64,
 }
@@ -139,91 +112,43 @@ impl Inbound {
     /// `ports` empty FIFOs.
     pub fn new(ports: usize) -> Inbound {
         Inbound {
-            ends: vec![(NIL, NIL); ports],
-            blocks: Vec::new(),
-            used: 0,
-            free: NIL,
+            wires: vec![List::EMPTY; ports],
             len: 0,
         }
-    }
-
-    #[inline]
-    fn slot(&self, i: u32) -> &Slot {
-        &self.blocks[(i >> BLOCK_BITS) as usize][i as usize & (BLOCK - 1)]
-    }
-
-    #[inline]
-    fn slot_mut(&mut self, i: u32) -> &mut Slot {
-        &mut self.blocks[(i >> BLOCK_BITS) as usize][i as usize & (BLOCK - 1)]
-    }
-
-    /// Takes a free slot for `f`, the last freed first.
-    #[inline]
-    fn take(&mut self, f: InFlight) -> u32 {
-        let i = self.free;
-        if i != NIL {
-            let s = self.slot_mut(i);
-            let next_free = s.next;
-            *s = Slot { f, next: NIL };
-            self.free = next_free;
-            return i;
-        }
-        let i = self.used;
-        // 2^32 packets on a shard's wires would take 384 GiB first.
-        assert!(i != NIL, "more than 2^32 - 1 packets on one shard's wires");
-        if i as usize & (BLOCK - 1) == 0 {
-            self.blocks.push(Vec::with_capacity(BLOCK));
-        }
-        let block = self.blocks.last_mut().expect("a block was just added");
-        block.push(Slot { f, next: NIL });
-        self.used += 1;
-        i
     }
 
     /// Appends a packet to FIFO `idx`. Returns true when it is the head: the
     /// caller schedules its arrival (a later packet is scheduled when the one
     /// before it arrives, since a link delivers in order).
     #[inline]
-    pub fn push(&mut self, idx: usize, f: InFlight) -> bool {
-        let i = self.take(f);
+    pub fn push(&mut self, pool: &mut PacketPool, idx: usize, f: InFlight) -> bool {
         self.len += 1;
-        let (head, tail) = self.ends[idx];
-        if head == NIL {
-            self.ends[idx] = (i, i);
-            return true;
-        }
-        self.ends[idx].1 = i;
-        self.slot_mut(tail).next = i;
-        false
+        self.wires[idx].push_back(pool, f)
     }
 
     /// Removes FIFO `idx`'s head (it has arrived); returns it and the new
     /// head, whose arrival the caller schedules.
     #[inline]
-    pub fn pop(&mut self, idx: usize) -> (InFlight, Option<&InFlight>) {
-        let head = self.ends[idx].0;
-        assert!(head != NIL, "an arrival event has its packet");
-        let free = self.free;
-        let s = self.slot_mut(head);
-        let f = s.f.clone();
-        let next = std::mem::replace(&mut s.next, free);
-        self.free = head;
+    pub fn pop<'p>(
+        &mut self,
+        pool: &'p mut PacketPool,
+        idx: usize,
+    ) -> (InFlight, Option<&'p InFlight>) {
+        let wire = &mut self.wires[idx];
+        let f = wire
+            .pop_front(pool)
+            .expect("an arrival event has its packet");
         self.len -= 1;
-        if next == NIL {
-            self.ends[idx] = (NIL, NIL);
-            return (f, None);
-        }
-        self.ends[idx].0 = next;
-        (f, Some(&self.slot(next).f))
+        (f, wire.front(pool))
     }
 
     /// Asks the CPU to fetch FIFO `idx`'s head: a hint for an arrival a few
     /// events ahead, so that its first loads do not stall the event loop.
     /// No effect on any result.
     #[inline]
-    pub fn prefetch_head(&self, idx: usize) {
-        if let Some(s) = self.head_slot(idx) {
-            prefetch(s);
+    pub fn prefetch_head(&self, pool: &PacketPool, idx: usize) {
+        if let Some(w) = self.wires.get(idx) {
+            w.prefetch_front(pool);
         }
     }
 
@@ -231,38 +156,26 @@ impl Inbound {
     /// arrival the head's arrival schedules (a hint, after
     /// [`Inbound::prefetch_head`] has brought the head in).
     #[inline]
-    pub fn prefetch_second(&self, idx: usize) {
-        match self.head_slot(idx) {
-            Some(s) if s.next != NIL => prefetch(self.slot(s.next)),
-            _ => {}
+    pub fn prefetch_second(&self, pool: &PacketPool, idx: usize) {
+        if let Some(w) = self.wires.get(idx) {
+            w.prefetch_second(pool);
         }
     }
 
-    /// FIFO `idx`'s head: the next packet to arrive on that wire.
+    /// FIFO `idx`'s head: the next packet to arrive on that wire (None for
+    /// an empty or unknown wire).
     #[inline]
-    pub fn head(&self, idx: usize) -> Option<&InFlight> {
-        self.head_slot(idx).map(|s| &s.f)
-    }
-
-    /// The slot of FIFO `idx`'s head (None for an empty or unknown wire).
-    #[inline]
-    fn head_slot(&self, idx: usize) -> Option<&Slot> {
-        let &(head, _) = self.ends.get(idx)?;
-        (head != NIL).then(|| self.slot(head))
+    pub fn head<'p>(&self, pool: &'p PacketPool, idx: usize) -> Option<&'p InFlight> {
+        self.wires.get(idx)?.front(pool)
     }
 
     /// Asks the CPU to fetch FIFO `idx`'s last packet and the free slot that
     /// its next packet will take (a hint for a transmission a few events
     /// ahead; no effect on any result).
     #[inline]
-    pub fn prefetch_tail(&self, idx: usize) {
-        if let Some(&(_, tail)) = self.ends.get(idx) {
-            if tail != NIL {
-                prefetch(&self.slot(tail).next);
-            }
-        }
-        if self.free != NIL {
-            prefetch(self.slot(self.free));
+    pub fn prefetch_tail(&self, pool: &PacketPool, idx: usize) {
+        if let Some(w) = self.wires.get(idx) {
+            w.prefetch_push(pool);
         }
     }
 
@@ -288,14 +201,14 @@ mod tests {
 
     #[test]
     fn only_the_head_needs_an_arrival_event_and_order_is_kept() {
-        let mut ib = Inbound::new(2);
-        assert!(ib.push(1, inflight(10, 0)));
-        assert!(!ib.push(1, inflight(20, 1)));
-        assert!(ib.push(0, inflight(15, 2)));
+        let (mut ib, mut pool) = (Inbound::new(2), PacketPool::new());
+        assert!(ib.push(&mut pool, 1, inflight(10, 0)));
+        assert!(!ib.push(&mut pool, 1, inflight(20, 1)));
+        assert!(ib.push(&mut pool, 0, inflight(15, 2)));
         assert_eq!(ib.packets(), 3);
-        let (f, next) = ib.pop(1);
+        let (f, next) = ib.pop(&mut pool, 1);
         assert_eq!((f.seq, next.map(|n| n.arrive)), (0, Some(20)));
-        let (f, next) = ib.pop(1);
+        let (f, next) = ib.pop(&mut pool, 1);
         assert_eq!((f.seq, next.is_none()), (1, true));
         assert_eq!(ib.packets(), 1);
     }
@@ -306,7 +219,7 @@ mod tests {
     #[test]
     fn wires_sharing_the_pool_keep_their_order_and_reuse_slots() {
         let wires = 37;
-        let mut ib = Inbound::new(wires);
+        let (mut ib, mut pool) = (Inbound::new(wires), PacketPool::new());
         let mut model: Vec<std::collections::VecDeque<u64>> = vec![Default::default(); wires];
         let mut rng = crate::rng::stream_rng(5, 1);
         let (mut seq, mut most) = (0u64, 0u64);
@@ -315,11 +228,14 @@ mod tests {
             // Pushes a little more often than pops at first, then less.
             let push_bias = if seq < 60_000 { 0.55 } else { 0.45 };
             if model[w].is_empty() || rng.random::<f64>() < push_bias {
-                assert_eq!(ib.push(w, inflight(seq, seq)), model[w].is_empty());
+                assert_eq!(
+                    ib.push(&mut pool, w, inflight(seq, seq)),
+                    model[w].is_empty()
+                );
                 model[w].push_back(seq);
                 seq += 1;
             } else {
-                let (f, next) = ib.pop(w);
+                let (f, next) = ib.pop(&mut pool, w);
                 let next = next.map(|n| n.seq);
                 assert_eq!(Some(f.seq), model[w].pop_front());
                 assert_eq!(next, model[w].front().copied());
@@ -327,16 +243,15 @@ mod tests {
             let live: u64 = model.iter().map(|q| q.len() as u64).sum();
             most = most.max(live);
             assert_eq!(ib.packets(), live);
-            assert_eq!(ib.head(w).map(|f| f.seq), model[w].front().copied());
+            assert_eq!(ib.head(&pool, w).map(|f| f.seq), model[w].front().copied());
         }
         assert!(most > 1000, "the test reaches a real backlog ({most})");
-        // A packet on a wire costs its slot: the 88-byte `InFlight` and a link.
-        assert_eq!(std::mem::size_of::<Slot>(), 96);
-        assert_eq!(ib.used as u64, most, "slots are reused, not added");
+        assert_eq!(pool.slots() as u64, most, "slots are reused, not added");
         // A checkpoint reads back the same lists.
-        let back: Inbound = postcard::from_bytes(&postcard::to_stdvec(&ib).unwrap()).unwrap();
+        let bytes = postcard::to_stdvec(&(&ib, &pool)).unwrap();
+        let (back, back_pool): (Inbound, PacketPool) = postcard::from_bytes(&bytes).unwrap();
         for (w, q) in model.iter().enumerate() {
-            assert_eq!(back.head(w).map(|f| f.seq), q.front().copied());
+            assert_eq!(back.head(&back_pool, w).map(|f| f.seq), q.front().copied());
         }
     }
 }

@@ -4,6 +4,8 @@
 //! - [`port`]: admission through the queue discipline, counters and traces
 //!   of its outcomes, serialisation, per-priority pause.
 //! - [`link`]: store-and-forward wires and the inbound FIFOs.
+//! - [`pool`]: the shard's one pool of slots for the packets on its wires
+//!   and in its NDP and priority queues.
 //! - [`switch`]: the ingress step (forwarding).
 //! - [`pfc`]: PFC's ingress accounting and pause frames.
 //! - [`tofino`]: the Tofino trimming chip (meters, DoD/MoD lines, modes).
@@ -19,6 +21,7 @@ pub mod edge;
 pub mod host;
 pub mod link;
 pub mod pfc;
+pub mod pool;
 pub mod port;
 pub mod switch;
 pub mod tofino;
@@ -26,6 +29,7 @@ pub mod tofino;
 pub use counters::PortCounters;
 pub use host::{Called, HostState, Slot, TimerDue};
 pub use link::{InFlight, Inbound, Message};
+pub use pool::{PacketFifo, PacketPool};
 pub use port::{Offered, PauseState, Port, PortCx, Started};
 
 use crate::rng::Rng;

@@ -32,6 +32,8 @@ pub struct PortCx<'a> {
     /// The network, for disciplines that price a packet's path
     /// ([`QueueCtx::t_min_here_ps`]); None in unit tests.
     pub topo: Option<&'a crate::topo::Topology>,
+    /// The shard's packet slots (`net/pool.rs`).
+    pub pool: &'a mut super::PacketPool,
 }
 
 /// What an offer did.
@@ -199,7 +201,7 @@ impl Port {
         let rate = self.link.link.rate_bps;
         self.queue.enqueue(
             pkt,
-            &mut QueueCtx::new(cx.now, cx.rng, rate, ingress, cx.reports)
+            &mut QueueCtx::new(cx.now, cx.rng, rate, ingress, cx.reports, cx.pool)
                 .placed(cx.topo.map(|t| (cx.node, t))),
         );
         let (dropped, bounced) = self.counters.count_all(cx.reports);
@@ -250,7 +252,7 @@ impl Port {
         cx.reports.clear();
         let rate = self.link.link.rate_bps;
         let next = self.queue.dequeue(
-            &mut QueueCtx::new(cx.now, cx.rng, rate, None, cx.reports)
+            &mut QueueCtx::new(cx.now, cx.rng, rate, None, cx.reports, cx.pool)
                 .placed(cx.topo.map(|t| (cx.node, t))),
         );
         if !cx.reports.is_empty() {
@@ -480,7 +482,12 @@ mod tests {
         Port::new(Queue::DropTail(DropTail::new(Capacity::Packets(2))), link)
     }
 
-    fn cx<'a>(now: u64, rng: &'a mut Rng, reports: &'a mut Vec<Report>) -> PortCx<'a> {
+    fn cx<'a>(
+        now: u64,
+        rng: &'a mut Rng,
+        reports: &'a mut Vec<Report>,
+        pool: &'a mut crate::net::PacketPool,
+    ) -> PortCx<'a> {
         PortCx {
             now,
             node: 0,
@@ -489,6 +496,7 @@ mod tests {
             reports,
             trace: None,
             topo: None,
+            pool,
         }
     }
 
@@ -497,21 +505,31 @@ mod tests {
     #[test]
     fn offer_then_start_serialises_at_line_rate() {
         let (mut p, mut rng, mut r) = (port(), crate::rng::stream_rng(1, 0), Vec::new());
+        let mut pool = crate::net::PacketPool::new();
         for seq in 0..3 {
             let o = p.offer(
                 test_packet(PacketKind::Data, seq, 1500),
                 None,
-                &mut cx(0, &mut rng, &mut r),
+                &mut cx(0, &mut rng, &mut r, &mut pool),
             );
             assert_eq!(o.dropped, u64::from(seq == 2));
         }
-        let s = p.start(&mut cx(5, &mut rng, &mut r));
+        let s = p.start(&mut cx(5, &mut rng, &mut r, &mut pool));
         let (pkt, done) = s.sent.unwrap();
         assert_eq!((pkt.seq, done), (0, 5 + 1_200_000));
-        assert!(p.start(&mut cx(6, &mut rng, &mut r)).sent.is_none(), "busy");
+        assert!(
+            p.start(&mut cx(6, &mut rng, &mut r, &mut pool))
+                .sent
+                .is_none(),
+            "busy"
+        );
         p.finish();
         assert_eq!(
-            p.start(&mut cx(done, &mut rng, &mut r)).sent.unwrap().0.seq,
+            p.start(&mut cx(done, &mut rng, &mut r, &mut pool))
+                .sent
+                .unwrap()
+                .0
+                .seq,
             1
         );
         assert_eq!(
@@ -544,23 +562,37 @@ mod tests {
         let q = LstfQueue::new(Capacity::Packets(10), Form::Lstf).with_preemption(true);
         let mut p = Port::new(Queue::Lstf(Box::new(q)), link);
         let (mut rng, mut r) = (crate::rng::stream_rng(1, 0), Vec::new());
+        let mut pool = crate::net::PacketPool::new();
         let u = U as i64;
-        p.offer(pkt(1, 10 * u), None, &mut cx(0, &mut rng, &mut r));
-        let (a, done) = p.start(&mut cx(0, &mut rng, &mut r)).sent.unwrap();
+        p.offer(
+            pkt(1, 10 * u),
+            None,
+            &mut cx(0, &mut rng, &mut r, &mut pool),
+        );
+        let (a, done) = p
+            .start(&mut cx(0, &mut rng, &mut r, &mut pool))
+            .sent
+            .unwrap();
         assert_eq!(done, U);
         p.hold(a, 0, done);
         assert!(!p.interrupt(U / 8), "nothing better waits");
-        p.offer(pkt(2, 0), None, &mut cx(U / 4, &mut rng, &mut r));
+        p.offer(pkt(2, 0), None, &mut cx(U / 4, &mut rng, &mut r, &mut pool));
         assert!(p.interrupt(U / 4));
         assert_eq!(p.counters.dequeued, 0);
-        let (b, done) = p.start(&mut cx(U / 4, &mut rng, &mut r)).sent.unwrap();
+        let (b, done) = p
+            .start(&mut cx(U / 4, &mut rng, &mut r, &mut pool))
+            .sent
+            .unwrap();
         assert_eq!((b.seq, done), (2, 5 * U / 4));
         p.hold(b, U / 4, done);
         assert_eq!(p.release(U), None, "A's first completion is superseded");
         let b = p.release(5 * U / 4).unwrap();
         assert_eq!((b.seq, b.rank as i64), (2, 0));
         p.finish();
-        let (a, done) = p.start(&mut cx(5 * U / 4, &mut rng, &mut r)).sent.unwrap();
+        let (a, done) = p
+            .start(&mut cx(5 * U / 4, &mut rng, &mut r, &mut pool))
+            .sent
+            .unwrap();
         assert_eq!((a.seq, done), (1, 2 * U));
         p.hold(a, 5 * U / 4, done);
         assert_eq!(
@@ -573,9 +605,17 @@ mod tests {
                 .sent_before,
             U / 4
         );
-        p.offer(pkt(3, 9 * u), None, &mut cx(3 * U / 2, &mut rng, &mut r));
+        p.offer(
+            pkt(3, 9 * u),
+            None,
+            &mut cx(3 * U / 2, &mut rng, &mut r, &mut pool),
+        );
         assert!(!p.interrupt(3 * U / 2));
-        p.offer(pkt(4, 6 * u), None, &mut cx(2 * U, &mut rng, &mut r));
+        p.offer(
+            pkt(4, 6 * u),
+            None,
+            &mut cx(2 * U, &mut rng, &mut r, &mut pool),
+        );
         assert!(!p.interrupt(2 * U));
         let a = p.release(2 * U).unwrap();
         assert_eq!((a.seq, a.rank as i64), (1, 9 * u));
@@ -590,22 +630,32 @@ mod tests {
     #[test]
     fn a_pause_holds_the_port_after_the_packet_in_service() {
         let (mut p, mut rng, mut r) = (port(), crate::rng::stream_rng(1, 0), Vec::new());
+        let mut pool = crate::net::PacketPool::new();
         for seq in 0..2 {
             p.offer(
                 test_packet(PacketKind::Data, seq, 1500),
                 None,
-                &mut cx(0, &mut rng, &mut r),
+                &mut cx(0, &mut rng, &mut r, &mut pool),
             );
         }
-        assert!(p.start(&mut cx(0, &mut rng, &mut r)).sent.is_some());
+        assert!(p
+            .start(&mut cx(0, &mut rng, &mut r, &mut pool))
+            .sent
+            .is_some());
         assert!(!p.set_paused(3, true, 100));
         assert!(p.is_paused(3) && !p.is_paused(2));
         assert!(p.busy, "the packet in service goes on");
         p.finish();
-        assert!(p.start(&mut cx(1_200_000, &mut rng, &mut r)).sent.is_none());
+        assert!(p
+            .start(&mut cx(1_200_000, &mut rng, &mut r, &mut pool))
+            .sent
+            .is_none());
         assert!(!p.set_paused(3, true, 200), "already paused");
         assert!(p.set_paused(3, false, 5_000_100));
-        let (pkt, _) = p.start(&mut cx(5_000_100, &mut rng, &mut r)).sent.unwrap();
+        let (pkt, _) = p
+            .start(&mut cx(5_000_100, &mut rng, &mut r, &mut pool))
+            .sent
+            .unwrap();
         assert_eq!(pkt.seq, 1);
         assert_eq!(p.pause.as_deref().unwrap().paused_ps[3], 5_000_000);
         assert_eq!(p.totals().paused_ps, 5_000_000);

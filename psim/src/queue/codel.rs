@@ -479,7 +479,8 @@ mod tests {
                 src.q.push_back((data(s, 1500), 0));
             }
             let (mut reports, mut rng) = (Vec::new(), crate::rng::stream_rng(0, 0));
-            let mut cx = QueueCtx::new(now, &mut rng, 0, None, &mut reports);
+            let mut pool = crate::net::PacketPool::new();
+            let mut cx = QueueCtx::new(now, &mut rng, 0, None, &mut reports, &mut pool);
             assert_eq!(c.dequeue(&p, &mut src, &mut cx).unwrap().seq, 1);
             assert_eq!(reports[0].outcome, DequeueDropped);
             assert!(c.dropping);

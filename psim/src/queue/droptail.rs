@@ -9,6 +9,7 @@
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::ConfigError;
+use crate::net::PacketPool;
 use crate::packet::Packet;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -115,13 +116,13 @@ impl Discipline for DropTail {
         Some(p)
     }
     #[inline]
-    fn prefetch_next(&self) {
+    fn prefetch_next(&self, _pool: &PacketPool) {
         if let Some(p) = self.q.front() {
             crate::engine::prefetch::prefetch(p);
         }
     }
     #[inline]
-    fn prefetch_tail(&self) {
+    fn prefetch_tail(&self, _pool: &PacketPool) {
         crate::engine::prefetch::prefetch_after(&self.q);
     }
     fn len_packets(&self) -> u32 {

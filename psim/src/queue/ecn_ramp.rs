@@ -35,6 +35,7 @@ use super::{
     capacity, Capacity, Discipline, DisciplineConfig, DropTail, MarkAt, QueueCtx, QueueEnv,
 };
 use crate::config::{bad, ConfigError};
+use crate::net::PacketPool;
 use crate::packet::{flags, Packet};
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
@@ -224,12 +225,12 @@ impl Discipline for EcnRampQueue {
         Some(pkt)
     }
     #[inline]
-    fn prefetch_next(&self) {
-        self.fifo.prefetch_next();
+    fn prefetch_next(&self, pool: &PacketPool) {
+        self.fifo.prefetch_next(pool);
     }
     #[inline]
-    fn prefetch_tail(&self) {
-        self.fifo.prefetch_tail();
+    fn prefetch_tail(&self, pool: &PacketPool) {
+        self.fifo.prefetch_tail(pool);
     }
     fn len_packets(&self) -> u32 {
         self.fifo.len_packets()

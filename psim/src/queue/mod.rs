@@ -51,6 +51,7 @@ pub use priority::PriorityQueue;
 pub use red::{Marking, RedQueue};
 
 use crate::config::{bad, ConfigError};
+use crate::net::PacketPool;
 use crate::packet::Packet;
 use crate::rng::Rng;
 
@@ -128,6 +129,9 @@ pub struct QueueCtx<'a> {
     /// Input port the packet came in on; None for packets a host's transport emits.
     pub ingress: Option<u16>,
     reports: &'a mut Vec<Report>,
+    /// The shard's packet slots, where the NDP and priority disciplines
+    /// keep their packets (`net/pool.rs`).
+    pub pool: &'a mut PacketPool,
     /// The entity owning the port and the network, where the caller knows
     /// them ([`Self::placed`]): for what a packet's path costs to reach here.
     place: Option<(u32, &'a crate::topo::Topology)>,
@@ -135,7 +139,8 @@ pub struct QueueCtx<'a> {
 
 impl<'a> QueueCtx<'a> {
     /// A context that appends its reports to `reports` (a scratch buffer the
-    /// caller reuses, so reporting allocates nothing once it has grown).
+    /// caller reuses, so reporting allocates nothing once it has grown) and
+    /// keeps pooled packets in `pool`.
     #[inline]
     pub fn new(
         now: u64,
@@ -143,6 +148,7 @@ impl<'a> QueueCtx<'a> {
         rate_bps: u64,
         ingress: Option<u16>,
         reports: &'a mut Vec<Report>,
+        pool: &'a mut PacketPool,
     ) -> Self {
         QueueCtx {
             now,
@@ -150,6 +156,7 @@ impl<'a> QueueCtx<'a> {
             rate_bps,
             ingress,
             reports,
+            pool,
             place: None,
         }
     }
@@ -225,14 +232,15 @@ pub trait Discipline {
     /// Takes the next packet to transmit; may report `DequeueDropped` first.
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet>;
     /// Asks the CPU to fetch the packet the next `dequeue` is likely to take
-    /// (a cache hint, `engine/prefetch.rs`; no effect on any result).
-    /// Default: nothing.
+    /// (a cache hint, `engine/prefetch.rs`; no effect on any result); a
+    /// discipline that keeps its packets in the shard's pool finds them in
+    /// `pool`. Default: nothing.
     #[inline]
-    fn prefetch_next(&self) {}
+    fn prefetch_next(&self, _pool: &PacketPool) {}
     /// Asks the CPU to fetch the slot the next `enqueue` is likely to fill
     /// (a cache hint, like [`Discipline::prefetch_next`]). Default: nothing.
     #[inline]
-    fn prefetch_tail(&self) {}
+    fn prefetch_tail(&self, _pool: &PacketPool) {}
     /// Packets waiting.
     fn len_packets(&self) -> u32;
     /// Bytes waiting.
@@ -383,12 +391,12 @@ macro_rules! disciplines {
                 match self { $( Queue::$variant(q) => q.dequeue(cx), )* }
             }
             #[inline]
-            fn prefetch_next(&self) {
-                match self { $( Queue::$variant(q) => q.prefetch_next(), )* }
+            fn prefetch_next(&self, pool: &PacketPool) {
+                match self { $( Queue::$variant(q) => q.prefetch_next(pool), )* }
             }
             #[inline]
-            fn prefetch_tail(&self) {
-                match self { $( Queue::$variant(q) => q.prefetch_tail(), )* }
+            fn prefetch_tail(&self, pool: &PacketPool) {
+                match self { $( Queue::$variant(q) => q.prefetch_tail(pool), )* }
             }
             #[inline]
             fn len_packets(&self) -> u32 {

@@ -114,11 +114,11 @@
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
+use crate::net::{PacketFifo, PacketPool};
 use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
 use crate::units::tx_time_ps;
 use rand::RngExt;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// The paper's data-queue length, "8 packets" ([P] §3.1.1, §6.1, §6.2;
 /// [O]); the default cap is this many MTU payloads in bytes (A3).
@@ -315,11 +315,13 @@ pub struct NdpCounters {
     pub drops: u64,
 }
 
-/// One FIFO with its byte count.
+/// One FIFO with its byte count. The packets are in the shard's pool
+/// (`net/pool.rs`), which holds only the packets that exist; a ring per
+/// queue would keep the room of each port's fullest moment.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 struct Fifo {
     cap: Capacity,
-    q: VecDeque<Packet>,
+    q: PacketFifo,
     bytes: u64,
 }
 
@@ -327,30 +329,32 @@ impl Fifo {
     fn new(cap: Capacity) -> Self {
         Fifo {
             cap,
-            q: VecDeque::new(),
+            q: PacketFifo::default(),
             bytes: 0,
         }
     }
     #[inline]
     fn fits(&self, size: u32) -> bool {
-        self.cap.fits(self.q.len() as u32, self.bytes, size)
+        self.cap.fits(self.q.len(), self.bytes, size)
     }
     #[inline]
-    fn push(&mut self, p: Packet) {
+    fn push(&mut self, pool: &mut PacketPool, p: Packet) {
         self.bytes += p.size as u64;
-        self.q.push_back(p);
+        self.q.push_back(pool, p);
     }
     #[inline]
-    fn pop_front(&mut self) -> Option<Packet> {
-        let p = self.q.pop_front()?;
+    fn pop_front(&mut self, pool: &mut PacketPool) -> Option<Packet> {
+        let p = self.q.pop_front(pool)?;
         self.bytes -= p.size as u64;
         Some(p)
     }
+    /// Puts `p` in the tail's place; returns the tail.
     #[inline]
-    fn pop_back(&mut self) -> Option<Packet> {
-        let p = self.q.pop_back()?;
-        self.bytes -= p.size as u64;
-        Some(p)
+    fn replace_tail(&mut self, pool: &mut PacketPool, p: Packet) -> Option<Packet> {
+        let size = p.size as u64;
+        let tail = std::mem::replace(self.q.back_mut(pool)?, p);
+        self.bytes = self.bytes - tail.size as u64 + size;
+        Some(tail)
     }
 }
 
@@ -495,17 +499,17 @@ impl NdpQueue {
     fn room(&self, data: bool, size: u32, now: u64) -> bool {
         let f = if data { &self.data } else { &self.hdr };
         let (n, b) = self.serving(data, now);
-        f.cap.fits(f.q.len() as u32 + n, f.bytes + b, size)
+        f.cap.fits(f.q.len() + n, f.bytes + b, size)
     }
 
     /// Whether removing the data queue's tail leaves room for `size` bytes.
     #[inline]
-    fn tail_can_make_room(&self, size: u32, now: u64) -> bool {
+    fn tail_can_make_room(&self, size: u32, now: u64, pool: &PacketPool) -> bool {
         let (n, b) = self.serving(true, now);
-        match self.data.q.back() {
+        match self.data.q.back(pool) {
             None => false,
             Some(t) => self.data.cap.fits(
-                self.data.q.len() as u32 - 1 + n,
+                self.data.q.len() - 1 + n,
                 self.data.bytes - t.size as u64 + b,
                 size,
             ),
@@ -517,7 +521,7 @@ impl NdpQueue {
     fn enqueue_header(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
         if self.room(false, pkt.size, cx.now) {
             cx.queued(&pkt);
-            self.hdr.push(pkt);
+            self.hdr.push(cx.pool, pkt);
         } else {
             self.overflow_header(pkt, cx);
         }
@@ -545,7 +549,7 @@ impl NdpQueue {
     }
     /// Packets in the data (low-priority) queue.
     pub fn data_len_packets(&self) -> u32 {
-        self.data.q.len() as u32
+        self.data.q.len()
     }
     /// Bytes in the data (low-priority) queue.
     pub fn data_len_bytes(&self) -> u64 {
@@ -553,7 +557,7 @@ impl NdpQueue {
     }
     /// Packets in the header (high-priority) queue.
     pub fn header_len_packets(&self) -> u32 {
-        self.hdr.q.len() as u32
+        self.hdr.q.len()
     }
     /// Bytes in the header (high-priority) queue.
     pub fn header_len_bytes(&self) -> u64 {
@@ -586,29 +590,36 @@ impl Discipline for NdpQueue {
         }
         if self.room(true, pkt.size, cx.now) {
             cx.queued(&pkt);
-            self.data.push(pkt);
+            self.data.push(cx.pool, pkt);
             return;
         }
         // Data queue full for this packet: trim the arrival or the tail.
         let trim_tail = !self.trim_arrival_only && cx.rng.random_bool(0.5);
         if trim_tail
-            && self.tail_can_make_room(pkt.size, cx.now)
+            && self.tail_can_make_room(pkt.size, cx.now, cx.pool)
             && self.room(false, HEADER_BYTES, cx.now)
         {
-            let mut tail = self.data.pop_back().expect("tail_can_make_room");
+            // The arrival takes the tail's place in the data queue, and the
+            // tail's header joins the header queue.
+            let mut tail = self
+                .data
+                .q
+                .back(cx.pool)
+                .expect("tail_can_make_room")
+                .clone();
             cx.trimmed_queued(&tail);
             trim(&mut tail);
             self.cold.counters.trims += 1;
-            self.hdr.push(tail);
             cx.queued(&pkt);
-            self.data.push(pkt);
+            self.data.replace_tail(cx.pool, pkt);
+            self.hdr.push(cx.pool, tail);
             return;
         }
         self.cold.counters.trims += 1;
         if self.room(false, HEADER_BYTES, cx.now) {
             cx.trimmed(&pkt);
             trim(&mut pkt);
-            self.hdr.push(pkt);
+            self.hdr.push(cx.pool, pkt);
         } else {
             trim(&mut pkt);
             self.overflow_header(pkt, cx);
@@ -619,7 +630,7 @@ impl Discipline for NdpQueue {
     /// module documentation).
     #[inline]
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        let next = self.pick();
+        let next = self.pick(cx.pool);
         if self.count_in_service {
             self.in_service = next.as_ref().map(|p| InService {
                 data: !p.kind.is_control(),
@@ -632,23 +643,19 @@ impl Discipline for NdpQueue {
 
     /// Both heads: which one goes next depends on the scheduler's turn.
     #[inline]
-    fn prefetch_next(&self) {
-        for p in [self.hdr.q.front(), self.data.q.front()]
-            .into_iter()
-            .flatten()
-        {
-            crate::engine::prefetch::prefetch(p);
-        }
+    fn prefetch_next(&self, pool: &PacketPool) {
+        self.hdr.q.prefetch_front(pool);
+        self.data.q.prefetch_front(pool);
     }
     /// The data queue's next slot (most arrivals are data).
     #[inline]
-    fn prefetch_tail(&self) {
-        crate::engine::prefetch::prefetch_after(&self.data.q);
+    fn prefetch_tail(&self, pool: &PacketPool) {
+        self.data.q.prefetch_push(pool);
     }
 
     /// Packets waiting in both queues.
     fn len_packets(&self) -> u32 {
-        (self.data.q.len() + self.hdr.q.len()) as u32
+        self.data.q.len() + self.hdr.q.len()
     }
     /// Bytes waiting in both queues.
     fn len_bytes(&self) -> u64 {
@@ -659,7 +666,7 @@ impl Discipline for NdpQueue {
 impl NdpQueue {
     /// The next packet: `sched` decides between two backlogged queues.
     #[inline]
-    fn pick(&mut self) -> Option<Packet> {
+    fn pick(&mut self, pool: &mut PacketPool) -> Option<Packet> {
         match (self.hdr.q.is_empty(), self.data.q.is_empty()) {
             (false, false) => {
                 let header_turn = match self.sched {
@@ -669,21 +676,21 @@ impl NdpQueue {
                         turn
                     }
                     HeaderSched::Strict => true,
-                    HeaderSched::ByteWfq => self.wfq_header_turn(),
+                    HeaderSched::ByteWfq => self.wfq_header_turn(pool),
                 };
                 if header_turn {
-                    self.hdr.pop_front()
+                    self.hdr.pop_front(pool)
                 } else {
-                    self.data.pop_front()
+                    self.data.pop_front(pool)
                 }
             }
             (false, true) => {
                 self.end_contention();
-                self.hdr.pop_front()
+                self.hdr.pop_front(pool)
             }
             (true, false) => {
                 self.end_contention();
-                self.data.pop_front()
+                self.data.pop_front(pool)
             }
             (true, true) => None,
         }
@@ -693,8 +700,9 @@ impl NdpQueue {
     /// ties to the header (module documentation). Counts the chosen bytes.
     /// Kept out of line: the default WRR's dequeue stays as small as before.
     #[inline(never)]
-    fn wfq_header_turn(&mut self) -> bool {
-        let (h, d) = (self.hdr.q[0].size as u64, self.data.q[0].size as u64);
+    fn wfq_header_turn(&mut self, pool: &PacketPool) -> bool {
+        let size = |f: &Fifo| f.q.front(pool).expect("backlogged").size as u64;
+        let (h, d) = (size(&self.hdr), size(&self.data));
         let c = &mut *self.cold;
         let finish_hdr = (c.sent_hdr + h) as u128 * c.w_data as u128;
         let finish_data = (c.sent_data + d) as u128 * c.w_hdr as u128;
@@ -1053,7 +1061,7 @@ mod tests {
         }
         assert_eq!(q.trims(), 48);
         assert_eq!(q.header_len_bytes(), 48 * 64);
-        assert!(q.hdr.q.iter().map(|h| h.seq).eq(2..50));
+        assert!(q.hdr.q.iter(&k.pool).map(|h| h.seq).eq(2..50));
         assert_eq!(q.data_len_bytes(), 9064 + 500);
     }
 
@@ -1211,10 +1219,10 @@ mod tests {
                     Bounced | Dropped => rejected += 1,
                     o => prop_assert!(false, "{:?}", o),
                 }
-                prop_assert_eq!(q.len_bytes(), q.data.q.iter().chain(q.hdr.q.iter()).map(|p| p.size as u64).sum::<u64>());
-                prop_assert_eq!(q.len_packets() as usize, q.data.q.len() + q.hdr.q.len());
-                prop_assert!(q.data.q.iter().all(|p| p.kind == Data));
-                prop_assert!(q.hdr.q.iter().all(|p| p.kind != Data && p.size == HEADER_BYTES));
+                prop_assert_eq!(q.len_bytes(), q.data.q.iter(&k.pool).chain(q.hdr.q.iter(&k.pool)).map(|p| p.size as u64).sum::<u64>());
+                prop_assert_eq!(q.len_packets(), q.data.q.len() + q.hdr.q.len());
+                prop_assert!(q.data.q.iter(&k.pool).all(|p| p.kind == Data));
+                prop_assert!(q.hdr.q.iter(&k.pool).all(|p| p.kind != Data && p.size == HEADER_BYTES));
             }
             prop_assert_eq!(offered, accepted + rejected);
             prop_assert_eq!(accepted, dequeued + q.len_packets() as u64);

@@ -12,9 +12,9 @@
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::ConfigError;
+use crate::net::{PacketFifo, PacketPool};
 use crate::packet::{flags, Packet};
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// Default NIC capacity, packets (A6; [C]).
 pub const DEFAULT_QUEUE_PACKETS: u32 = 1000;
@@ -74,8 +74,11 @@ impl DisciplineConfig for PriorityConfig {
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct PriorityQueue {
     cap: Capacity,
-    control: VecDeque<Packet>,
-    data: VecDeque<Packet>,
+    /// Both FIFOs keep their packets in the shard's pool (`net/pool.rs`):
+    /// a host NIC queues each flow's initial window at once, and a ring
+    /// would keep that room for the rest of the run.
+    control: PacketFifo,
+    data: PacketFifo,
     bytes: u64,
     mark_above: Option<u32>,
 }
@@ -85,8 +88,8 @@ impl PriorityQueue {
     pub fn new(cap: Capacity) -> Self {
         PriorityQueue {
             cap,
-            control: VecDeque::new(),
-            data: VecDeque::new(),
+            control: PacketFifo::default(),
+            data: PacketFifo::default(),
             bytes: 0,
             mark_above: None,
         }
@@ -107,35 +110,40 @@ impl Discipline for PriorityQueue {
         self.bytes += pkt.size as u64;
         cx.queued(&pkt);
         if pkt.kind.is_control() {
-            self.control.push_back(pkt);
+            self.control.push_back(cx.pool, pkt);
             return;
         }
         let mark = self
             .mark_above
-            .is_some_and(|k| self.data.len() as u32 > k && pkt.has(flags::ECT));
+            .is_some_and(|k| self.data.len() > k && pkt.has(flags::ECT));
         if mark {
             pkt.flags |= flags::ECN_CE;
             cx.marked(&pkt);
         }
-        self.data.push_back(pkt);
+        self.data.push_back(cx.pool, pkt);
     }
-    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        let p = self.control.pop_front().or_else(|| self.data.pop_front())?;
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        let p = match self.control.pop_front(cx.pool) {
+            Some(p) => p,
+            None => self.data.pop_front(cx.pool)?,
+        };
         self.bytes -= p.size as u64;
         Some(p)
     }
     #[inline]
-    fn prefetch_next(&self) {
-        if let Some(p) = self.control.front().or_else(|| self.data.front()) {
-            crate::engine::prefetch::prefetch(p);
+    fn prefetch_next(&self, pool: &PacketPool) {
+        if self.control.is_empty() {
+            self.data.prefetch_front(pool);
+        } else {
+            self.control.prefetch_front(pool);
         }
     }
     #[inline]
-    fn prefetch_tail(&self) {
-        crate::engine::prefetch::prefetch_after(&self.data);
+    fn prefetch_tail(&self, pool: &PacketPool) {
+        self.data.prefetch_push(pool);
     }
     fn len_packets(&self) -> u32 {
-        (self.control.len() + self.data.len()) as u32
+        self.control.len() + self.data.len()
     }
     fn len_bytes(&self) -> u64 {
         self.bytes

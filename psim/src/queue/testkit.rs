@@ -10,6 +10,7 @@
 //! ```
 
 use super::{Discipline, Outcome, QueueCtx, QueueEnv, Report};
+use crate::net::PacketPool;
 use crate::packet::{Packet, PacketKind, HEADER_BYTES};
 use crate::rng::Rng;
 
@@ -52,6 +53,8 @@ pub struct Kit {
     rng: Rng,
     /// Reports of the last call.
     pub reports: Vec<Report>,
+    /// Where pooled disciplines keep their packets, as a shard's pool.
+    pub pool: PacketPool,
 }
 
 impl Kit {
@@ -62,6 +65,7 @@ impl Kit {
             ingress: None,
             rng: crate::rng::stream_rng(seed, 0),
             reports: Vec::new(),
+            pool: PacketPool::new(),
         }
     }
 
@@ -79,6 +83,7 @@ impl Kit {
             RATE_BPS,
             self.ingress,
             &mut self.reports,
+            &mut self.pool,
         )
     }
 

@@ -18,7 +18,7 @@
 
 use super::{PacketCounters, Shard, ShardError};
 use crate::engine::event::{EventCounts, EventQueue};
-use crate::net::{Inbound, Message, Node};
+use crate::net::{Inbound, Message, Node, PacketPool};
 use crate::packet::Packet;
 use crate::queue::Report;
 
@@ -58,6 +58,7 @@ macro_rules! shard_state {
 shard_state! {
     nodes: Vec<Node>,
     inbound: Inbound,
+    pool: PacketPool,
     events: EventQueue,
     outbox: Vec<Vec<Message>>,
     generator: workloads::FlowGenerator,
