@@ -121,7 +121,9 @@ impl PacketPool {
 }
 
 /// A FIFO of packets through a [`PacketPool`]: its first and last slot.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// A clone names the same slots, so only an empty list is cloned (a port
+/// built from a template); a checkpoint saves the lists with their pool.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct List {
     head: u32,
     tail: u32,
@@ -238,8 +240,9 @@ impl List {
 }
 
 /// A FIFO of queued packets through the shard's pool, with its length: the
-/// storage of the NDP and priority disciplines' queues.
-#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+/// storage of the NDP and priority disciplines' queues (cloned only empty,
+/// as a [`List`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PacketFifo {
     list: List,
     len: u32,
