@@ -9,10 +9,9 @@
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::ConfigError;
-use crate::net::PacketPool;
+use crate::net::{PacketFifo, PacketPool};
 use crate::packet::Packet;
 use serde::{Deserialize, Serialize};
-use std::collections::VecDeque;
 
 /// Default capacity, packets (ns-3's `DropTailQueue` default).
 pub const DEFAULT_QUEUE_PACKETS: u32 = 100;
@@ -55,11 +54,13 @@ impl DisciplineConfig for DropTailConfig {
     }
 }
 
-/// A FIFO that drops arrivals when full.
+/// A FIFO that drops arrivals when full. Its packets live in the shard's
+/// [`PacketPool`] (a ring per port would keep the room of its fullest moment
+/// for the rest of the run).
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct DropTail {
     cap: Capacity,
-    q: VecDeque<Packet>,
+    q: PacketFifo,
     bytes: u64,
 }
 
@@ -68,14 +69,14 @@ impl DropTail {
     pub fn new(cap: Capacity) -> Self {
         DropTail {
             cap,
-            q: VecDeque::new(),
+            q: PacketFifo::default(),
             bytes: 0,
         }
     }
     /// Whether a packet of `size` bytes fits.
     #[inline]
     pub(super) fn has_room(&self, size: u32) -> bool {
-        self.cap.fits(self.q.len() as u32, self.bytes, size)
+        self.cap.fits(self.q.len(), self.bytes, size)
     }
     /// Occupancy in the capacity's unit (packets or bytes).
     #[inline]
@@ -87,10 +88,10 @@ impl DropTail {
     }
     /// Queues `pkt` if it fits, without reporting (for disciplines built on a FIFO).
     #[inline]
-    pub(super) fn push(&mut self, pkt: Packet) -> Result<(), Packet> {
+    pub(super) fn push(&mut self, pkt: Packet, pool: &mut PacketPool) -> Result<(), Packet> {
         if self.has_room(pkt.size) {
             self.bytes += pkt.size as u64;
-            self.q.push_back(pkt);
+            self.q.push_back(pool, pkt);
             Ok(())
         } else {
             Err(pkt)
@@ -104,29 +105,27 @@ impl Discipline for DropTail {
         if self.has_room(pkt.size) {
             cx.queued(&pkt);
             self.bytes += pkt.size as u64;
-            self.q.push_back(pkt);
+            self.q.push_back(cx.pool, pkt);
         } else {
             cx.dropped(pkt);
         }
     }
     #[inline]
-    fn dequeue(&mut self, _cx: &mut QueueCtx<'_>) -> Option<Packet> {
-        let p = self.q.pop_front()?;
+    fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        let p = self.q.pop_front(cx.pool)?;
         self.bytes -= p.size as u64;
         Some(p)
     }
     #[inline]
-    fn prefetch_next(&self, _pool: &PacketPool) {
-        if let Some(p) = self.q.front() {
-            crate::engine::prefetch::prefetch(p);
-        }
+    fn prefetch_next(&self, pool: &PacketPool) {
+        self.q.prefetch_front(pool);
     }
     #[inline]
-    fn prefetch_tail(&self, _pool: &PacketPool) {
-        crate::engine::prefetch::prefetch_after(&self.q);
+    fn prefetch_tail(&self, pool: &PacketPool) {
+        self.q.prefetch_push(pool);
     }
     fn len_packets(&self) -> u32 {
-        self.q.len() as u32
+        self.q.len()
     }
     fn len_bytes(&self) -> u64 {
         self.bytes

@@ -207,7 +207,7 @@ impl Discipline for EcnRampQueue {
             self.marked += 1;
             cx.marked(&pkt);
         }
-        let admitted = self.fifo.push(pkt);
+        let admitted = self.fifo.push(pkt, cx.pool);
         debug_assert!(admitted.is_ok(), "room was checked");
     }
 

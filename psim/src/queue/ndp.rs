@@ -112,7 +112,7 @@
 //! `header_multiple` scales the default header budget (an explicit
 //! `header_bytes` wins).
 
-use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use super::{capacity, Capacity, Discipline, DisciplineConfig, Outcome, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
 use crate::net::{PacketFifo, PacketPool};
 use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
@@ -600,18 +600,17 @@ impl Discipline for NdpQueue {
             && self.room(false, HEADER_BYTES, cx.now)
         {
             // The arrival takes the tail's place in the data queue, and the
-            // tail's header joins the header queue.
+            // tail's header joins the header queue. The reports keep their
+            // order: the tail's trim, then the arrival.
+            let arrival = pkt.clone();
             let mut tail = self
                 .data
-                .q
-                .back(cx.pool)
-                .expect("tail_can_make_room")
-                .clone();
+                .replace_tail(cx.pool, pkt)
+                .expect("tail_can_make_room");
             cx.trimmed_queued(&tail);
             trim(&mut tail);
             self.cold.counters.trims += 1;
-            cx.queued(&pkt);
-            self.data.replace_tail(cx.pool, pkt);
+            cx.report(Outcome::Queued, arrival);
             self.hdr.push(cx.pool, tail);
             return;
         }

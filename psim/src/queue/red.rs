@@ -320,7 +320,7 @@ impl Discipline for RedQueue {
         if mark {
             self.mark(&mut pkt, cx);
         }
-        let admitted = self.fifo.push(pkt);
+        let admitted = self.fifo.push(pkt, cx.pool);
         debug_assert!(admitted.is_ok(), "room was checked");
     }
 
