@@ -240,7 +240,7 @@ impl List {
 }
 
 /// A FIFO of queued packets through the shard's pool, with its length: the
-/// storage of the NDP and priority disciplines' queues (cloned only empty,
+/// storage of the NDP, priority and drop-tail disciplines' queues (cloned only empty,
 /// as a [`List`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PacketFifo {

@@ -129,8 +129,8 @@ pub struct QueueCtx<'a> {
     /// Input port the packet came in on; None for packets a host's transport emits.
     pub ingress: Option<u16>,
     reports: &'a mut Vec<Report>,
-    /// The shard's packet slots, where the NDP and priority disciplines
-    /// keep their packets (`net/pool.rs`).
+    /// The shard's packet slots, where the NDP, priority and drop-tail
+    /// disciplines keep their packets (`net/pool.rs`).
     pub pool: &'a mut PacketPool,
     /// The entity owning the port and the network, where the caller knows
     /// them ([`Self::placed`]): for what a packet's path costs to reach here.
