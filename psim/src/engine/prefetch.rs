@@ -11,17 +11,6 @@ pub fn prefetch<T>(v: &T) {
     prefetch_ptr(v as *const T);
 }
 
-/// Asks the CPU to fetch the slot a `push_back` onto `q` would fill: one
-/// past its last element (a wasted hint when the ring wraps or is full
-/// there, nothing more), or the ring itself when it is empty.
-#[inline(always)]
-pub fn prefetch_after<T>(q: &std::collections::VecDeque<T>) {
-    match q.back() {
-        Some(last) => prefetch_ptr((last as *const T).wrapping_add(1)),
-        None => prefetch(q),
-    }
-}
-
 /// [`prefetch`] for an address that may lie outside any live value (one
 /// past a buffer's last element): a prefetch of any address is harmless.
 #[inline(always)]
