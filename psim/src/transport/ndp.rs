@@ -269,7 +269,7 @@ pub struct NdpSource {
     feedback: u64,
     recent: u32,
     recent_len: u32,
-    paths: Vec<u32>,
+    paths: PathList,
     path_idx: usize,
     /// How many times the path list has been shuffled (the loss exclusion's clock).
     reshuffles: u64,
@@ -300,7 +300,7 @@ impl NdpSource {
             feedback: 0,
             recent: 0,
             recent_len: 0,
-            paths: (0..flow.num_paths).collect(),
+            paths: PathList::new(flow.num_paths),
             path_idx: usize::MAX,
             reshuffles: 0,
             scores: vec![PathScore::default(); flow.num_paths as usize],
@@ -330,7 +330,7 @@ impl NdpSource {
     fn next_path(&mut self, avoid: Option<u32>, cx: &mut Ctx<'_>) -> u32 {
         let n = self.paths.len();
         if n == 1 {
-            return self.paths[0];
+            return self.paths.get(0);
         }
         if self.p.spray == Spray::Random {
             loop {
@@ -342,11 +342,11 @@ impl NdpSource {
         }
         for _ in 0..2 * n {
             if self.path_idx >= n {
-                shuffle(&mut self.paths, cx.rng);
+                self.paths.shuffle(cx.rng);
                 self.path_idx = 0;
                 self.reshuffles += 1;
             }
-            let p = self.paths[self.path_idx];
+            let p = self.paths.get(self.path_idx);
             self.path_idx += 1;
             if Some(p) == avoid {
                 continue;
@@ -357,7 +357,7 @@ impl NdpSource {
             return p;
         }
         // Every path is penalised: take the next one regardless.
-        let p = self.paths[self.path_idx % n];
+        let p = self.paths.get(self.path_idx % n);
         self.path_idx += 1;
         p
     }
@@ -625,12 +625,62 @@ impl Transport for NdpSource {
     }
 }
 
-/// Fisher-Yates with the host's stream ([P] §3.1.1: a fresh permutation
-/// each time the path list is used up).
-fn shuffle(paths: &mut [u32], rng: &mut crate::rng::Rng) {
-    for i in (1..paths.len()).rev() {
-        let j = rng.random_range(0..=i);
-        paths.swap(i, j);
+/// A flow's paths in the order they are walked, reshuffled each time the
+/// list is used up ([P] §3.1.1). A sender and a receiver each keep one, for
+/// every flow: 256 paths x 8192 flows, so the entries are 16-bit where the
+/// path count allows (8 MiB less than 32-bit entries at that scale).
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+enum PathList {
+    #[default]
+    Empty,
+    Narrow(Vec<u16>),
+    Wide(Vec<u32>),
+}
+
+impl PathList {
+    /// Paths 0..n in order: 16-bit entries when the last, n - 1, fits.
+    fn new(n: u32) -> Self {
+        if n <= 1 << 16 {
+            PathList::Narrow((0..n).map(|p| p as u16).collect())
+        } else {
+            PathList::Wide((0..n).collect())
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            PathList::Empty => 0,
+            PathList::Narrow(v) => v.len(),
+            PathList::Wide(v) => v.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn get(&self, i: usize) -> u32 {
+        match self {
+            PathList::Empty => unreachable!("an empty path list has no entries"),
+            PathList::Narrow(v) => u32::from(v[i]),
+            PathList::Wide(v) => v[i],
+        }
+    }
+
+    /// Fisher-Yates with the host's stream: a fresh permutation each time
+    /// the list is used up.
+    fn shuffle(&mut self, rng: &mut crate::rng::Rng) {
+        fn fisher_yates<T>(paths: &mut [T], rng: &mut crate::rng::Rng) {
+            for i in (1..paths.len()).rev() {
+                let j = rng.random_range(0..=i);
+                paths.swap(i, j);
+            }
+        }
+        match self {
+            PathList::Empty => {}
+            PathList::Narrow(v) => fisher_yates(v, rng),
+            PathList::Wide(v) => fisher_yates(v, rng),
+        }
     }
 }
 
@@ -652,7 +702,7 @@ pub struct NdpSink {
     pacer_set: bool,
     /// Paths back to the sender, walked in shuffled order (`control_spray`;
     /// empty until a packet gives the count, or when off).
-    paths: Vec<u32>,
+    paths: PathList,
     path_idx: usize,
     /// Counters.
     pub stats: SinkStats,
@@ -673,7 +723,7 @@ impl NdpSink {
             pull_counter: 0,
             pull: p.clone(),
             pacer_set: false,
-            paths: Vec::new(),
+            paths: PathList::Empty,
             path_idx: 0,
             stats: SinkStats::default(),
         }
@@ -686,11 +736,11 @@ impl NdpSink {
             return fallback;
         }
         if self.path_idx >= self.paths.len() {
-            shuffle(&mut self.paths, cx.rng);
+            self.paths.shuffle(cx.rng);
             self.path_idx = 0;
         }
         self.path_idx += 1;
-        self.paths[self.path_idx - 1]
+        self.paths.get(self.path_idx - 1)
     }
 
     fn mark(&mut self, seq: u64) -> bool {
@@ -735,7 +785,7 @@ impl Transport for NdpSink {
             );
         }
         if self.pull.control_spray && self.paths.is_empty() && pkt.ack > 1 {
-            self.paths = (0..pkt.ack.min(u32::MAX as u64) as u32).collect();
+            self.paths = PathList::new(pkt.ack.min(u32::MAX as u64) as u32);
             self.path_idx = usize::MAX; // shuffled before first use
         }
         self.stats.packets_received += 1;
@@ -1263,5 +1313,33 @@ mod tests {
         assert!(n.sent[..iw].iter().all(|(t, _)| *t == 0));
         let gaps: Vec<u64> = n.sent[iw..].windows(2).map(|w| w[1].0 - w[0].0).collect();
         assert!(gaps.iter().all(|&g| g == 7_200_000), "{gaps:?}");
+    }
+
+    /// A path list of 16-bit entries walks the same orders as one of 32-bit
+    /// entries on the same stream, so the narrow form changes no result;
+    /// counts above 65,536 paths take the wide form.
+    #[test]
+    fn narrow_and_wide_path_lists_shuffle_alike() {
+        let walk = |mut list: PathList| {
+            let mut rng = crate::rng::stream_rng(7, 3);
+            let mut order = Vec::new();
+            for _ in 0..5 {
+                list.shuffle(&mut rng);
+                order.extend((0..list.len()).map(|i| list.get(i)));
+            }
+            order
+        };
+        let narrow = walk(PathList::new(256));
+        assert!(matches!(PathList::new(256), PathList::Narrow(_)));
+        let wide = walk(PathList::Wide((0..256).collect()));
+        assert_eq!(narrow, wide);
+        assert_ne!(
+            narrow[..256],
+            (0..256).collect::<Vec<u32>>()[..],
+            "shuffled"
+        );
+        assert!(matches!(PathList::new(65_536), PathList::Narrow(_)));
+        assert!(matches!(PathList::new(65_537), PathList::Wide(_)));
+        assert_eq!(PathList::new(65_537).get(65_536), 65_536);
     }
 }
