@@ -184,6 +184,13 @@ pub struct Simulation {
     pub(super) watch: (u64, u64),
     /// When to write checkpoints (None: never).
     pub(super) checkpoints: Option<super::checkpoint::Policy>,
+    /// Packets between shards at a window boundary: `mail[d][s]` holds what
+    /// local shard `s` sent local shard `d`, and `mail[d][shards]` what came
+    /// from other ranks. The lists swap with the shards' outboxes, so no
+    /// packet is copied on the way and no list is allocated per window: a
+    /// list freed each window would make the allocator return and re-fault
+    /// its pages (11% of a 1 x 4 CBR run's time was the kernel zeroing them).
+    mail: Vec<Vec<Vec<Message>>>,
 }
 
 impl Simulation {
@@ -289,6 +296,9 @@ impl Simulation {
             fault_after_windows,
             watch: (0, 0),
             checkpoints: None,
+            mail: (0..mine.len())
+                .map(|_| (0..=mine.len()).map(|_| Vec::new()).collect())
+                .collect(),
         })
     }
 
@@ -331,15 +341,15 @@ impl Simulation {
     fn exchange(&mut self) -> Result<(), SimError> {
         let ranks = self.comm.size() as usize;
         let me = self.comm.rank();
-        let mut mail: Vec<Vec<Message>> = (0..self.shards.len()).map(|_| Vec::new()).collect();
         let mut remote: Vec<Vec<u8>> = vec![Vec::new(); ranks];
         let mut notices: Vec<(u64, u64)> = Vec::new();
-        let local_of = &self.local_of;
-        for s in &mut self.shards {
+        let (local_of, mail) = (&self.local_of, &mut self.mail);
+        for (i, s) in self.shards.iter_mut().enumerate() {
             for (d, out) in s.outbox.iter_mut().enumerate() {
                 let r = self.rank_of_shard[d];
                 if r == me {
-                    mail[local_of[d].expect("local shard")].append(out);
+                    // The list received last window is empty, with its room.
+                    std::mem::swap(&mut mail[local_of[d].expect("local shard")][i], out);
                 } else {
                     for m in out.drain(..) {
                         wire::put_message(&m, &mut remote[r as usize]);
@@ -349,13 +359,14 @@ impl Simulation {
             notices.append(&mut s.finished_out);
         }
         if ranks > 1 {
+            let from_ranks = self.shards.len();
             for buf in self.comm.all_to_all(remote) {
                 for m in wire::get_messages(&buf)? {
                     let d = self.shared.shard_of[m.dst as usize] as usize;
                     mail[local_of[d].ok_or_else(|| {
                         wire::WireError(format!("packet for shard {d} on the wrong rank"))
-                    })?]
-                    .push(m);
+                    })?][from_ranks]
+                        .push(m);
                 }
             }
             let mine = wire::put_notices(&notices);
@@ -364,8 +375,8 @@ impl Simulation {
                 notices.extend(wire::get_notices(&buf)?);
             }
         }
-        for (s, msgs) in self.shards.iter_mut().zip(mail) {
-            for m in msgs {
+        for (s, lists) in self.shards.iter_mut().zip(mail.iter_mut()) {
+            for m in lists.iter_mut().flat_map(|l| l.drain(..)) {
                 s.receive(m);
             }
             for &(due, flow) in &notices {
