@@ -187,9 +187,8 @@ pub struct Simulation {
     /// Packets between shards at a window boundary: `mail[d][s]` holds what
     /// local shard `s` sent local shard `d`, and `mail[d][shards]` what came
     /// from other ranks. The lists swap with the shards' outboxes, so no
-    /// packet is copied on the way and no list is allocated per window: a
-    /// list freed each window would make the allocator return and re-fault
-    /// its pages (11% of a 1 x 4 CBR run's time was the kernel zeroing them).
+    /// packet is copied on the way and no list is allocated per window
+    /// (8 MiB less at the peak of a 4-shard CBR run at k = 16).
     mail: Vec<Vec<Vec<Message>>>,
 }
 

@@ -629,10 +629,8 @@ impl Transport for NdpSource {
 /// list is used up ([P] §3.1.1). A sender and a receiver each keep one, for
 /// every flow: 256 paths x 8192 flows, so the entries are 16-bit where the
 /// path count allows (8 MiB less than 32-bit entries at that scale).
-#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 enum PathList {
-    #[default]
-    Empty,
     Narrow(Vec<u16>),
     Wide(Vec<u32>),
 }
@@ -649,7 +647,6 @@ impl PathList {
 
     fn len(&self) -> usize {
         match self {
-            PathList::Empty => 0,
             PathList::Narrow(v) => v.len(),
             PathList::Wide(v) => v.len(),
         }
@@ -661,7 +658,6 @@ impl PathList {
 
     fn get(&self, i: usize) -> u32 {
         match self {
-            PathList::Empty => unreachable!("an empty path list has no entries"),
             PathList::Narrow(v) => u32::from(v[i]),
             PathList::Wide(v) => v[i],
         }
@@ -677,7 +673,6 @@ impl PathList {
             }
         }
         match self {
-            PathList::Empty => {}
             PathList::Narrow(v) => fisher_yates(v, rng),
             PathList::Wide(v) => fisher_yates(v, rng),
         }
@@ -723,7 +718,7 @@ impl NdpSink {
             pull_counter: 0,
             pull: p.clone(),
             pacer_set: false,
-            paths: PathList::Empty,
+            paths: PathList::new(0),
             path_idx: 0,
             stats: SinkStats::default(),
         }
