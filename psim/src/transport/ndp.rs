@@ -202,21 +202,28 @@ const PENALTY_MIN_RATIO: f64 = 0.30;
 const LOSS_MIN: u64 = 3;
 const LOSS_MAX_STRIKES: u32 = 8;
 
-/// A11's feedback on one path, updated by every ACK and NACK. Twelve bytes,
-/// since a sender keeps one per path: 256 paths x 8192 flows is 24 MiB.
+/// A11's feedback on one path, updated by every ACK and NACK. Eight bytes,
+/// since a sender keeps one per path: 256 paths x 8192 flows is 16 MiB.
+/// NACKs are the minority (a path whose ratio passes 30% is avoided), so
+/// they and the avoid counter get 16 bits, the ACKs 32.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 struct PathScore {
     acks: u32,
-    nacks: u32,
-    /// A11's avoid counter (NACK outliers).
-    avoid: u32,
+    nacks: u16,
+    /// A11's avoid counter (NACK outliers). It only grows on feedback from
+    /// packets already sent on the path, since an avoided path gets no new
+    /// ones, so saturating at 65,535 leaves the rule as it is.
+    avoid: u16,
 }
 
 impl PathScore {
-    /// Counts `acks` and `nacks` more. Should either count reach 2^32 (over
-    /// 16 TB through one path of one flow at 4 KB), both are halved first:
-    /// the NACK ratio, which is all A11 reads, stays as it was.
+    /// Counts `acks` and `nacks` more. Should either count reach its limit
+    /// (2^32 ACKs, or 2^16 NACKs: over 256 MB of trimmed packets through one
+    /// path of one flow at 4 KB), both are halved first: the NACK ratio,
+    /// which is all A11 reads, stays as it was (to within one count), and
+    /// the count of feedback events stays far above A11's 100.
     fn add(&mut self, acks: u32, nacks: u32) {
+        let nacks = nacks.min(u16::MAX as u32) as u16;
         if self.acks.checked_add(acks).is_none() || self.nacks.checked_add(nacks).is_none() {
             self.acks /= 2;
             self.nacks /= 2;
@@ -1122,23 +1129,35 @@ mod tests {
         assert!(h.ep.losses.iter().all(|sc| sc.strikes == 0));
     }
 
-    /// The 32-bit per-path counters halve rather than wrap or saturate, so
-    /// the NACK ratio A11 reads stays the same.
+    /// The per-path counters halve rather than wrap or saturate, at either
+    /// count's limit, so the NACK ratio A11 reads stays the same.
     #[test]
     fn path_counters_halve_at_their_limit_keeping_the_nack_ratio() {
         let mut sc = PathScore {
             acks: u32::MAX - 1,
-            nacks: 1_000_000,
+            nacks: 40_000,
             avoid: 0,
         };
         sc.add(1, 0);
-        assert_eq!((sc.acks, sc.nacks), (u32::MAX, 1_000_000));
+        assert_eq!((sc.acks, sc.nacks), (u32::MAX, 40_000));
         sc.add(1, 0);
-        assert_eq!((sc.acks, sc.nacks), (u32::MAX / 2 + 1, 500_000));
+        assert_eq!((sc.acks, sc.nacks), (u32::MAX / 2 + 1, 20_000));
         sc.add(0, 3);
-        assert_eq!(sc.nacks, 500_003);
-        // 256 paths x 8192 flows of these is 24 MiB.
-        assert_eq!(std::mem::size_of::<PathScore>(), 12);
+        assert_eq!(sc.nacks, 20_003);
+        // The NACK count's limit: 300,000 ACKs and 65,534 NACKs (a ratio
+        // of 0.1793) become 150,000 and 32,767 before 3 more NACKs count.
+        let mut sc = PathScore {
+            acks: 300_000,
+            nacks: u16::MAX - 1,
+            avoid: 0,
+        };
+        sc.add(0, 3);
+        assert_eq!((sc.acks, sc.nacks), (150_000, 32_770));
+        let before = (u16::MAX - 1) as f64 / (300_000.0 + (u16::MAX - 1) as f64);
+        let after = 32_770.0 / (150_000.0 + 32_770.0);
+        assert!((after - before).abs() < 1e-4, "{before} {after}");
+        // 256 paths x 8192 flows of these is 16 MiB.
+        assert_eq!(std::mem::size_of::<PathScore>(), 8);
     }
 
     /// A sender keeps no loss state until its first timeout.
