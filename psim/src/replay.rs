@@ -18,7 +18,8 @@
 //!    original, after checking each row against the scenario's topology
 //!    (its hosts, its path id, and its t_min recomputed here).
 //! 2. **The replay**: the same scenario with LSTF (`queue/lstf.rs`) on every
-//!    port, NICs included, `queue_packets` deep, and no `[host.slack]`
+//!    port, NICs included unless `nic = "fifo"` keeps them first come,
+//!    first served as in the UPS scripts, `queue_packets` deep, and no `[host.slack]`
 //!    policy; each source stamps every data packet's `rank` with its
 //!    recorded slack. The traffic is the same packets at the same times on
 //!    the same paths: the workload draws from its own stream, the transport
@@ -39,6 +40,7 @@
 //! | `max_packets` | 10,000,000 | psim: memory bound of the record (56 B a packet, 560 MB); a run that delivers more stops with an error naming the key |
 //! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
 //! | `write_record` | false | psim: write the original's record (Parquet, `docs/outputs.md`) |
+//! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served, aging the slack, as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
 //! | `from_record` | none | psim: a run's output directory (relative to the scenario file) whose record to replay; not with `write_record` |
 //!
 //! Limits: one process (no MPI ranks), no checkpoints, no PFC or Tofino
@@ -48,7 +50,7 @@
 
 use crate::config::{bad, ConfigError, PortQueues, Scenario};
 use crate::packet::{Packet, PacketKind, Protocol};
-use crate::queue::lstf::LstfConfig;
+use crate::queue::lstf::{LstfConfig, LstfMode};
 use crate::queue::rank::RankConfig;
 use crate::queue::QueueConfig;
 use crate::topo::Topology;
@@ -67,6 +69,20 @@ pub enum ReplayDiscipline {
     Priority,
 }
 
+/// What the replay runs at the hosts' NICs.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayNic {
+    /// The replay's discipline, as at every other port.
+    #[default]
+    Same,
+    /// First come, first served, the slack lowered by the wait (`lstf`'s
+    /// `mode = "fifo"`): the UPS scripts' hosts, whose queues are FIFO in
+    /// both runs (spec §9.1), so each NIC sends as it did in the original.
+    /// The original's `host.queue` must be `droptail`.
+    Fifo,
+}
+
 /// `[replay]` as written.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
@@ -82,6 +98,8 @@ pub struct ReplayFile {
     /// Preemptive LSTF ([TH] §5.1.3, T34): an arrival of less slack
     /// interrupts the packet on the wire.
     pub preemptive: bool,
+    /// What the NICs run in the replay.
+    pub nic: ReplayNic,
     /// Write the original's record to `DIR/record/` (`trace/record.rs`).
     pub write_record: bool,
     /// Replay the record a run wrote to this output directory (relative to
@@ -105,6 +123,7 @@ impl Default for ReplayFile {
             max_packets: DEFAULT_MAX_PACKETS,
             queue_packets: DEFAULT_QUEUE_PACKETS,
             preemptive: false,
+            nic: ReplayNic::Same,
             write_record: false,
             from_record: None,
         }
@@ -124,6 +143,8 @@ pub struct ReplaySpec {
     pub queue_packets: u32,
     /// Preemptive LSTF.
     pub preemptive: bool,
+    /// What the NICs run.
+    pub nic: ReplayNic,
     /// Write the original's record.
     pub write_record: bool,
     /// The output directory whose record to replay (resolved).
@@ -169,6 +190,16 @@ impl ReplayFile {
                 "only LSTF preempts: remove it, or use discipline = \"lstf\"",
             ));
         }
+        if self.nic == ReplayNic::Fifo && queues.host.name() != "droptail" {
+            return Err(bad(
+                "replay.nic",
+                "\"fifo\"",
+                &format!(
+                    "replays the NICs first come, first served, so the original's host.queue must be \"droptail\", not {:?}",
+                    queues.host.name()
+                ),
+            ));
+        }
         if let (true, Some(_)) = (self.write_record, &self.from_record) {
             return Err(bad(
                 "replay.write_record",
@@ -182,6 +213,7 @@ impl ReplayFile {
             max_packets: self.max_packets,
             queue_packets: self.queue_packets,
             preemptive: self.preemptive,
+            nic: self.nic,
             write_record: self.write_record,
             from_record: self.from_record.as_ref().map(|d| base_dir.join(d)),
         })
@@ -204,7 +236,14 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
             queue_bytes: None,
         }),
     };
-    r.queues.host = lstf.clone();
+    r.queues.host = match spec.nic {
+        ReplayNic::Same => lstf.clone(),
+        ReplayNic::Fifo => QueueConfig::Lstf(LstfConfig {
+            queue_packets: Some(spec.queue_packets),
+            mode: LstfMode::Fifo,
+            ..LstfConfig::default()
+        }),
+    };
     r.queues.tiers = [lstf.clone(), lstf.clone(), lstf];
     r.queues.to_host = None;
     r.queues.slack = crate::net::edge::SlackConfig::None;

@@ -30,6 +30,12 @@
 //!   same tie-break ([TH] App. A.4; tested below). The network-wide form
 //!   needs priority = o(p) − t_min(p, α, dest) per hop, i.e. switch state
 //!   keyed by destination: nothing computes that yet.
+//! - **`mode = "fifo"`**: first come, first served, with the slack in
+//!   `rank` lowered by the wait as in `"lstf"`. This is the UPS scripts'
+//!   host queue in a replay: the hosts' queues there are FIFO in both the
+//!   original and the replay (spec §9.1: the host-to-edge direction is a
+//!   DropTail queue), so each NIC sends exactly as it did in the original,
+//!   and the next hop still gets the slack left (`replay.nic = "fifo"`).
 //! - **Non-preemptive by default**: the port serialises a dequeued packet
 //!   to the end. **`preemptive = true`** is the thesis's preemptive LSTF
 //!   (its proofs, bit by bit, and the T34 check that cuts SJF/LIFO replay
@@ -57,7 +63,7 @@
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail`; the UPS runs set 100,000,000 (replay, tail delay), 3425 or 34,250 (TCP runs) (`UPS` scripts) |
 //! | `preemptive` | false | [TH] §5.1.3 ("we extended our simulator to support preemption"); the simulations default to non-preemptive |
-//! | `mode` | `"lstf"` | `"lstf"`: slack in `rank`, updated at dequeue ([TH] §5.4); `"edf"`: deadline in `rank`, static ([TH] App. A.4) |
+//! | `mode` | `"lstf"` | `"lstf"`: slack in `rank`, updated at dequeue ([TH] §5.4); `"edf"`: deadline in `rank`, static ([TH] App. A.4); `"fifo"`: arrival order, slack updated at dequeue (the UPS replay's host queue) |
 
 use super::ranked::{signed_key, RankStore};
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
@@ -78,6 +84,8 @@ pub enum LstfMode {
     Lstf,
     /// Absolute deadline at this hop, ps; unchanged.
     Edf,
+    /// Remaining slack, lowered by the wait, but served in arrival order.
+    Fifo,
 }
 
 /// How a queue reads and updates `rank` (LSTF's two forms and FIFO+).
@@ -89,6 +97,8 @@ pub enum Form {
     Edf,
     /// `rank` = queueing delay so far (ps); key = now − delay + T; delay += wait.
     FifoPlus,
+    /// `rank` = slack (i64 ps); key = now (arrival order); slack −= wait.
+    Fifo,
 }
 
 /// `kind = "lstf"`.
@@ -101,7 +111,8 @@ pub struct LstfConfig {
     /// Capacity in bytes, instead of packets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub queue_bytes: Option<u64>,
-    /// What `rank` holds: `"lstf"` (slack) or `"edf"` (deadline).
+    /// What `rank` holds and how it orders: `"lstf"` (slack), `"edf"`
+    /// (deadline) or `"fifo"` (slack, served in arrival order).
     pub mode: LstfMode,
     /// Interrupt the packet on the wire for an arrival of a smaller key.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
@@ -140,6 +151,7 @@ impl DisciplineConfig for LstfConfig {
         let form = match self.mode {
             LstfMode::Lstf => Form::Lstf,
             LstfMode::Edf => Form::Edf,
+            LstfMode::Fifo => Form::Fifo,
         };
         LstfQueue::new(cap, form).with_preemption(self.preemptive)
     }
@@ -189,7 +201,7 @@ impl LstfQueue {
     #[inline]
     fn charge(&self, p: &mut Packet, waited: i64) {
         match self.form {
-            Form::Lstf => p.rank = (p.rank as i64).saturating_sub(waited) as u64,
+            Form::Lstf | Form::Fifo => p.rank = (p.rank as i64).saturating_sub(waited) as u64,
             Form::Edf => {}
             Form::FifoPlus => p.rank = (p.rank as i64).saturating_add(waited) as u64,
         }
@@ -198,12 +210,18 @@ impl LstfQueue {
     /// The packet's key at arrival at `now` on a link of `rate_bps`.
     #[inline]
     fn key(&self, pkt: &Packet, now: u64, rate_bps: u64) -> u64 {
-        let tx = tx_time_ps(pkt.size as u64, rate_bps) as i64;
+        // FIFO's key is the arrival alone (equal keys go first come, first
+        // served), so a short packet cannot pass a long one.
+        let tx = match self.form {
+            Form::Fifo => 0,
+            _ => tx_time_ps(pkt.size as u64, rate_bps) as i64,
+        };
         let now = now as i64;
         let k = match self.form {
             Form::Lstf => now.saturating_add(pkt.rank as i64),
             Form::Edf => pkt.rank.min(i64::MAX as u64) as i64,
             Form::FifoPlus => now.saturating_sub(pkt.rank.min(i64::MAX as u64) as i64),
+            Form::Fifo => now,
         };
         signed_key(k.saturating_add(tx))
     }
@@ -297,6 +315,28 @@ pub(crate) mod tests {
         assert_eq!((p.seq, slack(&p)), (2, 0));
         let p = k.at(2 * U).take(&mut q).unwrap();
         assert_eq!((p.seq, slack(&p)), (0, 3 * U as i64));
+    }
+
+    /// `mode = "fifo"` serves in arrival order whatever the slacks, and
+    /// charges each packet's wait to its slack as LSTF does: 0 (slack 5U)
+    /// and 1 (slack −U) at t=0, 2 (1000 B, slack 0) at t=U; taken at 0, 2U
+    /// and 3U, they leave with 5U, −3U and −2U.
+    #[test]
+    fn fifo_mode_keeps_arrival_order_and_charges_the_wait() {
+        let (mut k, mut q) = (
+            Kit::new(0),
+            LstfQueue::new(Capacity::Packets(10), Form::Fifo),
+        );
+        k.fill(&mut q, [pkt(0, 5 * U as i64), pkt(1, -(U as i64))]);
+        let p = k.take(&mut q).unwrap();
+        assert_eq!((p.seq, slack(&p)), (0, 5 * U as i64));
+        let mut short = data(2, 1000);
+        short.rank = 0;
+        k.at(U).fill(&mut q, [short]);
+        let p = k.at(2 * U).take(&mut q).unwrap();
+        assert_eq!((p.seq, slack(&p)), (1, -3 * U as i64));
+        let p = k.at(3 * U).take(&mut q).unwrap();
+        assert_eq!((p.seq, slack(&p)), (2, -2 * U as i64));
     }
 
     /// Equal keys go first come, first served: 0 (t=0, slack 3U) and 1
