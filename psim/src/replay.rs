@@ -40,7 +40,7 @@
 //! | `max_packets` | 10,000,000 | psim: memory bound of the record (56 B a packet, 560 MB); a run that delivers more stops with an error naming the key |
 //! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
 //! | `write_record` | false | psim: write the original's record (Parquet, `docs/outputs.md`) |
-//! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served, aging the slack, as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
+//! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served (aging the slack under LSTF; a `priority` replay keeps the original's drop-tail NIC), as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
 //! | `from_record` | none | psim: a run's output directory (relative to the scenario file) whose record to replay; not with `write_record` |
 //!
 //! Limits: one process (no MPI ranks), no checkpoints, no PFC or Tofino
@@ -236,13 +236,17 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
             queue_bytes: None,
         }),
     };
-    r.queues.host = match spec.nic {
-        ReplayNic::Same => lstf.clone(),
-        ReplayNic::Fifo => QueueConfig::Lstf(LstfConfig {
+    r.queues.host = match (spec.nic, spec.discipline) {
+        (ReplayNic::Same, _) => lstf.clone(),
+        // LSTF's next hop needs the slack left after the NIC's wait.
+        (ReplayNic::Fifo, ReplayDiscipline::Lstf) => QueueConfig::Lstf(LstfConfig {
             queue_packets: Some(spec.queue_packets),
             mode: LstfMode::Fifo,
             ..LstfConfig::default()
         }),
+        // o(p) is a static priority: the original's drop-tail NIC, which
+        // leaves `rank` as it is.
+        (ReplayNic::Fifo, ReplayDiscipline::Priority) => scn.queues.host.clone(),
     };
     r.queues.tiers = [lstf.clone(), lstf.clone(), lstf];
     r.queues.to_host = None;
@@ -576,6 +580,49 @@ mod tests {
     use super::*;
     use crate::topo::{LeafSpine, LinkSpec};
     use crate::units::tx_time_ps;
+
+    /// With FIFO NICs, an LSTF replay ages the slack at the NIC (`lstf`'s
+    /// `mode = "fifo"`), while a priority = o(p) replay keeps the original's
+    /// drop-tail NIC: o(p) is static, and aging it would change it.
+    #[test]
+    fn fifo_nics_age_the_slack_only_under_lstf() {
+        let text = r#"
+[topology]
+kind = "leafspine"
+leaves = 1
+spines = 1
+hosts_per_leaf = 2
+[host.queue]
+kind = "droptail"
+[replay]
+nic = "fifo"
+[[traffic]]
+protocol = "cbr"
+pattern = "permutation"
+size_bytes = 10000
+"#;
+        let path = std::path::Path::new("inline.toml");
+        for (sets, want) in [
+            (vec![], "lstf"),
+            (
+                vec!["replay.discipline=\"priority\"".to_string()],
+                "droptail",
+            ),
+        ] {
+            let scn = Scenario::from_str(text, path, &sets).unwrap();
+            let spec = scn.replay.clone().expect("a replay");
+            let r = replay_scenario(&scn, &spec);
+            assert_eq!(r.queues.host.name(), want, "{sets:?}");
+            if let QueueConfig::Lstf(c) = &r.queues.host {
+                assert_eq!(c.mode, LstfMode::Fifo);
+            }
+            let switches = match spec.discipline {
+                ReplayDiscipline::Lstf => "lstf",
+                ReplayDiscipline::Priority => "rank",
+            };
+            assert_eq!(r.queues.tiers[0].name(), switches);
+        }
+    }
 
     #[test]
     fn slack_of_a_two_hop_packet_worked_by_hand() {
