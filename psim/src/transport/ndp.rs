@@ -53,8 +53,11 @@ use super::{SwitchClass, Transport};
 use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use crate::units::tx_time_ps;
+use outstanding::{Outstanding, Sent, NO_DEADLINE};
 use rand::RngExt;
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::VecDeque;
+
+mod outstanding;
 
 /// `[protocol.ndp]` (defaults and sources in the table above).
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -250,15 +253,6 @@ struct PathLoss {
     excluded_until: u64,
 }
 
-#[derive(Clone, Copy, Debug, serde::Serialize, serde::Deserialize)]
-struct Sent {
-    at: u64,
-    deadline: u64,
-    path: u32,
-    first_window: bool,
-    retx: bool,
-}
-
 /// Sender of an NDP flow.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct NdpSource {
@@ -270,8 +264,8 @@ pub struct NdpSource {
     acked: u64,
     /// Packets to resend on the next pulls: (seq, the path it was lost on).
     rtx: VecDeque<(u64, u32)>,
-    outstanding: BTreeMap<u64, Sent>,
-    deadlines: BTreeSet<(u64, u64)>,
+    /// Packets sent and not yet settled, with their deadlines.
+    outstanding: Outstanding,
     last_pull: u64,
     feedback: u64,
     recent: u32,
@@ -301,8 +295,7 @@ impl NdpSource {
             next_new: 0,
             acked: 0,
             rtx: VecDeque::new(),
-            outstanding: BTreeMap::new(),
-            deadlines: BTreeSet::new(),
+            outstanding: Outstanding::default(),
             last_pull: 0,
             feedback: 0,
             recent: 0,
@@ -409,9 +402,9 @@ impl NdpSource {
             let rto = self.rto() as f64;
             cx.now + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64
         } else {
-            u64::MAX
+            NO_DEADLINE
         };
-        if let Some(old) = self.outstanding.insert(
+        self.outstanding.insert(
             seq,
             Sent {
                 at: cx.now,
@@ -420,12 +413,7 @@ impl NdpSource {
                 first_window,
                 retx,
             },
-        ) {
-            self.deadlines.remove(&(old.deadline, seq));
-        }
-        if self.p.timeout_resends {
-            self.deadlines.insert((deadline, seq));
-        }
+        );
     }
 
     /// Whether A11's avoid counter or a loss exclusion keeps `path` out.
@@ -439,9 +427,7 @@ impl NdpSource {
 
     /// Removes `seq` from the outstanding set, returning what was recorded.
     fn settle(&mut self, seq: u64) -> Option<Sent> {
-        let s = self.outstanding.remove(&seq)?;
-        self.deadlines.remove(&(s.deadline, seq));
-        Some(s)
+        self.outstanding.remove(seq)
     }
 
     fn record_feedback(&mut self, ack: bool) {
@@ -562,6 +548,7 @@ impl Transport for NdpSource {
                     if self.acked == self.total && self.info.size.is_some() {
                         // The ACK of the last outstanding packet.
                         self.stats.finish(cx.now);
+                        self.outstanding.release();
                     }
                     if !s.retx {
                         self.rtt.sample(cx.now - s.at);
@@ -594,7 +581,11 @@ impl Transport for NdpSource {
                 };
                 self.score(s.path, 0, 3);
                 let pulls_outstanding = self.feedback.saturating_sub(self.last_pull);
-                let unaccounted = self.outstanding.values().filter(|o| o.first_window).count();
+                let unaccounted = self
+                    .outstanding
+                    .iter()
+                    .filter(|(_, o)| o.first_window)
+                    .count();
                 let acks = self.recent.count_ones();
                 let resend_now = (pulls_outstanding == 0 && unaccounted <= 1)
                     || (self.recent_len > 0 && acks * 4 >= self.recent_len);
@@ -609,13 +600,7 @@ impl Transport for NdpSource {
     }
 
     fn on_timer(&mut self, cx: &mut Ctx<'_>) {
-        let due: Vec<u64> = self
-            .deadlines
-            .iter()
-            .take_while(|(d, _)| *d <= cx.now)
-            .map(|&(_, s)| s)
-            .collect();
-        for seq in due {
+        for seq in self.outstanding.due(cx.now) {
             let Some(s) = self.settle(seq) else { continue };
             self.stats.timeouts += 1;
             self.count_loss(s.path);
@@ -625,7 +610,7 @@ impl Transport for NdpSource {
     }
 
     fn poll_at(&self) -> Option<u64> {
-        self.deadlines.first().map(|&(d, _)| d)
+        self.outstanding.earliest_deadline()
     }
     fn source_stats(&self) -> Option<&SourceStats> {
         Some(&self.stats)
@@ -902,7 +887,7 @@ mod tests {
         let mut h = source(&info(100 * 9000, 16), &NdpParams::default());
         let out = h.start(0);
         assert_eq!(out.len(), 23);
-        let paths: BTreeSet<u32> = out[..16].iter().map(|p| p.path).collect();
+        let paths: std::collections::BTreeSet<u32> = out[..16].iter().map(|p| p.path).collect();
         assert_eq!(paths.len(), 16, "one packet per path before reshuffling");
         assert!(out.iter().all(|p| p.has(flags::SYN) && p.size == 9064));
     }
@@ -1065,7 +1050,7 @@ mod tests {
         assert!(!paths.contains(&2), "{paths:?}");
         // Without the penalty every path is used.
         h.ep.p.path_penalty = false;
-        let paths: BTreeSet<u32> = (0..40)
+        let paths: std::collections::BTreeSet<u32> = (0..40)
             .map(|_| h.with(0, |s, cx| s.next_path(None, cx)))
             .collect();
         assert_eq!(paths.len(), 4);
