@@ -43,14 +43,12 @@ pub struct Sent {
 /// Packets sent and not yet settled.
 ///
 /// Invariants: `ring[i]` is packet `base + i`; the first and last entries
-/// are `Some` (the ring is empty when nothing is outstanding); `live` counts
-/// the `Some` entries; `earliest` is the least `(deadline, seq)` over them,
-/// leaving out [`NO_DEADLINE`].
+/// are `Some` (the ring is empty when nothing is outstanding); `earliest` is
+/// the least `(deadline, seq)` over them, leaving out [`NO_DEADLINE`].
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Outstanding {
     base: u64,
     ring: VecDeque<Option<Sent>>,
-    live: usize,
     earliest: Option<(u64, u64)>,
 }
 
@@ -72,10 +70,8 @@ impl Outstanding {
             self.ring.resize(i + 1, None);
         }
         let old = self.ring[i].replace(sent);
-        match old {
-            None => self.live += 1,
-            Some(o) if self.earliest == Some((o.deadline, seq)) => self.rescan(),
-            Some(_) => {}
+        if old.is_some_and(|o| self.earliest == Some((o.deadline, seq))) {
+            self.rescan();
         }
         let key = (sent.deadline, seq);
         if sent.deadline != NO_DEADLINE && self.earliest.is_none_or(|e| key < e) {
@@ -88,7 +84,6 @@ impl Outstanding {
     pub fn remove(&mut self, seq: u64) -> Option<Sent> {
         let i = usize::try_from(seq.checked_sub(self.base)?).ok()?;
         let s = self.ring.get_mut(i)?.take()?;
-        self.live -= 1;
         while self.ring.front().is_some_and(Option::is_none) {
             self.ring.pop_front();
             self.base += 1;
@@ -110,11 +105,7 @@ impl Outstanding {
     /// The packets whose deadline is at or before `now`, in deadline order
     /// (ties by sequence number).
     pub fn due(&self, now: u64) -> Vec<u64> {
-        let mut due: Vec<(u64, u64)> = self
-            .iter()
-            .filter(|(_, s)| s.deadline != NO_DEADLINE && s.deadline <= now)
-            .map(|(seq, s)| (s.deadline, seq))
-            .collect();
+        let mut due: Vec<(u64, u64)> = self.deadlines().filter(|&(d, _)| d <= now).collect();
         due.sort_unstable();
         due.into_iter().map(|(_, seq)| seq).collect()
     }
@@ -126,27 +117,30 @@ impl Outstanding {
             .filter_map(|(seq, s)| s.as_ref().map(|s| (seq, s)))
     }
 
+    /// `(deadline, seq)` of the packets outstanding that have a deadline.
+    fn deadlines(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.iter()
+            .filter(|(_, s)| s.deadline != NO_DEADLINE)
+            .map(|(seq, s)| (s.deadline, seq))
+    }
+
     /// How many packets are outstanding.
     #[cfg(test)]
     fn len(&self) -> usize {
-        self.live
+        self.iter().count()
     }
 
     /// Gives the ring's room back once nothing is outstanding (a finished
     /// flow keeps none).
     pub fn release(&mut self) {
-        if self.live == 0 {
+        if self.ring.is_empty() {
             *self = Outstanding::default();
         }
     }
 
     /// Finds the earliest deadline again, its packet having been settled.
     fn rescan(&mut self) {
-        self.earliest = self
-            .iter()
-            .filter(|(_, s)| s.deadline != NO_DEADLINE)
-            .map(|(seq, s)| (s.deadline, seq))
-            .min();
+        self.earliest = self.deadlines().min();
     }
 }
 
