@@ -235,6 +235,8 @@ pub fn execute_checkpointed(
         return Err(RunError::RemoteOutput { rank });
     }
     let parts = parts.unwrap_or_default();
+    let mut ports = serde_json::json!(summary.ports);
+    ports["paused_ps_by_priority"] = serde_json::json!(summary.paused_ps_by_priority);
     let mut packets = serde_json::json!({
         "created": summary.packets.created,
         "delivered": summary.packets.delivered,
@@ -245,7 +247,7 @@ pub fn execute_checkpointed(
         "queued": summary.queued,
         "in_flight": summary.in_flight,
         "conserved": summary.conserved(),
-        "ports": summary.ports,
+        "ports": ports,
         "pulls": summary.pulls,
         "events_per_shard": summary.events_per_shard,
         "events_by_kind": events_by_kind(&summary.event_counts),

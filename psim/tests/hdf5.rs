@@ -67,6 +67,12 @@ fn hdf5_holds_the_same_series_as_parquet() {
         for (k, r) in chunk.iter().enumerate() {
             assert_eq!((r.node, r.port, r.peer), (p.node, p.port, p.peer));
             assert_eq!(r.time_ps, k as u64 * interval);
+            let paused: [u64; 8] = std::array::from_fn(|prio| p.paused_in(k, prio as u8));
+            assert_eq!(
+                r.paused_ps, paused,
+                "port {}:{} interval {k}",
+                p.node, p.port
+            );
             assert_eq!(
                 (r.queue_bytes, r.queue_pkts, r.tx_bytes, r.busy_ps),
                 (
@@ -96,6 +102,11 @@ fn round_trip_and_errors_name_the_file() {
         queue_pkts: vec![4, 5, 6],
         tx_bytes: vec![7, 8, u64::MAX],
         busy_ps: vec![0, 10, 20],
+        paused_ps: if port == 1 {
+            vec![[0; 8], [0, 0, 0, 4, 0, 0, 0, 0], [0; 8]]
+        } else {
+            Vec::new()
+        },
     };
     let meta = H5Meta {
         scenario: "x".into(),

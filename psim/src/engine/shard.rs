@@ -412,7 +412,9 @@ impl Shard {
                 EventKind::PauseEnd { port, prio } => {
                     counts[EventCounts::PAUSE_END] += 1;
                     self.wake(local, port);
-                    if self.nodes[local].ports[port as usize].pause_expired(prio, now) {
+                    let resumed =
+                        self.pause_change(local, port, now, |p| p.pause_expired(prio, now));
+                    if resumed {
                         self.transmit(local, port, now);
                     }
                 }
@@ -684,8 +686,9 @@ impl Shard {
     fn on_pause_frame(&mut self, local: usize, port: u16, frame: Packet, now: u64) {
         self.counters.frames_received += 1;
         self.wake(local, port);
+        let (timed, resumed) =
+            self.pause_change(local, port, now, |p| p.receive_frame(&frame, now));
         let node = &mut self.nodes[local];
-        let (timed, resumed) = node.ports[port as usize].receive_frame(&frame, now);
         for prio in (0..8u8).filter(|q| timed & (1 << q) != 0) {
             let end = node.ports[port as usize].pause_end(prio);
             schedule_own(
@@ -698,6 +701,30 @@ impl Shard {
         if resumed {
             self.transmit(local, port, now);
         }
+    }
+
+    /// Applies `f` (a PFC frame received, a timed pause ending) to output
+    /// `port`, and hands the queue series each pause it ended.
+    fn pause_change<R>(
+        &mut self,
+        local: usize,
+        port: u16,
+        now: u64,
+        f: impl FnOnce(&mut crate::net::Port) -> R,
+    ) -> R {
+        let node = &mut self.nodes[local];
+        let p = &mut node.ports[port as usize];
+        let before = p.paused_since();
+        let r = f(p);
+        if let Some(t) = self.trace.as_deref_mut() {
+            let after = p.paused_since();
+            for (prio, (b, a)) in before.iter().zip(after).enumerate() {
+                if let (Some(since), None) = (*b, a) {
+                    t.paused(node.id, port, prio as u8, since, now);
+                }
+            }
+        }
+        r
     }
 
     /// Sends the PFC frame an MMU decision asks for out of the input port it
@@ -978,8 +1005,12 @@ impl Shard {
         let t = self.trace.take()?;
         let (nodes, local) = (&self.nodes, &self.shared.local);
         Some(t.finish(sim_end_ps, |n, p| {
-            let q = &nodes[local[n as usize] as usize].ports[p as usize].queue;
-            (q.len_bytes(), q.len_packets())
+            let port = &nodes[local[n as usize] as usize].ports[p as usize];
+            crate::trace::PortAtEnd {
+                bytes: port.queue.len_bytes(),
+                pkts: port.queue.len_packets(),
+                paused_since: port.paused_since(),
+            }
         }))
     }
 }

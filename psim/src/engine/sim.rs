@@ -130,6 +130,9 @@ pub struct RunSummary {
     pub in_flight: u64,
     /// Port counters summed over every port.
     pub ports: PortCounters,
+    /// Time ports spent paused, per priority, summed over every port, ps
+    /// (they sum to `ports.paused_ps`).
+    pub paused_ps_by_priority: [u64; 8],
     /// Pull pacers summed over every host (NDP, pHost).
     pub pulls: crate::transport::PullStats,
     /// Per-rank figures, in rank order.

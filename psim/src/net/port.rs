@@ -444,15 +444,30 @@ impl Port {
         live && self.set_paused(prio, false, at)
     }
 
-    /// The port's counters, with the paused time summed from the pause
-    /// state (which keeps it per priority).
-    pub fn totals(&self) -> PortCounters {
+    /// The port's counters at `now`, with the paused time summed from the
+    /// pause state (which keeps it per priority; see [`Port::paused_by_priority`]).
+    pub fn totals(&self, now: u64) -> PortCounters {
         let mut c = self.counters;
-        c.paused_ps = self
-            .pause
-            .as_deref()
-            .map_or(0, |st| st.paused_ps.iter().sum());
+        c.paused_ps = self.paused_by_priority(now).iter().sum();
         c
+    }
+
+    /// Time each priority has spent paused up to `now`, ps: the pauses that
+    /// ended, and a pause still open counted up to `now`.
+    pub fn paused_by_priority(&self, now: u64) -> [u64; 8] {
+        let Some(st) = self.pause.as_deref() else {
+            return [0; 8];
+        };
+        let since = self.paused_since();
+        std::array::from_fn(|i| st.paused_ps[i] + since[i].map_or(0, |t| now.saturating_sub(t)))
+    }
+
+    /// For each priority paused now, since when, ps.
+    pub fn paused_since(&self) -> [Option<u64>; 8] {
+        let Some(st) = self.pause.as_deref() else {
+            return [None; 8];
+        };
+        std::array::from_fn(|i| (st.mask & (1 << i) != 0).then_some(st.since[i]))
     }
 
     /// Whether priority `prio` is paused.
@@ -658,6 +673,14 @@ mod tests {
             .unwrap();
         assert_eq!(pkt.seq, 1);
         assert_eq!(p.pause.as_deref().unwrap().paused_ps[3], 5_000_000);
-        assert_eq!(p.totals().paused_ps, 5_000_000);
+        assert_eq!(p.totals(6_000_000).paused_ps, 5_000_000);
+        // Priority 1 paused at 5.5 us and still paused: it counts up to the
+        // time asked for, beside priority 3's closed pause.
+        assert!(!p.set_paused(1, true, 5_500_000));
+        assert_eq!(p.paused_since()[1], Some(5_500_000));
+        assert_eq!(p.paused_since()[3], None);
+        let by = p.paused_by_priority(6_000_000);
+        assert_eq!((by[1], by[3], by[0]), (500_000, 5_000_000, 0));
+        assert_eq!(p.totals(6_000_000).paused_ps, 5_500_000);
     }
 }

@@ -2,7 +2,8 @@
 //! (`[trace.queues] format = "hdf5"`, built with `--features hdf5`).
 //!
 //! Layout (documented in `docs/outputs.md`): 2-D datasets `[port][interval]`
-//! `queue_bytes`, `queue_pkts`, `tx_bytes`, `busy_ps`; 1-D port index
+//! `queue_bytes`, `queue_pkts`, `tx_bytes`, `busy_ps`; the 3-D dataset
+//! `paused_ps` `[port][interval][priority]`; 1-D port index
 //! datasets `node`, `port`, `peer`; run metadata as root attributes. Ports are
 //! sorted by (node, port), so the file is the same for any partition. The
 //! file is written under a `.tmp` name and renamed, like every output.
@@ -78,6 +79,15 @@ pub fn write_queues_h5(
         dense!("queue_pkts", u32, queue_pkts);
         dense!("tx_bytes", u64, tx_bytes);
         dense!("busy_ps", u64, busy_ps);
+        let paused: Vec<u64> = order
+            .iter()
+            .flat_map(|p| (0..n).flat_map(move |k| (0..8).map(move |prio| p.paused_in(k, prio))))
+            .collect();
+        f.new_dataset::<u64>()
+            .shape((ports, n, 8))
+            .create("paused_ps")
+            .and_then(|d| d.write_raw(&paused[..]))
+            .map_err(e)?;
         macro_rules! index {
             ($name:literal, $t:ty, $field:ident) => {{
                 let v: Vec<$t> = order.iter().map(|p| p.$field).collect();
@@ -176,7 +186,11 @@ pub fn read_queues_h5(dir: &Path) -> Result<(H5Meta, Vec<PortSeries>), OutputErr
         .and_then(|d| d.read_raw())
         .map_err(e)?;
     let busy: Vec<u64> = f.dataset("busy_ps").and_then(|d| d.read_raw()).map_err(e)?;
-    if [qp.len(), tx.len(), busy.len()]
+    let paused: Vec<u64> = f
+        .dataset("paused_ps")
+        .and_then(|d| d.read_raw())
+        .map_err(e)?;
+    if [qp.len(), tx.len(), busy.len(), paused.len() / 8]
         .iter()
         .any(|&l| l != ports * n)
     {
@@ -194,6 +208,17 @@ pub fn read_queues_h5(dir: &Path) -> Result<(H5Meta, Vec<PortSeries>), OutputErr
             queue_pkts: qp[i * n..(i + 1) * n].to_vec(),
             tx_bytes: tx[i * n..(i + 1) * n].to_vec(),
             busy_ps: busy[i * n..(i + 1) * n].to_vec(),
+            paused_ps: {
+                // A port never paused reads back as no series, as written.
+                let rows = &paused[i * n * 8..(i + 1) * n * 8];
+                if rows.iter().all(|&v| v == 0) {
+                    Vec::new()
+                } else {
+                    rows.chunks_exact(8)
+                        .map(|c| c.try_into().expect("eight priorities"))
+                        .collect()
+                }
+            },
         })
         .collect();
     Ok((meta, series))

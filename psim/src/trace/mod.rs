@@ -51,7 +51,7 @@ pub use manifest::{
 };
 pub use outdir::prepare_out_dir;
 pub use packets::{read_packets, write_packets_part, PacketFields, PacketRow, PACKETS};
-pub use queues::{read_queues, write_queues_part, PortSeries, QueueSample, QUEUES};
+pub use queues::{read_queues, write_queues_part, PortAtEnd, PortSeries, QueueSample, QUEUES};
 pub use record::{read_record, write_record_part, RECORD};
 pub use recorder::{ShardTrace, TraceOutput};
 pub use spec::{PacketEvent, QueueFormat, TraceFile, TraceSpec};

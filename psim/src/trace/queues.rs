@@ -15,6 +15,10 @@
 //! * `busy_ps`: picoseconds of the interval during which the link was
 //!   serialising, split exactly across interval boundaries; `busy_ps / I` is
 //!   the link utilisation.
+//! * `paused_ps_p0` .. `paused_ps_p7`: picoseconds of the interval during
+//!   which PFC held that priority of the port, split the same way. Recorded
+//!   when a pause ends (and at the run's end for pauses still open), so a
+//!   port that is never paused carries no pause series at all.
 //!
 //! Every value is a function of the port's own event history, so the series
 //! do not depend on the partition. Each shard records its own ports.
@@ -30,7 +34,7 @@ use super::table::Table;
 use super::OutputError;
 
 /// Version of the queues table layout.
-pub const QUEUES_SCHEMA_VERSION: u32 = 1;
+pub const QUEUES_SCHEMA_VERSION: u32 = 2;
 
 /// Parquet metadata key holding the interval, ps.
 pub const INTERVAL_KEY: &str = "psim.interval_ps";
@@ -47,6 +51,14 @@ pub const QUEUES: Table = Table {
         ("queue_pkts", DataType::UInt32),
         ("tx_bytes", DataType::UInt64),
         ("busy_ps", DataType::UInt64),
+        ("paused_ps_p0", DataType::UInt64),
+        ("paused_ps_p1", DataType::UInt64),
+        ("paused_ps_p2", DataType::UInt64),
+        ("paused_ps_p3", DataType::UInt64),
+        ("paused_ps_p4", DataType::UInt64),
+        ("paused_ps_p5", DataType::UInt64),
+        ("paused_ps_p6", DataType::UInt64),
+        ("paused_ps_p7", DataType::UInt64),
     ],
     nullable: &[],
     version: QUEUES_SCHEMA_VERSION,
@@ -69,6 +81,9 @@ pub struct PortSeries {
     pub tx_bytes: Vec<u64>,
     /// Serialising time within each interval, ps.
     pub busy_ps: Vec<u64>,
+    /// Paused time within each interval per priority, ps; empty for a port
+    /// that was never paused (read it as zeros).
+    pub paused_ps: Vec<[u64; 8]>,
 }
 
 impl PortSeries {
@@ -81,6 +96,29 @@ impl PortSeries {
             queue_pkts: Vec::new(),
             tx_bytes: Vec::new(),
             busy_ps: Vec::new(),
+            paused_ps: Vec::new(),
+        }
+    }
+
+    /// Paused time of priority `prio` within interval `k` (0 if never paused).
+    pub fn paused_in(&self, k: usize, prio: u8) -> u64 {
+        self.paused_ps.get(k).map_or(0, |p| p[prio as usize])
+    }
+
+    fn add_paused(&mut self, interval: u64, prio: u8, start: u64, end: u64) {
+        if end <= start {
+            return;
+        }
+        let need = ((end - 1) / interval + 1) as usize;
+        if self.paused_ps.len() < need {
+            self.paused_ps.resize(need, [0; 8]);
+        }
+        let mut t = start;
+        while t < end {
+            let i = t / interval;
+            let stop = end.min((i + 1) * interval);
+            self.paused_ps[i as usize][prio as usize] += stop - t;
+            t = stop;
         }
     }
 
@@ -158,14 +196,22 @@ impl QueueSeries {
         }
     }
 
+    /// Priority `prio` of the port was paused from `start` to `end`.
+    pub fn paused(&mut self, node: u32, port: u16, prio: u8, start: u64, end: u64) {
+        if let Some(&i) = self.index.get(&(node, port)) {
+            self.ports[i as usize].add_paused(self.interval, prio, start, end);
+        }
+    }
+
     /// Completes every series up to `sim_end_ps` (`state` gives a port's
-    /// final queue) and returns them. Busy time after `sim_end_ps` is cut
-    /// off: serialisations do not overlap and all start by `sim_end_ps`, so
-    /// only the latest can extend past it.
+    /// final queue, and since when each priority still paused has been) and
+    /// returns them. Busy time after `sim_end_ps` is cut off: serialisations
+    /// do not overlap and all start by `sim_end_ps`, so only the latest can
+    /// extend past it. Pauses still open count up to `sim_end_ps`.
     pub fn finish(
         mut self,
         sim_end_ps: u64,
-        state: impl Fn(u32, u16) -> (u64, u32),
+        state: impl Fn(u32, u16) -> PortAtEnd,
     ) -> Vec<PortSeries> {
         let n = intervals(sim_end_ps, self.interval);
         for (p, &until) in self.ports.iter_mut().zip(&self.busy_until) {
@@ -178,16 +224,40 @@ impl QueueSeries {
                     t = stop;
                 }
             }
-            let (b, k) = state(p.node, p.port);
-            p.catch_up(self.interval, (n as u64 - 1) * self.interval, b, k);
+            let end = state(p.node, p.port);
+            p.catch_up(
+                self.interval,
+                (n as u64 - 1) * self.interval,
+                end.bytes,
+                end.pkts,
+            );
+            for (prio, since) in end.paused_since.iter().enumerate() {
+                if let Some(since) = *since {
+                    p.add_paused(self.interval, prio as u8, since, sim_end_ps);
+                }
+            }
             p.queue_bytes.truncate(n);
             p.queue_pkts.truncate(n);
             p.tx_bytes.resize(n, 0);
             p.busy_ps.resize(n, 0);
+            if !p.paused_ps.is_empty() {
+                p.paused_ps.resize(n, [0; 8]);
+            }
         }
         self.ports.sort_by_key(|p| (p.node, p.port));
         self.ports
     }
+}
+
+/// A port as the run ends, for [`QueueSeries::finish`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PortAtEnd {
+    /// Bytes queued.
+    pub bytes: u64,
+    /// Packets queued.
+    pub pkts: u32,
+    /// For each priority still paused, since when, ps.
+    pub paused_since: [Option<u64>; 8],
 }
 
 /// Number of intervals of a run ending at `sim_end_ps`.
@@ -214,6 +284,8 @@ pub struct QueueSample {
     pub tx_bytes: u64,
     /// Serialising time within the interval, ps.
     pub busy_ps: u64,
+    /// Paused time within the interval, per priority, ps.
+    pub paused_ps: [u64; 8],
 }
 
 /// Writes `series` in long format as `DIR/queues/part-{part:05}.parquet`,
@@ -229,7 +301,7 @@ pub fn write_queues_part(
     let mut batches = order.into_iter().map(|p| -> Vec<ArrayRef> {
         let n = p.queue_bytes.len();
         let rep32 = |v: u32| Arc::new(UInt32Array::from(vec![v; n])) as ArrayRef;
-        vec![
+        let mut cols: Vec<ArrayRef> = vec![
             Arc::new(UInt64Array::from_iter_values(
                 (0..n as u64).map(|k| k * interval_ps),
             )),
@@ -240,7 +312,13 @@ pub fn write_queues_part(
             Arc::new(UInt32Array::from(p.queue_pkts.clone())),
             Arc::new(UInt64Array::from(p.tx_bytes.clone())),
             Arc::new(UInt64Array::from(p.busy_ps.clone())),
-        ]
+        ];
+        for prio in 0..8u8 {
+            cols.push(Arc::new(UInt64Array::from_iter_values(
+                (0..n).map(|k| p.paused_in(k, prio)),
+            )));
+        }
+        cols
     });
     QUEUES.write_part(
         dir,
@@ -267,6 +345,9 @@ pub fn read_queues(dir: &Path) -> Result<(u64, Vec<QueueSample>), OutputError> {
             let qp = t.col::<UInt32Type>(&path, b, 5)?;
             let tx = t.col::<UInt64Type>(&path, b, 6)?;
             let busy = t.col::<UInt64Type>(&path, b, 7)?;
+            let paused = (0..8)
+                .map(|k| t.col::<UInt64Type>(&path, b, 8 + k))
+                .collect::<Result<Vec<_>, _>>()?;
             for i in 0..b.num_rows() {
                 rows.push(QueueSample {
                     time_ps: time.value(i),
@@ -277,6 +358,7 @@ pub fn read_queues(dir: &Path) -> Result<(u64, Vec<QueueSample>), OutputError> {
                     queue_pkts: qp.value(i),
                     tx_bytes: tx.value(i),
                     busy_ps: busy.value(i),
+                    paused_ps: std::array::from_fn(|k| paused[k].value(i)),
                 });
             }
             Ok(())
@@ -320,9 +402,17 @@ mod tests {
                 "queue_pkts:UInt32:false",
                 "tx_bytes:UInt64:false",
                 "busy_ps:UInt64:false",
+                "paused_ps_p0:UInt64:false",
+                "paused_ps_p1:UInt64:false",
+                "paused_ps_p2:UInt64:false",
+                "paused_ps_p3:UInt64:false",
+                "paused_ps_p4:UInt64:false",
+                "paused_ps_p5:UInt64:false",
+                "paused_ps_p6:UInt64:false",
+                "paused_ps_p7:UInt64:false",
             ]
         );
-        assert_eq!(QUEUES_SCHEMA_VERSION, 1);
+        assert_eq!(QUEUES_SCHEMA_VERSION, 2);
         assert_eq!(QUEUES.dir, "queues");
     }
 
@@ -335,7 +425,7 @@ mod tests {
         s.transmitted(4, 1, 250, 420, 1500); // busy 250..420
         s.before_change(4, 1, 300, 1500, 1); // boundary 300 (== now) sees the old state
         s.before_change(4, 3, 300, 7, 7); // untraced port: ignored
-        let out = s.finish(450, |_, _| (0, 0));
+        let out = s.finish(450, |_, _| PortAtEnd::default());
         assert_eq!(out.len(), 2);
         let p = &out[0];
         assert_eq!((p.node, p.port, p.peer), (4, 1, 9));
@@ -352,10 +442,39 @@ mod tests {
         let mut s = QueueSeries::new(100, [(0, 0, 1)]);
         s.transmitted(0, 0, 180, 260, 64);
         s.transmitted(0, 0, 260, 390, 64); // runs past the end at 330
-        let p = &s.finish(330, |_, _| (0, 0))[0];
+        let p = &s.finish(330, |_, _| PortAtEnd::default())[0];
         assert_eq!(p.busy_ps, vec![0, 20, 100, 30]);
         assert_eq!(p.busy_ps.iter().sum::<u64>(), 330 - 180);
         assert_eq!(p.tx_bytes, vec![0, 64, 64, 0]);
+    }
+
+    #[test]
+    fn paused_time_splits_per_priority_and_open_pauses_run_to_the_end() {
+        let mut s = QueueSeries::new(100, [(2, 0, 5), (2, 1, 6)]);
+        s.paused(2, 0, 3, 50, 260); // 50 + 100 + 60
+        s.paused(2, 0, 3, 280, 300); // ends on a boundary
+        s.paused(2, 0, 0, 120, 130);
+        s.paused(2, 9, 3, 0, 100); // untraced port: ignored
+        let out = s.finish(420, |_, port| PortAtEnd {
+            paused_since: if port == 0 {
+                [None, None, None, None, None, Some(390), None, None]
+            } else {
+                [None; 8]
+            },
+            ..PortAtEnd::default()
+        });
+        let p = &out[0];
+        let col = |prio: u8| (0..5).map(|k| p.paused_in(k, prio)).collect::<Vec<_>>();
+        assert_eq!(col(3), [50, 100, 80, 0, 0]);
+        assert_eq!(col(0), [0, 10, 0, 0, 0]);
+        assert_eq!(
+            col(5),
+            [0, 0, 0, 10, 20],
+            "open pause counted up to the end at 420"
+        );
+        assert_eq!(p.paused_ps.len(), 5, "resized to the run's intervals");
+        assert!(out[1].paused_ps.is_empty(), "never paused: no series kept");
+        assert_eq!(out[1].paused_in(3, 3), 0);
     }
 
     #[test]
@@ -364,7 +483,12 @@ mod tests {
         let mut s = QueueSeries::new(10, [(1, 0, 2)]);
         s.before_change(1, 0, 5, 0, 0);
         s.transmitted(1, 0, 5, 25, 64);
-        let a = s.finish(30, |_, _| (64, 1));
+        s.paused(1, 0, 6, 12, 17); // priority 6 paused 12..17
+        let a = s.finish(30, |_, _| PortAtEnd {
+            bytes: 64,
+            pkts: 1,
+            paused_since: [None, None, None, None, None, None, None, Some(24)],
+        });
         write_queues_part(t.path(), 0, 10, &a).unwrap();
         write_queues_part(t.path(), 1, 10, &[]).unwrap();
         let (interval, rows) = read_queues(t.path()).unwrap();
@@ -373,6 +497,12 @@ mod tests {
         assert_eq!(rows.iter().map(|r| r.busy_ps).sum::<u64>(), 20);
         assert_eq!(rows[3].queue_bytes, 64);
         assert_eq!(rows[2].time_ps, 20);
+        let paused: Vec<[u64; 8]> = rows.iter().map(|r| r.paused_ps).collect();
+        let (p6, p7) = (
+            |v: u64| [0, 0, 0, 0, 0, 0, v, 0],
+            |v: u64| [0, 0, 0, 0, 0, 0, 0, v],
+        );
+        assert_eq!(paused, [[0; 8], p6(5), p7(6), [0; 8]]);
 
         write_queues_part(t.path(), 2, 20, &[]).unwrap();
         let e = read_queues(t.path()).unwrap_err().to_string();

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use super::packets::{PacketFields, PacketRow, PacketTracer};
-use super::queues::{PortSeries, QueueSeries};
+use super::queues::{PortAtEnd, PortSeries, QueueSeries};
 use super::spec::{PacketEvent, TraceSpec};
 use crate::packet::Packet;
 use crate::queue::{Discipline, Outcome, Queue, Report};
@@ -62,14 +62,22 @@ impl ShardTrace {
     }
 
     /// Ends recording at `sim_end_ps`; `state` gives a port's final queue
-    /// (bytes, packets).
-    pub fn finish(self, sim_end_ps: u64, state: impl Fn(u32, u16) -> (u64, u32)) -> TraceOutput {
+    /// and its pauses still open.
+    pub fn finish(self, sim_end_ps: u64, state: impl Fn(u32, u16) -> PortAtEnd) -> TraceOutput {
         TraceOutput {
             packets: self.packets.map(|t| {
                 let seen = t.seen();
                 (t.into_rows(), seen)
             }),
             queues: self.queues.map(|q| q.finish(sim_end_ps, state)),
+        }
+    }
+
+    /// Priority `prio` of port `port` of `node` was paused from `start` to `end`.
+    #[cold]
+    pub fn paused(&mut self, node: u32, port: u16, prio: u8, start: u64, end: u64) {
+        if let Some(s) = &mut self.queues {
+            s.paused(node, port, prio, start, end);
         }
     }
 

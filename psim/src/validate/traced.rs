@@ -301,6 +301,7 @@ mod tests {
             queue_pkts: 0,
             tx_bytes: 0,
             busy_ps: 0,
+            paused_ps: [0; 8],
         };
         let q = queue_time(
             &[

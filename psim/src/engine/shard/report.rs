@@ -43,11 +43,23 @@ impl Shard {
         self.inbound.packets() + self.outbox.iter().map(|o| o.len() as u64).sum::<u64>()
     }
 
-    /// Port counters summed over the shard.
-    pub fn port_totals(&self) -> crate::net::PortCounters {
+    /// Port counters summed over the shard at `now` (a pause still open
+    /// counts up to `now`).
+    pub fn port_totals(&self, now: u64) -> crate::net::PortCounters {
         let mut t = crate::net::PortCounters::default();
         for p in self.nodes.iter().flat_map(|n| &n.ports) {
-            t += p.totals();
+            t += p.totals(now);
+        }
+        t
+    }
+
+    /// Paused time per priority summed over the shard's ports at `now`.
+    pub fn paused_by_priority(&self, now: u64) -> [u64; 8] {
+        let mut t = [0u64; 8];
+        for p in self.nodes.iter().flat_map(|n| &n.ports) {
+            for (a, b) in t.iter_mut().zip(p.paused_by_priority(now)) {
+                *a += b;
+            }
         }
         t
     }

@@ -15,6 +15,7 @@ impl Simulation {
     pub(super) fn summary(&mut self) -> RunSummary {
         let mut packets = PacketCounters::default();
         let mut ports = PortCounters::default();
+        let mut paused = [0u64; 8];
         for s in &self.shards {
             packets.created += s.counters.created;
             packets.delivered += s.counters.delivered;
@@ -22,7 +23,10 @@ impl Simulation {
             packets.frames_sent += s.counters.frames_sent;
             packets.frames_received += s.counters.frames_received;
             packets.lost_on_link += s.counters.lost_on_link;
-            ports += s.port_totals();
+            ports += s.port_totals(self.now);
+            for (a, b) in paused.iter_mut().zip(s.paused_by_priority(self.now)) {
+                *a += b;
+            }
         }
         let pulls = self.pull_stats().into_iter().fold(
             crate::transport::PullStats::default(),
@@ -67,6 +71,8 @@ impl Simulation {
             ports.paused_ps,
             packets.lost_on_link,
         ];
+        let mut local = local.to_vec();
+        local.extend_from_slice(&paused);
         let g = self.comm.all_sum(&local);
         let mut counts = super::super::event::EventCounts::default();
         for s in &self.shards {
@@ -142,6 +148,7 @@ impl Simulation {
                 pause_received: g[21],
                 paused_ps: g[22],
             },
+            paused_ps_by_priority: g[24..32].try_into().expect("eight priorities"),
             pulls: crate::transport::PullStats {
                 sent: g[13],
                 gaps: g[14],
