@@ -107,6 +107,7 @@ fn impossible_pfc_settings_name_the_key() {
         ("switch.pfc.xoff_bytes=39000", "switch.pfc.xoff_bytes"),
         ("switch.pfc.lossless=[9]", "switch.pfc.lossless"),
         ("switch.pfc.alpha=-1.0", "switch.pfc.alpha"),
+        ("switch.pfc.egress_alpha=1.0", "switch.pfc.egress_alpha"),
         (
             "switch.pfc={enabled=true,pool=\"shared\",shared_buffer_bytes=50000,headroom_bytes=15000}",
             "switch.pfc.shared_buffer_bytes",
@@ -360,4 +361,65 @@ fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
             }
         }
     }
+}
+
+/// Egress admission on a shared buffer (`egress_alpha`, CW's MMU): the
+/// incast's traffic lossy (`lossless = []`), 200 000 B of pool per switch
+/// and nothing set aside. A switch queue q admits a packet only while
+/// q ≤ 1049 + alpha x (200 000 − shared bytes in use) and the shared use is
+/// at least q, so with alpha = 0.25 no switch queue can pass
+/// (1049 + 50 000) / 1.25 = 40 839 B. Without egress admission the ingress
+/// thresholds alone let the bottleneck queue grow past that. Either way the
+/// drops are counted and the run is the same for any partition.
+#[test]
+fn egress_admission_bounds_a_lossy_queue_in_the_shared_pool() {
+    let max_switch_queue = |egress: bool| {
+        let mut sets = vec![
+            "switch.pfc.pool=\"shared\"",
+            "switch.pfc.shared_buffer_bytes=200000",
+            "switch.pfc.threshold=\"dynamic\"",
+            "switch.pfc.lossless=[]",
+            "trace.queues.enabled=true",
+            "trace.queues.interval_us=1",
+        ];
+        if egress {
+            sets.push("switch.pfc.egress_alpha=0.25");
+        }
+        let scn = scenario(&incast(true), &sets);
+        let mut first = None;
+        let mut max = 0;
+        for (shards, threads) in [(1, 1), (3, 2)] {
+            let dir = tempfile::tempdir().unwrap();
+            let out = dir.path().join("out");
+            let outcome = psim::run::execute(
+                &scn,
+                psim::engine::SimOptions { shards, threads },
+                &out,
+                false,
+                &mut |_| {},
+            )
+            .unwrap();
+            let s = &outcome.summary;
+            assert!(s.conserved(), "{s:?}");
+            assert!(s.ports.dropped > 0, "the lossy incast drops: {s:?}");
+            assert_eq!(s.ports.pause_sent, 0, "nothing is lossless");
+            let (_, rows) = psim::trace::read_queues(&out).unwrap();
+            max = rows
+                .iter()
+                .filter(|r| r.node >= scn.topology.hosts())
+                .map(|r| r.queue_bytes)
+                .max()
+                .unwrap();
+            let flows = psim::trace::read_flows(&out).unwrap();
+            match &first {
+                None => first = Some((flows, s.ports)),
+                Some((f, p)) => assert_eq!((&flows, &s.ports), (f, p), "{shards} shards"),
+            }
+        }
+        max
+    };
+    let bounded = max_switch_queue(true);
+    let free = max_switch_queue(false);
+    assert!(bounded <= 40_839, "{bounded}");
+    assert!(free > 40_839, "without egress admission: {free}");
 }

@@ -830,7 +830,7 @@ impl Shard {
             _ => None,
         };
         if let Some((mmu, in_port)) = pfc.as_mut() {
-            if !mmu.admit(&pkt, *in_port) {
+            if !mmu.admit(&pkt, *in_port, port) {
                 self.counters.dropped += 1;
                 p.refuse(pkt, &mut cx);
                 return;

@@ -80,6 +80,19 @@
 //! | `reserve_bytes` | 4096 per (input port, lossless priority) ([`DEFAULT_RESERVE_BYTES`]) | HPCC `switch-mmu.cc` |
 //! | `threshold` | as above; `"dynamic"` is HPCC's (always dynamic) | [RDMA] §2.1 |
 //! | `alpha_scales_with_rate` | true | HPCC `third.cc`: shift 3 at NIC speed, one less per doubling ([RDMA] §2.1) |
+//! | `egress_alpha` | none: no egress admission (HPCC) | CW `switch-mmu.cc`: 1.0 ([RDMA] §2.1) |
+//! | `egress_min_bytes` | 1049 per (egress port, priority) ([`DEFAULT_EGRESS_MIN_BYTES`]) | CW: one MTU (1048 B) + 1 ([RDMA] §2.1) |
+//!
+//! **Egress admission** (`egress_alpha`, shared pool only): the switch also
+//! counts the bytes queued per (egress port, priority), and drops a *lossy*
+//! packet whose egress queue would hold more than `egress_min_bytes` plus
+//! `egress_alpha × (pool − set-aside − shared bytes in use)`: a dynamic
+//! threshold at the egress, as Broadcom-style MMUs and CW's simulator have
+//! it, which keeps one congested output from taking the pool from lossy
+//! traffic to other outputs. Lossless packets are never refused at the
+//! egress (CW checks egress admission only for lossy traffic, [RDMA]
+//! §2.1): PFC holds them at the ingress. A drop at either point shows as a
+//! `drop` at the egress port.
 //!
 //! With `pause_time_us`, a frame pauses for that long ([`PAUSE_QUANTUM_BITS`]
 //! bit times per quantum on the wire) and the receiver resumes by itself at
@@ -108,6 +121,9 @@ pub const PRIORITIES: usize = 8;
 pub const DEFAULT_SHARED_BUFFER_BYTES: u64 = 12_000_000;
 /// Bytes of its own per (input port, lossless priority) in a shared pool (HPCC: 4 KB).
 pub const DEFAULT_RESERVE_BYTES: u64 = 4096;
+/// Guaranteed bytes per (egress port, priority) before the egress threshold
+/// applies (CW: one 1048-byte MTU + 1).
+pub const DEFAULT_EGRESS_MIN_BYTES: u64 = 1049;
 
 /// Where a switch keeps the packets it has admitted.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
@@ -164,6 +180,13 @@ pub struct PfcConfig {
     pub reserve_bytes: u64,
     /// Shared pool: scale each input port's alpha with its rate (HPCC).
     pub alpha_scales_with_rate: bool,
+    /// Shared pool: the egress admission's dynamic-threshold factor for
+    /// lossy priorities; none: no egress admission.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub egress_alpha: Option<f64>,
+    /// Shared pool with egress admission: bytes each (egress port,
+    /// priority) may queue before the egress threshold applies.
+    pub egress_min_bytes: u64,
 }
 
 impl Default for PfcConfig {
@@ -182,6 +205,8 @@ impl Default for PfcConfig {
             shared_buffer_bytes: DEFAULT_SHARED_BUFFER_BYTES,
             reserve_bytes: DEFAULT_RESERVE_BYTES,
             alpha_scales_with_rate: true,
+            egress_alpha: None,
+            egress_min_bytes: DEFAULT_EGRESS_MIN_BYTES,
         }
     }
 }
@@ -254,6 +279,18 @@ impl PfcConfig {
         if let Some(t) = self.pause_time_us {
             if !(t > 0.0 && t.is_finite()) {
                 return Err(bad(&k("pause_time_us"), t, "must be a positive number"));
+            }
+        }
+        if let Some(a) = self.egress_alpha {
+            if !(a > 0.0 && a.is_finite()) {
+                return Err(bad(&k("egress_alpha"), a, "must be a positive number"));
+            }
+            if self.pool != Pool::Shared {
+                return Err(bad(
+                    &k("egress_alpha"),
+                    a,
+                    "egress admission needs a shared buffer (pool = \"shared\")",
+                ));
             }
         }
         Ok(())
@@ -343,6 +380,8 @@ pub struct PfcCounters {
     pub headroom_drops: u64,
     /// Lossy packets dropped because the input port's buffer was full.
     pub buffer_drops: u64,
+    /// Lossy packets dropped by the egress admission (shared pool).
+    pub egress_drops: u64,
 }
 
 /// One admitted packet's charge, in its egress port's order.
@@ -370,6 +409,11 @@ struct SharedPool {
     alpha_scale: Vec<f64>,
     /// Whether [`Mmu::scale_alpha_by_rate`] sets `alpha_scale`.
     scale_by_rate: bool,
+    /// Egress admission of lossy packets: (alpha, guaranteed bytes per
+    /// queue); None: none.
+    egress_limit: Option<(f64, u64)>,
+    /// Charged bytes queued per (egress port, priority).
+    egress: Vec<[u64; PRIORITIES]>,
 }
 
 /// One switch's ingress accounting.
@@ -429,6 +473,8 @@ impl Mmu {
                     used: 0,
                     alpha_scale: Vec::new(),
                     scale_by_rate: cfg.alpha_scales_with_rate,
+                    egress_limit: cfg.egress_alpha.map(|a| (a, cfg.egress_min_bytes)),
+                    egress: vec![[0; PRIORITIES]; ports],
                 })
             }),
             paused: vec![[None; PRIORITIES]; ports],
@@ -479,9 +525,10 @@ impl Mmu {
         }
     }
 
-    /// Whether a packet that came in on `in_port` may be offered to an
-    /// egress queue. False: the switch drops it (counted here).
-    pub fn admit(&mut self, pkt: &Packet, in_port: u16) -> bool {
+    /// Whether a packet that came in on `in_port` may be offered to the
+    /// queue of egress port `out_port`. False: the switch drops it (counted
+    /// here).
+    pub fn admit(&mut self, pkt: &Packet, in_port: u16, out_port: u16) -> bool {
         if !Self::charged_packet(pkt) {
             return true;
         }
@@ -494,6 +541,14 @@ impl Mmu {
                 if over {
                     self.counters.buffer_drops += 1;
                     return false;
+                }
+                if let Some((alpha, min)) = sp.egress_limit {
+                    let queued = sp.egress[out_port as usize][prio] + size;
+                    let limit = min + (alpha * sp.pool.saturating_sub(sp.used) as f64) as u64;
+                    if queued > limit {
+                        self.counters.egress_drops += 1;
+                        return false;
+                    }
                 }
             } else if over && sp.hdrm[i][prio] + size > self.headroom {
                 self.counters.headroom_drops += 1;
@@ -539,6 +594,7 @@ impl Mmu {
             } else {
                 sp.used += after - before;
             }
+            sp.egress[out_port as usize][prio] += size;
         }
         let o = self.order_of(out_port, in_port);
         self.order[o][prio].push_back(Charge {
@@ -592,6 +648,7 @@ impl Mmu {
         if let Some(sp) = self.shared.as_deref_mut() {
             // The headroom empties first, then the shared bytes.
             sp.hdrm[i][prio] -= sp.hdrm[i][prio].min(size);
+            sp.egress[out_port as usize][prio] -= size;
         }
         self.charged[i][prio] -= size;
         self.port_bytes[i] -= size;
@@ -773,7 +830,7 @@ mod tests {
             let mut signals = Vec::new();
             for s in 0..39 {
                 let p = data(s, 3);
-                if m.admit(&p, 0) {
+                if m.admit(&p, 0, 1) {
                     signals.push(m.charge(&p, 0, 1, s));
                 } else {
                     assert_eq!(s, 38, "only the 39th is dropped");
@@ -800,12 +857,12 @@ mod tests {
         let mut m = Mmu::new(&shared_cfg(0), 2, false);
         for s in 0..24 {
             let p = data(s, 3);
-            assert!(m.admit(&p, 1));
+            assert!(m.admit(&p, 1, 1));
             assert_eq!(m.charge(&p, 1, 0, s), Signal::None);
         }
         let first_pause = (100..140).position(|s| {
             let p = data(s, 3);
-            assert!(m.admit(&p, 0));
+            assert!(m.admit(&p, 0, 1));
             m.charge(&p, 0, 1, s) != Signal::None
         });
         // 4 reserve packets, then n = 18 shared.
@@ -814,7 +871,7 @@ mod tests {
         let taken = (0..100)
             .take_while(|&s| {
                 let p = data(s, 1);
-                lossy.admit(&p, 0) && {
+                lossy.admit(&p, 0, 1) && {
                     lossy.charge(&p, 0, 1, s);
                     true
                 }
@@ -872,7 +929,7 @@ mod tests {
         let mut signals = Vec::new();
         for s in 0..11 {
             let p = data(s, 3);
-            if m.admit(&p, 1) {
+            if m.admit(&p, 1, 1) {
                 signals.push(m.charge(&p, 1, 2, s));
             }
         }
@@ -897,7 +954,7 @@ mod tests {
         let mut admitted = 0;
         for s in 0..12 {
             let p = data(s, 0);
-            if m.admit(&p, 0) {
+            if m.admit(&p, 0, 1) {
                 admitted += 1;
                 assert_eq!(m.charge(&p, 0, 1, 0), Signal::None);
             }
@@ -921,7 +978,7 @@ mod tests {
         let mut signals = Vec::new();
         for (input, s) in (0..7).map(|s| (1, s)).chain([(2, 100), (2, 101)]) {
             let p = from(input, s);
-            assert!(m.admit(&p, input));
+            assert!(m.admit(&p, input, 1));
             signals.push(m.charge(&p, input, 3, 0));
         }
         assert_eq!(signals[6], Signal::Pause { port: 1, prio: 3 });
@@ -935,6 +992,68 @@ mod tests {
         assert_eq!(released[..4], [Signal::None; 4]);
         assert_eq!(released[4], resume);
         assert_eq!((m.charged(1, 3), m.charged(2, 3)), (4_000, 0));
+    }
+
+    /// Egress admission on the shared pool of `shared_cfg` (72 000 B after
+    /// the set-aside, ingress alpha 0.5) with `egress_alpha` 0.25 and the
+    /// default 1049 B guarantee. Lossy 1000-byte packets alternate between
+    /// inputs 0 and 1 into output 1. After N are queued the egress limit is
+    /// 1049 + 0.25 x (72 000 − 1000N), so packet N + 1 needs
+    /// 1000(N + 1) ≤ 19 049 − 250N, i.e. N ≤ 14: 15 are admitted and the
+    /// 16th is an egress drop. Without egress admission each input meets
+    /// only its ingress threshold, 1000(n + 1) ≤ 0.5 x (72 000 − 2000n),
+    /// i.e. n ≤ 17 per input: 36 are admitted. Output 0 still takes a lossy
+    /// packet (its own queue is empty), a lossless one still goes to output
+    /// 1, and one departure from output 1 (14 000 B queued, limit
+    /// 1049 + 0.25 x 58 000 = 15 549) lets the next one in.
+    #[test]
+    fn egress_admission_drops_lossy_packets_past_the_egress_threshold() {
+        let run = |egress_alpha: Option<f64>| {
+            let mut c = shared_cfg(0);
+            c.egress_alpha = egress_alpha;
+            assert!(c.validate("switch.pfc", 1064).is_ok());
+            let mut m = Mmu::new(&c, 2, false);
+            let mut admitted = 0;
+            for s in 0..40 {
+                let (p, input) = (data(s, 0), (s % 2) as u16);
+                if m.admit(&p, input, 1) {
+                    assert_eq!(m.charge(&p, input, 1, 0), Signal::None);
+                    admitted += 1;
+                }
+            }
+            (m, admitted)
+        };
+        let (plain, n) = run(None);
+        assert_eq!((n, plain.counters.egress_drops), (36, 0));
+        let (mut m, n) = run(Some(0.25));
+        assert_eq!(n, 15);
+        assert_eq!((m.counters.egress_drops, m.counters.buffer_drops), (25, 0));
+        assert!(
+            m.admit(&data(100, 0), 1, 0),
+            "another output's queue is empty"
+        );
+        assert!(
+            m.admit(&data(101, 3), 0, 1),
+            "lossless: never refused at the egress"
+        );
+        assert!(!m.admit(&data(102, 0), 0, 1));
+        assert_eq!(m.release(&data(0, 0), 1, None), Signal::None);
+        assert!(m.admit(&data(103, 0), 0, 1), "room after one departure");
+    }
+
+    #[test]
+    fn egress_admission_needs_a_shared_pool_and_a_positive_alpha() {
+        let e = |c: PfcConfig| c.validate("switch.pfc", 1064).unwrap_err().to_string();
+        let mut c = cfg();
+        c.egress_alpha = Some(1.0);
+        let msg = e(c);
+        assert!(
+            msg.contains("switch.pfc.egress_alpha") && msg.contains("shared"),
+            "{msg}"
+        );
+        let mut c = shared_cfg(0);
+        c.egress_alpha = Some(0.0);
+        assert!(e(c).contains("switch.pfc.egress_alpha"));
     }
 
     /// `lossless = []`: the accounting alone, the thesis's switch without
@@ -954,7 +1073,7 @@ mod tests {
         for input in [0u16, 1] {
             for s in 0..241 {
                 let p = data(s, 0);
-                if m.admit(&p, input) {
+                if m.admit(&p, input, 1) {
                     admitted[input as usize] += 1;
                     assert_eq!(m.charge(&p, input, 1 - input, 0), Signal::None);
                 }
@@ -971,7 +1090,7 @@ mod tests {
         let mut ack = test_packet(PacketKind::Ack, 0, 64);
         ack.prio = 3;
         for _ in 0..1000 {
-            assert!(m.admit(&ack, 0));
+            assert!(m.admit(&ack, 0, 1));
             assert_eq!(m.charge(&ack, 0, 1, 0), Signal::None);
         }
         assert_eq!(m.charged(0, 3), 0);
@@ -988,7 +1107,7 @@ mod tests {
         for (s, t) in [0u64, 1, 2, 3, 4, 5, 6, 7, 8].iter().enumerate() {
             let now = t * 500_000; // every 0.5 µs
             let p = data(s as u64, 3);
-            assert!(m.admit(&p, 0));
+            assert!(m.admit(&p, 0, 1));
             if m.charge(&p, 0, 1, now) != Signal::None {
                 pauses.push(now);
             }
@@ -998,7 +1117,7 @@ mod tests {
         assert_eq!(pauses, [3_000_000]);
         for (s, now) in (9..12).zip([5_000_000u64, 5_500_000, 6_000_000]) {
             let p = data(s, 3);
-            if m.admit(&p, 0) && m.charge(&p, 0, 1, now) != Signal::None {
+            if m.admit(&p, 0, 1) && m.charge(&p, 0, 1, now) != Signal::None {
                 pauses.push(now);
             }
         }
