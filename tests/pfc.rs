@@ -298,12 +298,31 @@ fn simulate(
         .run(&mut |_| {})
 }
 
+/// Runs `scn` into a fresh directory (kept alive by the returned handle),
+/// for tests that read its traces and manifest.
+fn run_to_dir(
+    scn: &psim::config::Scenario,
+    shards: u32,
+    threads: u32,
+) -> (tempfile::TempDir, psim::run::RunOutcome) {
+    let dir = tempfile::tempdir().unwrap();
+    let outcome = psim::run::execute(
+        scn,
+        psim::engine::SimOptions { shards, threads },
+        dir.path(),
+        true,
+        &mut |_| {},
+    )
+    .unwrap();
+    (dir, outcome)
+}
+
 /// Paused time per port and priority: the incast's first sender on
 /// priority 3, lossless only there (the others lossy, on 0), with the queue
-/// series traced. Every paused
-/// picosecond is priority 3's; the series' paused time per priority sums to
-/// the manifest's figure, no interval holds more than its length, and the
-/// series are the same for any partition. With timed pauses (5 µs, refreshed
+/// series traced. Every paused picosecond is priority 3's; the series'
+/// paused time per priority sums to the manifest's figure, no interval
+/// holds more than its length, and the series are the same for any
+/// partition. With timed pauses (5 µs, refreshed
 /// on arrival) the pauses that end by themselves are counted too.
 #[test]
 fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
@@ -320,16 +339,8 @@ fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
         let scn = scenario(&incast(true), &sets);
         let mut first = None;
         for (shards, threads) in [(1, 1), (3, 2)] {
-            let dir = tempfile::tempdir().unwrap();
-            let out = dir.path().join("out");
-            let outcome = psim::run::execute(
-                &scn,
-                psim::engine::SimOptions { shards, threads },
-                &out,
-                false,
-                &mut |_| {},
-            )
-            .unwrap();
+            let (dir, outcome) = run_to_dir(&scn, shards, threads);
+            let out = dir.path();
             let s = &outcome.summary;
             let by = s.paused_ps_by_priority;
             assert!(by[3] > 0, "timed {timed}: {by:?}");
@@ -346,7 +357,7 @@ fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
                 m["packets"]["ports"]["paused_ps_by_priority"][3].as_u64(),
                 Some(by[3])
             );
-            let (interval, rows) = psim::trace::read_queues(&out).unwrap();
+            let (interval, rows) = psim::trace::read_queues(out).unwrap();
             let mut sums = [0u64; 8];
             for r in &rows {
                 for (a, b) in sums.iter_mut().zip(r.paused_ps) {
@@ -389,28 +400,20 @@ fn egress_admission_bounds_a_lossy_queue_in_the_shared_pool() {
         let mut first = None;
         let mut max = 0;
         for (shards, threads) in [(1, 1), (3, 2)] {
-            let dir = tempfile::tempdir().unwrap();
-            let out = dir.path().join("out");
-            let outcome = psim::run::execute(
-                &scn,
-                psim::engine::SimOptions { shards, threads },
-                &out,
-                false,
-                &mut |_| {},
-            )
-            .unwrap();
+            let (dir, outcome) = run_to_dir(&scn, shards, threads);
+            let out = dir.path();
             let s = &outcome.summary;
             assert!(s.conserved(), "{s:?}");
             assert!(s.ports.dropped > 0, "the lossy incast drops: {s:?}");
             assert_eq!(s.ports.pause_sent, 0, "nothing is lossless");
-            let (_, rows) = psim::trace::read_queues(&out).unwrap();
+            let (_, rows) = psim::trace::read_queues(out).unwrap();
             max = rows
                 .iter()
                 .filter(|r| r.node >= scn.topology.hosts())
                 .map(|r| r.queue_bytes)
                 .max()
                 .unwrap();
-            let flows = psim::trace::read_flows(&out).unwrap();
+            let flows = psim::trace::read_flows(out).unwrap();
             match &first {
                 None => first = Some((flows, s.ports)),
                 Some((f, p)) => assert_eq!((&flows, &s.ports), (f, p), "{shards} shards"),
