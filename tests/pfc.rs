@@ -322,8 +322,9 @@ fn run_to_dir(
 /// series traced. Every paused picosecond is priority 3's; the series'
 /// paused time per priority sums to the manifest's figure, no interval
 /// holds more than its length, and the series are the same for any
-/// partition. With timed pauses (5 µs, refreshed
-/// on arrival) the pauses that end by themselves are counted too.
+/// partition; the packet trace has a row for every frame sent and
+/// received. With timed pauses (5 µs, refreshed on arrival) the pauses that
+/// end by themselves are counted too.
 #[test]
 fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
     for timed in [false, true] {
@@ -332,6 +333,7 @@ fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
             "switch.pfc.lossless=[3]",
             "trace.queues.enabled=true",
             "trace.queues.interval_us=20",
+            "trace.packets.enabled=true",
         ];
         if timed {
             sets.push("switch.pfc.pause_time_us=5.0");
@@ -366,6 +368,18 @@ fn paused_time_is_kept_per_priority_in_the_counters_and_the_queue_series() {
                 }
             }
             assert_eq!(sums, by, "timed {timed}, {shards} shards");
+            // The packet trace has a row per frame sent and per frame received.
+            let packets = psim::trace::read_packets(out).unwrap();
+            let count =
+                |e: psim::trace::PacketEvent| packets.iter().filter(|r| r.event == e).count();
+            assert_eq!(
+                count(psim::trace::PacketEvent::Pause) as u64,
+                s.ports.pause_sent
+            );
+            assert_eq!(
+                count(psim::trace::PacketEvent::PauseReceived) as u64,
+                s.ports.pause_received
+            );
             match &first {
                 None => first = Some(rows),
                 Some(one) => assert_eq!(&rows, one, "timed {timed}, {shards} shards"),

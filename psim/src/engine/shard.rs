@@ -689,6 +689,9 @@ impl Shard {
         let (timed, resumed) =
             self.pause_change(local, port, now, |p| p.receive_frame(&frame, now));
         let node = &mut self.nodes[local];
+        if let Some(t) = self.trace.as_deref_mut() {
+            t.pause_received(node.id, port, now, &frame, &node.ports[port as usize].queue);
+        }
         for prio in (0..8u8).filter(|q| timed & (1 << q) != 0) {
             let end = node.ports[port as usize].pause_end(prio);
             schedule_own(

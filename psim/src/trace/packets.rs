@@ -1,5 +1,5 @@
 //! The packet-event trace: one row per queue event of a traced packet
-//! (enqueue, trim, drop, bounce, ECN mark, pause, dequeue), written as one
+//! (enqueue, trim, drop, bounce, ECN mark, pause, dequeue, pause received), written as one
 //! Parquet part per shard under `DIR/packets/`.
 //!
 //! Each shard owns a [`PacketTracer`] and records the events of its own
@@ -404,7 +404,16 @@ mod tests {
         let names: Vec<&str> = PacketEvent::ALL.iter().map(|e| e.name()).collect();
         assert_eq!(
             names,
-            ["enqueue", "trim", "drop", "bounce", "ecn_mark", "pause", "dequeue"]
+            [
+                "enqueue",
+                "trim",
+                "drop",
+                "bounce",
+                "ecn_mark",
+                "pause",
+                "dequeue",
+                "pause_received"
+            ]
         );
         for (i, k) in [
             PacketKind::Data,

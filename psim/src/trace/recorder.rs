@@ -145,6 +145,17 @@ impl ShardTrace {
         }
     }
 
+    /// A PFC frame from the link's peer was applied to `port` (whose queue
+    /// is `q`): a `pause_received` row.
+    #[cold]
+    pub fn pause_received(&mut self, node: u32, port: u16, now: u64, pkt: &Packet, q: &Queue) {
+        if let Some(t) = &mut self.packets {
+            let fields = PacketFields::of(pkt);
+            let (b, n) = (q.len_bytes(), q.len_packets());
+            t.record(PacketEvent::PauseReceived, now, node, port, &fields, b, n);
+        }
+    }
+
     /// After `pkt` was dequeued from `q` to be serialised from `now` to `done`.
     #[inline]
     pub fn dequeued(&mut self, node: u32, port: u16, now: u64, done: u64, pkt: &Packet, q: &Queue) {

@@ -113,11 +113,14 @@ pub enum PacketEvent {
     Pause = 5,
     /// Taken from an output queue to be serialised onto the link.
     Dequeue = 6,
+    /// A PFC PAUSE or RESUME frame arrived from the link's peer and was
+    /// applied to the port it pauses or resumes (the row is at that port).
+    PauseReceived = 7,
 }
 
 impl PacketEvent {
     /// Every event kind, in sort order.
-    pub const ALL: [PacketEvent; 7] = [
+    pub const ALL: [PacketEvent; 8] = [
         PacketEvent::Enqueue,
         PacketEvent::Trim,
         PacketEvent::Drop,
@@ -125,6 +128,7 @@ impl PacketEvent {
         PacketEvent::EcnMark,
         PacketEvent::Pause,
         PacketEvent::Dequeue,
+        PacketEvent::PauseReceived,
     ];
 
     /// Name used in scenarios and in the `event` column.
@@ -137,6 +141,7 @@ impl PacketEvent {
             PacketEvent::EcnMark => "ecn_mark",
             PacketEvent::Pause => "pause",
             PacketEvent::Dequeue => "dequeue",
+            PacketEvent::PauseReceived => "pause_received",
         }
     }
 
