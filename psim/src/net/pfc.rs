@@ -857,7 +857,7 @@ mod tests {
         let mut m = Mmu::new(&shared_cfg(0), 2, false);
         for s in 0..24 {
             let p = data(s, 3);
-            assert!(m.admit(&p, 1, 1));
+            assert!(m.admit(&p, 1, 0));
             assert_eq!(m.charge(&p, 1, 0, s), Signal::None);
         }
         let first_pause = (100..140).position(|s| {
@@ -929,7 +929,7 @@ mod tests {
         let mut signals = Vec::new();
         for s in 0..11 {
             let p = data(s, 3);
-            if m.admit(&p, 1, 1) {
+            if m.admit(&p, 1, 2) {
                 signals.push(m.charge(&p, 1, 2, s));
             }
         }
@@ -978,7 +978,7 @@ mod tests {
         let mut signals = Vec::new();
         for (input, s) in (0..7).map(|s| (1, s)).chain([(2, 100), (2, 101)]) {
             let p = from(input, s);
-            assert!(m.admit(&p, input, 1));
+            assert!(m.admit(&p, input, 3));
             signals.push(m.charge(&p, input, 3, 0));
         }
         assert_eq!(signals[6], Signal::Pause { port: 1, prio: 3 });
@@ -1073,7 +1073,7 @@ mod tests {
         for input in [0u16, 1] {
             for s in 0..241 {
                 let p = data(s, 0);
-                if m.admit(&p, input, 1) {
+                if m.admit(&p, input, 1 - input) {
                     admitted[input as usize] += 1;
                     assert_eq!(m.charge(&p, input, 1 - input, 0), Signal::None);
                 }

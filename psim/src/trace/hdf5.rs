@@ -190,9 +190,10 @@ pub fn read_queues_h5(dir: &Path) -> Result<(H5Meta, Vec<PortSeries>), OutputErr
         .dataset("paused_ps")
         .and_then(|d| d.read_raw())
         .map_err(e)?;
-    if [qp.len(), tx.len(), busy.len(), paused.len() / 8]
+    if [qp.len(), tx.len(), busy.len()]
         .iter()
         .any(|&l| l != ports * n)
+        || paused.len() != ports * n * 8
     {
         return Err(OutputError::SchemaMismatch {
             path,

@@ -113,13 +113,9 @@ impl PortSeries {
         if self.paused_ps.len() < need {
             self.paused_ps.resize(need, [0; 8]);
         }
-        let mut t = start;
-        while t < end {
-            let i = t / interval;
-            let stop = end.min((i + 1) * interval);
-            self.paused_ps[i as usize][prio as usize] += stop - t;
-            t = stop;
-        }
+        for_each_interval(interval, start, end, |i, ps| {
+            self.paused_ps[i][prio as usize] += ps;
+        });
     }
 
     /// Fill in the samples of every boundary `<= now` not yet recorded.
@@ -141,13 +137,20 @@ impl PortSeries {
             self.busy_ps.resize(need, 0);
         }
         self.tx_bytes[k] += bytes;
-        let mut t = start;
-        while t < end {
-            let i = t / interval;
-            let stop = end.min((i + 1) * interval);
-            self.busy_ps[i as usize] += stop - t;
-            t = stop;
-        }
+        for_each_interval(interval, start, end, |i, ps| self.busy_ps[i] += ps);
+    }
+}
+
+/// Splits the time `[start, end)` at interval boundaries: `f(k, ps)` for
+/// each interval `k` it touches, with the picoseconds it spends there.
+#[inline]
+fn for_each_interval(interval: u64, start: u64, end: u64, mut f: impl FnMut(usize, u64)) {
+    let mut t = start;
+    while t < end {
+        let i = t / interval;
+        let stop = end.min((i + 1) * interval);
+        f(i as usize, stop - t);
+        t = stop;
     }
 }
 
@@ -215,15 +218,7 @@ impl QueueSeries {
     ) -> Vec<PortSeries> {
         let n = intervals(sim_end_ps, self.interval);
         for (p, &until) in self.ports.iter_mut().zip(&self.busy_until) {
-            if until > sim_end_ps {
-                let mut t = sim_end_ps;
-                while t < until {
-                    let i = (t / self.interval) as usize;
-                    let stop = until.min((i as u64 + 1) * self.interval);
-                    p.busy_ps[i] -= stop - t;
-                    t = stop;
-                }
-            }
+            for_each_interval(self.interval, sim_end_ps, until, |i, ps| p.busy_ps[i] -= ps);
             let end = state(p.node, p.port);
             p.catch_up(
                 self.interval,
