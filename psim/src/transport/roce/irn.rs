@@ -12,14 +12,14 @@
 //!   per packet whatever `[protocol.roce] ack_every` says) and NACKs **every**
 //!   out-of-order arrival with (cumulative ACK = expected PSN, `seq` = the
 //!   arriving PSN as a one-entry SACK) (TA11). No CNP on a NACK (`CW` adds
-//!   one; [TH] does not).
+//!   one; [TH] does not: `cnp_on_nack`).
 //! - **Sender** ([`IrnSource`], [TH] §4.2.1): a bitmap of selectively ACKed
 //!   PSNs above the cumulative ACK. A NACK or a timeout enters recovery and
 //!   records the *recovery sequence*, the last new PSN sent. In recovery it
 //!   resends, before any new packet, first the cumulative-ACK PSN, then each
 //!   un-SACKed PSN below the highest SACKed one (a packet counts as lost
 //!   only if a higher PSN was SACKed; `CW` resends every un-SACKed PSN below
-//!   the recovery point). With nothing to resend it sends new PSNs, paced as
+//!   the recovery point: `resend`). With nothing to resend it sends new PSNs, paced as
 //!   RoCE, while BDP-FC allows: PSN − cumulative ACK < `bdp_cap_packets`
 //!   ([TH] §4.2.2). Recovery ends when the cumulative ACK passes the
 //!   recovery sequence. No window, slow start or AIMD.
@@ -73,7 +73,8 @@
 //!   packet leaves with none armed, and re-armed on every advance of the
 //!   cumulative ACK. When RTO_low expires with more than N packets in flight
 //!   (sent, neither cumulatively nor selectively ACKed; `CW` does not
-//!   subtract SACKed ones) it is extended to RTO_high after the arming. A
+//!   subtract SACKed ones: `rto_in_flight`) it is extended to RTO_high
+//!   after the arming (`CW` chooses when it arms: `rto_choice`). A
 //!   timeout enters recovery and restarts from the cumulative ACK. Nothing
 //!   outstanding: no timer.
 //! - **Overheads** ([TH] §4.5.3, T31): `retx_fetch_us` delays the
@@ -91,6 +92,28 @@
 //! | `bdp_cap_packets` (0 = no BDP-FC) | 120 | [TH] §4.2.2: 120 KB / 1 KB MTU, "~110" in the text (TA8) |
 //! | `retx_fetch_us` | 0 | [TH] §4.5.3: 2 µs per retransmission |
 //! | `header_overhead_bytes` | 0 | [TH] §4.5.3: RETH 16 B per Write packet (Send 6 B, Read response 0) |
+//! | `cw_compat` | false | true: `CW`'s choice for each of the five keys below not given (`CW` `rdma-hw.cc`, `rdma-queue-pair.h`; spec `rdma-scheduling-params.md` §7) |
+//! | `resend` | `"below_highest_sack"` (`cw_compat`: `"below_recovery"`) | [TH] §4.2.1: lost only if a higher PSN was SACKed; `CW` rewinds to the cumulative ACK and resends every un-SACKed PSN |
+//! | `rto_in_flight` | `"unsacked"` (`cw_compat`: `"sent"`) | [TH] §4.2.1 "packets in flight"; `CW` GetRto: highest sent − cumulative ACK, SACKed included |
+//! | `rto_choice` | `"at_expiry"` (`cw_compat`: `"when_armed"`) | TA9; `CW`: GetRto when the timer is (re)started, on every send and every ACK or NACK |
+//! | `nack_repeat_us` | 0 (`cw_compat`: 4) | [TH]: a NACK per out-of-order packet (TA11); `CW` `m_nack_interval`: no NACK for a PSN already held within 4 µs of the last NACK |
+//! | `cnp_on_nack` | false (`cw_compat`: true) | [TH]: none; `CW` sets the CNP flag on every NACK ("out-of-order should accompany with CNP (?)"), which its DCQCN takes as a CNP |
+//!
+//! **`CW`'s variant** (`cw_compat = true`, or the five keys one by one).
+//! The sender resends every un-SACKed PSN from the cumulative ACK up to
+//! the recovery sequence, including those above the highest SACK that may
+//! still be on their way; the timer's length is chosen when it is
+//! (re)started, from the packets sent and not cumulatively ACKed, and it
+//! restarts on every data packet sent and every ACK or NACK while data is
+//! outstanding, so it fires only after RTO of silence; the receiver skips
+//! the NACK of a PSN it already holds within 4 µs of its last NACK, and
+//! marks every NACK it sends as a CNP (counted in `cnps`), which DCQCN's
+//! reaction point takes as one (the other controllers ignore it; `irn_dctcp`
+//! echoes marks instead and sends none). `CW`'s BDP-FC in bytes (in
+//! flight plus the next packet below the cap, or the highest ACK plus the
+//! cap above the next PSN) admits the same PSNs as the cap in packets here
+//! when every packet is one MTU, and its IRN timeout off under PFC is
+//! `timeout = false`.
 
 use std::collections::VecDeque;
 
@@ -127,7 +150,80 @@ pub struct IrnParams {
     pub retx_fetch: Micros,
     /// Extra header bytes on every data packet.
     pub header_overhead_bytes: u32,
+    /// `CW`'s choice for each of the five keys below that is not given.
+    pub cw_compat: bool,
+    /// What recovery resends after the cumulative-ACK PSN.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub resend: Option<Resend>,
+    /// What counts as in flight for RTO_low's N.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rto_in_flight: Option<RtoInFlight>,
+    /// When RTO_low or RTO_high is chosen, and when the timer restarts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rto_choice: Option<RtoChoice>,
+    /// The receiver sends no second NACK for an out-of-order PSN it already
+    /// holds within this long of its last NACK (`nack_repeat_us`; 0: never
+    /// skips).
+    #[serde(rename = "nack_repeat_us", skip_serializing_if = "Option::is_none")]
+    pub nack_repeat: Option<Micros>,
+    /// Each NACK also carries a CNP (`ECE`) for DCQCN.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cnp_on_nack: Option<bool>,
 }
+
+/// `resend`: which PSNs recovery resends after the cumulative-ACK PSN.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Resend {
+    /// Un-SACKed PSNs below the highest SACKed one: a packet counts as lost
+    /// only if a higher PSN was SACKed ([TH] §4.2.1).
+    BelowHighestSack,
+    /// Every un-SACKed PSN up to the recovery sequence (`CW`).
+    BelowRecovery,
+}
+
+/// `rto_in_flight`: the packets RTO_low's N is compared with.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoInFlight {
+    /// Sent and neither cumulatively nor selectively ACKed ([TH] §4.2.1).
+    Unsacked,
+    /// Sent and not cumulatively ACKed, SACKed ones included (`CW`: the
+    /// highest PSN sent less the cumulative ACK).
+    Sent,
+}
+
+/// `rto_choice`: when the timeout's length is chosen.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RtoChoice {
+    /// Armed at RTO_low when a packet leaves with none armed and on every
+    /// advance of the cumulative ACK; at expiry with more than N in flight
+    /// it is extended to RTO_high after the arming (TA9).
+    AtExpiry,
+    /// Chosen when armed from the packets then in flight, and re-armed on
+    /// every data packet sent and every ACK or NACK while data is
+    /// outstanding; it fires when it expires (`CW`).
+    WhenArmed,
+}
+
+/// The loss-recovery choices of `[protocol.irn]` with `cw_compat` applied.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct IrnRules {
+    /// What recovery resends.
+    pub resend: Resend,
+    /// What RTO_low's N counts.
+    pub rto_in_flight: RtoInFlight,
+    /// When the RTO's length is chosen.
+    pub rto_choice: RtoChoice,
+    /// The receiver's NACK repeat guard, ps (0: none).
+    pub nack_repeat_ps: u64,
+    /// Each NACK carries a CNP.
+    pub cnp_on_nack: bool,
+}
+
+/// `CW`'s NACK repeat guard (`m_nack_interval`), µs.
+pub const CW_NACK_REPEAT_US: f64 = 4.0;
 
 impl Default for IrnParams {
     fn default() -> Self {
@@ -139,6 +235,12 @@ impl Default for IrnParams {
             bdp_cap_packets: 120,
             retx_fetch: Micros::from_ps(0),
             header_overhead_bytes: 0,
+            cw_compat: false,
+            resend: None,
+            rto_in_flight: None,
+            rto_choice: None,
+            nack_repeat: None,
+            cnp_on_nack: None,
         }
     }
 }
@@ -160,12 +262,41 @@ impl IrnParams {
             // 0 (no fetch delay) or a positive delay.
             self.retx_fetch.positive(&k("retx_fetch_us"))?;
         }
+        if let Some(r) = self.nack_repeat {
+            r.zero_or_positive(&k("nack_repeat_us"))?;
+        }
         in_range(
             &k("header_overhead_bytes"),
             self.header_overhead_bytes,
             0,
             1000,
         )
+    }
+
+    /// The loss-recovery choices: each key as given, else the thesis's
+    /// choice, or `CW`'s with `cw_compat`.
+    pub fn rules(&self) -> IrnRules {
+        let cw = self.cw_compat;
+        IrnRules {
+            resend: self.resend.unwrap_or(match cw {
+                true => Resend::BelowRecovery,
+                false => Resend::BelowHighestSack,
+            }),
+            rto_in_flight: self.rto_in_flight.unwrap_or(match cw {
+                true => RtoInFlight::Sent,
+                false => RtoInFlight::Unsacked,
+            }),
+            rto_choice: self.rto_choice.unwrap_or(match cw {
+                true => RtoChoice::WhenArmed,
+                false => RtoChoice::AtExpiry,
+            }),
+            nack_repeat_ps: match self.nack_repeat {
+                Some(r) => r.ps,
+                None if cw => Micros::from_us(CW_NACK_REPEAT_US).ps,
+                None => 0,
+            },
+            cnp_on_nack: self.cnp_on_nack.unwrap_or(cw),
+        }
     }
 }
 
@@ -200,11 +331,20 @@ pub struct IrnSource {
     echo: bool,
     /// Echo mode: no ECN cut until the cumulative ACK reaches this PSN.
     ecn_cut_until: u64,
+    /// Recovery resends every un-SACKed PSN up to the recovery sequence
+    /// (`resend = "below_recovery"`).
+    resend_to_recovery: bool,
+    /// RTO_low's N counts SACKed packets too (`rto_in_flight = "sent"`).
+    rto_counts_sacked: bool,
+    /// The RTO is chosen when armed and re-armed on every send and ACK
+    /// (`rto_choice = "when_armed"`).
+    rto_when_armed: bool,
 }
 
 impl IrnSource {
     /// An IRN sender for `flow` over a RoCE sender `base`.
     pub fn new(base: RoceSource, p: &IrnParams) -> Self {
+        let rules = p.rules();
         IrnSource {
             base,
             sacked: VecDeque::new(),
@@ -225,6 +365,9 @@ impl IrnSource {
             extra: p.header_overhead_bytes,
             echo: false,
             ecn_cut_until: 0,
+            resend_to_recovery: rules.resend == Resend::BelowRecovery,
+            rto_counts_sacked: rules.rto_in_flight == RtoInFlight::Sent,
+            rto_when_armed: rules.rto_choice == RtoChoice::WhenArmed,
         }
     }
 
@@ -260,10 +403,25 @@ impl IrnSource {
         self.base.next_psn - self.base.una - self.n_sacked
     }
 
+    /// The packets RTO_low's N is compared with (`rto_in_flight`).
+    fn in_flight_for_rto(&self) -> u64 {
+        match self.rto_counts_sacked {
+            true => self.base.next_psn - self.base.una,
+            false => self.in_flight(),
+        }
+    }
+
+    /// Starts the timer: at RTO_low, extended at expiry if need be (TA9),
+    /// or, with `rto_choice = "when_armed"`, at the length the packets in
+    /// flight now call for, never extended.
     fn arm(&mut self, now: u64) {
         self.armed_at = now;
-        self.extended = false;
-        self.rto_at = self.timeout.then_some(now + self.rto_low);
+        self.extended = self.rto_when_armed;
+        let rto = match self.rto_when_armed && self.in_flight_for_rto() > self.n_low {
+            true => self.rto_high,
+            false => self.rto_low,
+        };
+        self.rto_at = self.timeout.then_some(now + rto);
     }
 
     /// Skips the cursor over SACKed PSNs.
@@ -278,11 +436,16 @@ impl IrnSource {
     }
 
     /// The PSN to resend next, if any: the cumulative-ACK PSN, then holes
-    /// below the highest SACK.
+    /// below the highest SACK (or, with `resend = "below_recovery"`, up to
+    /// the recovery sequence).
     fn lost(&self) -> Option<u64> {
-        self.recovery?;
+        let recovery = self.recovery?;
         let c = self.cursor;
-        let hole = c == self.base.una || self.top_sack.is_some_and(|h| c < h);
+        let hole = c == self.base.una
+            || match self.resend_to_recovery {
+                true => c <= recovery,
+                false => self.top_sack.is_some_and(|h| c < h),
+            };
         (c < self.base.next_psn && hole).then_some(c)
     }
 
@@ -399,7 +562,7 @@ impl IrnSource {
         let rate = self.base.rate(now, cx.nic_bps);
         self.base.emit(psn, self.extra, rate, cx);
         self.settle();
-        if self.rto_at.is_none() {
+        if self.rto_at.is_none() || self.rto_when_armed {
             self.arm(now);
         }
     }
@@ -416,6 +579,10 @@ impl Transport for IrnSource {
         match pkt.kind {
             PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.base.feed_cnp(now),
             PacketKind::Ack | PacketKind::Nack => {
+                if pkt.kind == PacketKind::Nack && pkt.has(flags::ECE) && !self.echo {
+                    // `cnp_on_nack`: the NACK carries a CNP as well.
+                    self.base.feed_cnp(now);
+                }
                 let (was_recovering, una, sacked) =
                     (self.recovery.is_some(), self.base.una, self.n_sacked);
                 let acked = self.acknowledge(pkt.ack, now);
@@ -441,6 +608,9 @@ impl Transport for IrnSource {
                         cc.on_loss(Loss::FastRetransmit, flight);
                     }
                 }
+                if self.rto_when_armed && self.base.una < self.base.next_psn {
+                    self.arm(now);
+                }
                 self.try_send(cx);
             }
             _ => {}
@@ -452,7 +622,7 @@ impl Transport for IrnSource {
         if self.rto_at.is_some_and(|t| t <= now) {
             if self.base.una >= self.base.next_psn {
                 self.rto_at = None;
-            } else if !self.extended && self.in_flight() > self.n_low {
+            } else if !self.extended && self.in_flight_for_rto() > self.n_low {
                 // RTO_low does not apply: wait until RTO_high after arming (TA9).
                 self.extended = true;
                 self.rto_at = Some(self.armed_at + self.rto_high);
@@ -496,16 +666,27 @@ pub struct IrnSink {
     /// Echo mode (`irn_dctcp`): `ECE` on the ACK or NACK of a CE-marked
     /// packet, and no CNPs.
     echo: bool,
+    /// `nack_repeat_us`, ps.
+    nack_repeat: u64,
+    /// No NACK for a PSN already held before this time.
+    nack_quiet_until: u64,
+    /// `cnp_on_nack`.
+    cnp_on_nack: bool,
 }
 
 impl IrnSink {
-    /// The receiver for the flow of `first`, at most one CNP per `cnp_interval` ps.
-    pub fn new(first: &Packet, p: &super::RoceParams, cnp_interval: u64) -> Self {
+    /// The receiver for the flow of `first`, at most one CNP per
+    /// `cnp_interval` ps, with the NACK rules of `irn`.
+    pub fn new(first: &Packet, p: &super::RoceParams, irn: &IrnParams, cnp_interval: u64) -> Self {
+        let rules = irn.rules();
         IrnSink {
             base: RoceSink::new(first, p, cnp_interval),
             held: VecDeque::new(),
             last: None,
             echo: false,
+            nack_repeat: rules.nack_repeat_ps,
+            nack_quiet_until: 0,
+            cnp_on_nack: rules.cnp_on_nack,
         }
     }
 
@@ -561,9 +742,20 @@ impl Transport for IrnSink {
             if self.held.len() <= i {
                 self.held.resize(i + 1, false);
             }
-            if !self.held[i] {
+            if self.held[i] {
+                if now < self.nack_quiet_until {
+                    // `nack_repeat_us`: this PSN was NACKed moments ago.
+                    return;
+                }
+            } else {
                 self.held[i] = true;
                 fresh(b, &mut self.last);
+            }
+            self.nack_quiet_until = now + self.nack_repeat;
+            let mut fl = fl;
+            if self.cnp_on_nack && !self.echo {
+                b.cnps += 1;
+                fl |= flags::ECE;
             }
             b.nacks += 1;
             cx.out.push(b.control(PacketKind::Nack, &pkt, fl));
@@ -602,7 +794,7 @@ fn irn_endpoint(
 }
 
 fn irn_receiver(first: &Packet, p: &ProtocolParams, style: Style) -> IrnSink {
-    IrnSink::new(first, &p.roce, p.roce.cnp_interval_ps(style))
+    IrnSink::new(first, &p.roce, &p.irn, p.roce.cnp_interval_ps(style))
 }
 
 fn irn_sink(first: &Packet, p: &ProtocolParams, style: Style) -> Endpoint {

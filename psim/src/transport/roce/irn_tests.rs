@@ -97,17 +97,22 @@ fn a_single_loss_is_resent_once_without_going_back_n() {
     }
 }
 
-#[test]
-fn recovery_resends_holes_below_the_highest_sack_and_exits_past_the_recovery_sequence() {
-    let p = params(|_| {});
-    let mut h = source(&p, 10_000);
+/// PSNs 0..=5 sent; PSN 0 ACKed; 1, 2 and 3 lost; 4 arrives: NACK(1, SACK
+/// 4) enters recovery. The sender and the time of that feedback.
+fn holes_below_sack_4(p: &ProtocolParams) -> (Host<IrnSource>, u64) {
+    let mut h = source(p, 10_000);
     h.start(0);
     assert_eq!(h.advance(5 * GAP).len(), 5); // PSNs 0..=5 sent
     let t = 5 * GAP + 10;
-    // PSN 0 ACKed; 1, 2 and 3 lost; 4 arrives: NACK(1, SACK 4).
     h.deliver(t, feedback(PacketKind::Ack, 1, 0));
     h.deliver(t, feedback(PacketKind::Nack, 1, 4));
     assert_eq!(h.ep.recovery(), Some(5), "the last new PSN sent");
+    (h, t)
+}
+
+#[test]
+fn recovery_resends_holes_below_the_highest_sack_and_exits_past_the_recovery_sequence() {
+    let (mut h, t) = holes_below_sack_4(&params(|_| {}));
     // Resent first: the cumulative-ACK PSN, then 2 and 3 (below SACK 4);
     // 5 is above every SACK, so it is not lost yet: new PSNs follow.
     let out = h.advance(t + 5 * GAP);
@@ -147,7 +152,19 @@ fn rto_low_applies_with_at_most_n_packets_in_flight_else_rto_high() {
     expect_out!(h.advance(320 * US), [(320 * US, Data { seq: 0 })]);
     assert_eq!(h.ep.stats().timeouts, 1);
     // SACKed packets are not in flight: with 8 of 10 SACKed, RTO_low applies.
-    let mut h = source(&p, 10_000);
+    eight_of_ten_sacked(&p);
+    // Without a timeout there is no timer at all.
+    let p = params(|i| i.timeout = false);
+    let mut h = source(&p, 2000);
+    h.start(0);
+    h.advance(GAP);
+    assert_eq!(h.next_wake(), None);
+}
+
+/// Ten packets sent, PSNs 2..=9 SACKed by NACKs, PSN 0 resent: 2 packets
+/// in flight (at most N = 3), so the timer armed at 0 stays at RTO_low.
+fn eight_of_ten_sacked(p: &ProtocolParams) -> Host<IrnSource> {
+    let mut h = source(p, 10_000);
     h.start(0);
     h.advance(9 * GAP);
     for s in 2..10 {
@@ -156,12 +173,7 @@ fn rto_low_applies_with_at_most_n_packets_in_flight_else_rto_high() {
     h.advance(10 * US); // the resend of PSN 0
     assert_eq!(h.ep.in_flight(), 2);
     assert_eq!(h.ep.rto_at(), Some(100 * US));
-    // Without a timeout there is no timer at all.
-    let p = params(|i| i.timeout = false);
-    let mut h = source(&p, 2000);
-    h.start(0);
-    h.advance(GAP);
-    assert_eq!(h.next_wake(), None);
+    h
 }
 
 #[test]
@@ -573,4 +585,187 @@ fn irn_dctcp_over_switches_that_never_mark_is_refused() {
         .unwrap();
     r.check_with_scenario(&[Protocol::IrnAimd], "droptail", false)
         .unwrap();
+}
+
+/// `CW`'s variant ([`IrnParams::rules`]): `cw_compat` picks `CW`'s choice
+/// for every key not given, a key given wins, and the default is the
+/// thesis's.
+#[test]
+fn cw_compat_resolves_each_choice_and_a_given_key_wins() {
+    let thesis = IrnParams::default().rules();
+    assert_eq!(
+        thesis,
+        IrnRules {
+            resend: Resend::BelowHighestSack,
+            rto_in_flight: RtoInFlight::Unsacked,
+            rto_choice: RtoChoice::AtExpiry,
+            nack_repeat_ps: 0,
+            cnp_on_nack: false,
+        }
+    );
+    let cw = IrnParams {
+        cw_compat: true,
+        ..IrnParams::default()
+    };
+    assert_eq!(
+        cw.rules(),
+        IrnRules {
+            resend: Resend::BelowRecovery,
+            rto_in_flight: RtoInFlight::Sent,
+            rto_choice: RtoChoice::WhenArmed,
+            nack_repeat_ps: 4 * US,
+            cnp_on_nack: true,
+        }
+    );
+    let mixed = IrnParams {
+        cw_compat: true,
+        resend: Some(Resend::BelowHighestSack),
+        nack_repeat: Some(crate::transport::config::Micros::from_us(0.0)),
+        ..IrnParams::default()
+    };
+    let r = mixed.rules();
+    assert_eq!((r.resend, r.nack_repeat_ps), (Resend::BelowHighestSack, 0));
+    assert_eq!(r.rto_choice, RtoChoice::WhenArmed);
+    // The keys as a scenario writes them.
+    let p: IrnParams = toml::from_str(
+        "cw_compat = false\nresend = \"below_recovery\"\nrto_in_flight = \"sent\"\n\
+         rto_choice = \"when_armed\"\nnack_repeat_us = 2.5\ncnp_on_nack = true\n",
+    )
+    .unwrap();
+    let r = p.rules();
+    assert_eq!(r.resend, Resend::BelowRecovery);
+    assert_eq!(r.rto_in_flight, RtoInFlight::Sent);
+    assert_eq!(r.rto_choice, RtoChoice::WhenArmed);
+    assert_eq!((r.nack_repeat_ps, r.cnp_on_nack), (2_500_000, true));
+    assert!(toml::from_str::<IrnParams>("resend = \"all\"\n").is_err());
+    let mut p = ProtocolParams::default();
+    p.irn.nack_repeat = Some(crate::transport::config::Micros::from_us(-1.0));
+    let e = p.validate().unwrap_err().to_string();
+    assert!(e.contains("protocol.irn.nack_repeat_us"), "{e}");
+}
+
+/// `resend = "below_recovery"`: the scenario of the thesis's recovery test
+/// above, where PSN 5 (above the only SACK, 4) is not resent; `CW` resends
+/// it too, since it is below the recovery sequence, then sends new PSNs.
+#[test]
+fn cw_recovery_resends_every_unsacked_psn_up_to_the_recovery_sequence() {
+    let (mut h, t) = holes_below_sack_4(&params(|i| i.resend = Some(Resend::BelowRecovery)));
+    let out = h.advance(t + 5 * GAP);
+    assert_eq!(psns(&out), [1, 2, 3, 5, 6]);
+    assert!(out[..4].iter().all(|(_, p)| p.has(flags::RETX)));
+    assert!(!out[4].1.has(flags::RETX));
+    assert_eq!(h.ep.stats().retransmissions, 4);
+}
+
+/// `rto_in_flight = "sent"`: with 8 of 10 packets SACKed, the thesis's
+/// count (2 in flight, at most N = 3) keeps RTO_low; `CW`'s (10 sent and
+/// not cumulatively ACKed) extends it to RTO_high after the arming.
+#[test]
+fn cw_counts_sacked_packets_in_flight_for_rto_low() {
+    let run = |p: &ProtocolParams| {
+        let mut h = eight_of_ten_sacked(p);
+        // At RTO_low's expiry: a timeout, or an extension.
+        let out = h.advance(100 * US);
+        (h.ep.stats().timeouts, out.len(), h.ep.rto_at())
+    };
+    assert_eq!(run(&params(|_| {})), (1, 1, Some(200 * US)));
+    let p = params(|i| i.rto_in_flight = Some(RtoInFlight::Sent));
+    assert_eq!(run(&p), (0, 0, Some(320 * US)));
+}
+
+/// `rto_choice = "when_armed"`: the length is chosen from the packets in
+/// flight each time the timer starts, and it restarts on every data packet
+/// sent and every ACK or NACK while data is outstanding.
+#[test]
+fn cw_chooses_the_rto_when_armed_and_restarts_it_on_every_send_and_ack() {
+    let p = params(|i| i.rto_choice = Some(RtoChoice::WhenArmed));
+    // Two packets: at most N in flight, RTO_low from the last send.
+    let mut h = source(&p, 2000);
+    h.start(0);
+    h.advance(GAP);
+    assert_eq!(h.ep.rto_at(), Some(GAP + 100 * US));
+    // Ten packets: RTO_high from the last send, never extended.
+    let mut h = source(&p, 10_000);
+    h.start(0);
+    h.advance(9 * GAP);
+    assert_eq!(h.ep.rto_at(), Some(9 * GAP + 320 * US));
+    // A NACK that advances nothing still restarts it (10 sent, 1 SACKed:
+    // still above N); the thesis's timer keeps its arming at 0.
+    let t = 20 * US;
+    let resend = feed(&mut h, t, feedback(PacketKind::Nack, 0, 5), t + 1);
+    assert_eq!(resend, [0], "PSN 0 resent in recovery");
+    assert_eq!(h.ep.rto_at(), Some(t + 320 * US));
+    // ACKs down to 2 outstanding: RTO_low from that ACK.
+    let t = 30 * US;
+    h.deliver(t, feedback(PacketKind::Ack, 8, 7));
+    assert_eq!(h.ep.rto_at(), Some(t + 100 * US));
+    // It fires at expiry, without an extension.
+    h.advance(t + 100 * US);
+    assert_eq!(h.ep.stats().timeouts, 1);
+    // Thesis: the same NACK leaves the timer where the first send armed it.
+    let p = params(|_| {});
+    let mut h = source(&p, 10_000);
+    h.start(0);
+    h.advance(9 * GAP);
+    h.deliver(20 * US, feedback(PacketKind::Nack, 0, 5));
+    assert_eq!(h.ep.rto_at(), Some(100 * US));
+}
+
+/// `nack_repeat_us` and `cnp_on_nack` at the receiver: a PSN already held
+/// is not NACKed again within the guard of the last NACK, and every NACK
+/// carries `ECE` as a CNP; the thesis's receiver NACKs every out-of-order
+/// arrival and flags none.
+#[test]
+fn cw_receiver_skips_repeat_nacks_within_the_guard_and_flags_each_nack_as_a_cnp() {
+    let p = params(|i| i.cw_compat = true);
+    let mut s = Host::new(5, Protocol::sink(&data(0), &p));
+    recv!(s, at = 0, data(0) => [Ack { ack: 1 }]);
+    let out = recv!(s, at = 10 * US, data(2) => [Nack { ack: 1, seq: 2 }]);
+    assert!(out[0].has(flags::ECE));
+    // The same PSN again 3 µs later: held, inside the 4 µs guard.
+    recv!(s, at = 13 * US, data(2) => []);
+    // A new PSN is NACKed whatever the guard, and restarts it.
+    recv!(s, at = 13 * US + 1, data(3) => [Nack { ack: 1, seq: 3 }]);
+    recv!(s, at = 17 * US, data(2) => []);
+    // Past the guard, the repeat is NACKed again.
+    recv!(s, at = 17 * US + 1, data(3) => [Nack { ack: 1, seq: 3 }]);
+    let Endpoint::IrnSink(k) = &s.ep else {
+        panic!()
+    };
+    assert_eq!(k.nacks(), 3);
+    // The thesis's receiver.
+    let p = params(|_| {});
+    let mut s = Host::new(5, Protocol::sink(&data(0), &p));
+    recv!(s, at = 0, data(0) => [Ack { ack: 1 }]);
+    let out = recv!(s, at = 10 * US, data(2) => [Nack { ack: 1, seq: 2 }]);
+    assert!(!out[0].has(flags::ECE));
+    recv!(s, at = 13 * US, data(2) => [Nack { ack: 1, seq: 2 }]);
+}
+
+/// `cnp_on_nack` at the sender: DCQCN takes a NACK flagged `ECE` as a CNP
+/// and cuts its rate; the same NACKs unflagged leave it at line rate.
+#[test]
+fn a_nack_that_carries_a_cnp_cuts_dcqcn() {
+    let p = params(|i| i.cw_compat = true);
+    let run = |cnp: bool| {
+        let Endpoint::IrnSource(src) = Protocol::IrnDcqcn.source(&flow(Some(1_000_000), 1), &p)
+        else {
+            panic!()
+        };
+        let mut h = Host::new(0, *src);
+        h.start(0);
+        h.advance(20 * US);
+        for (k, t) in [(2, 20 * US), (3, 40 * US), (4, 60 * US)] {
+            let mut n = feedback(PacketKind::Nack, 0, k);
+            if cnp {
+                n.flags |= flags::ECE;
+            }
+            h.deliver(t, n);
+            h.advance(t + 10 * US);
+        }
+        cc_state(&h).rate_bps.expect("a rate")
+    };
+    let line = 10_000_000_000;
+    assert_eq!(run(false), line);
+    assert!(run(true) < line, "{}", run(true));
 }

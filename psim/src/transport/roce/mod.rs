@@ -53,7 +53,8 @@ mod source;
 mod tests;
 
 pub use irn::{
-    IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnSink, IrnSource, IrnTimelyDef,
+    IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnRules, IrnSink, IrnSource,
+    IrnTimelyDef, Resend, RtoChoice, RtoInFlight,
 };
 pub use sink::RoceSink;
 pub use source::RoceSource;
