@@ -19,10 +19,10 @@
 //!   resends, before any new packet, first the cumulative-ACK PSN, then each
 //!   un-SACKed PSN below the highest SACKed one (a packet counts as lost
 //!   only if a higher PSN was SACKed; `CW` resends every un-SACKed PSN below
-//!   the recovery point: `resend`). With nothing to resend it sends new PSNs, paced as
-//!   RoCE, while BDP-FC allows: PSN − cumulative ACK < `bdp_cap_packets`
-//!   ([TH] §4.2.2). Recovery ends when the cumulative ACK passes the
-//!   recovery sequence. No window, slow start or AIMD.
+//!   the recovery point: `resend`). With nothing to resend it sends new
+//!   PSNs, paced as RoCE, while BDP-FC allows: PSN − cumulative ACK <
+//!   `bdp_cap_packets` ([TH] §4.2.2). Recovery ends when the cumulative ACK
+//!   passes the recovery sequence. No window, slow start or AIMD.
 //! - **`irn_aimd`** ([TH] §4.3.6): the same sender with NewReno's window
 //!   (`cc/reno.rs`) over new packets: packets in flight (sent, neither
 //!   cumulatively nor selectively ACKed) stay below cwnd as well as under
