@@ -111,24 +111,43 @@ fn every_rdma_scenario_is_identical_across_partitions() {
     }
     // The TIMELY testbed incast ([TH] Ch. 3; long-lived flows on a graph):
     // its first 3 ms, with the start-up's PFC pauses and the hosts' segment
-    // schedulers, and with RTT noise drawn from the hosts' random streams.
+    // schedulers, and with RTT noise drawn from the hosts' random streams;
+    // then under the `hpcc` (per-packet pacing, once-per-RTT samples) and
+    // `patched` update rules.
     let path = psim_integration_tests::repo_root()
         .join("scenarios/rdma")
         .join(testbed);
-    let sets = small(&["stop_us=3000", "protocol.timely.rtt_noise_us=20"]);
-    let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
-    let reference = run(&scn, 1, 1);
-    let s = &reference.outcome.summary;
-    assert!(s.conserved(), "{s:?}");
-    assert_eq!(reference.flows.len(), 40);
-    assert!(s.events > 50_000, "{s:?}");
-    for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
-        let other = run(&scn, shards, threads);
-        assert!(
-            other.csv == reference.csv,
-            "{testbed}: {shards} shards x {threads} threads differs from 1 shard"
-        );
-        assert_eq!(other.outcome.summary.events, s.events);
+    let noise = "protocol.timely.rtt_noise_us=20";
+    let modes: [&[&str]; 3] = [
+        &[noise],
+        &[
+            noise,
+            "protocol.timely.mode=hpcc",
+            "protocol.timely.burst=false",
+        ],
+        &[
+            noise,
+            "protocol.timely.mode=patched",
+            "protocol.timely.beta=0.008",
+        ],
+    ];
+    for mode in modes {
+        let mut sets = vec!["stop_us=3000"];
+        sets.extend_from_slice(mode);
+        let scn = Scenario::load(&path, &small(&sets)).unwrap_or_else(|e| panic!("{e}"));
+        let reference = run(&scn, 1, 1);
+        let s = &reference.outcome.summary;
+        assert!(s.conserved(), "{mode:?}: {s:?}");
+        assert_eq!(reference.flows.len(), 40);
+        assert!(s.events > 50_000, "{mode:?}: {s:?}");
+        for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
+            let other = run(&scn, shards, threads);
+            assert!(
+                other.csv == reference.csv,
+                "{testbed} {mode:?}: {shards} shards x {threads} threads differs from 1 shard"
+            );
+            assert_eq!(other.outcome.summary.events, s.events);
+        }
     }
 }
 

@@ -423,6 +423,16 @@ fn impossible_timely_engine_and_connection_settings_are_refused() {
     );
     rejected(
         timely,
+        &["--set", "protocol.timely.mode=fork"],
+        "`protocol.timely.mode`: unknown variant `fork`, expected one of `thesis`, `hpcc`, `patched`",
+    );
+    rejected(
+        timely,
+        &["--set", "protocol.timely.patched_ref_us=0"],
+        "protocol.timely.patched_ref_us = 0: must be positive",
+    );
+    rejected(
+        timely,
         &["--set", "traffic.0.flows_per_pair=0"],
         "`flows_per_pair`: must be > 0",
     );

@@ -58,23 +58,46 @@
 //! min((now − last update)/minRTT, 1), a new rate is never below half the
 //! old one, and the HAI count counts raw new_rtt_diff < 0.
 //!
+//! **`mode`** (`"thesis"` by default). The public implementations run two
+//! other rules; each is a mode, and keys not given take the mode's default
+//! (table below):
+//! - `"hpcc"`, the `HPCC` ns-3 fork (`rdma-hw.cc`, `cc_mode = 7`): one
+//!   update per RTT, when the cumulative ACK passes the PSN that was next to
+//!   send at the last update; the first update only records the RTT; the
+//!   sample is the ACK's arrival less the packet's send time, with no
+//!   serialisation taken off; every increase (T_low's included) counts
+//!   towards hyper increase, which adds `hai_multiplier`·δ once
+//!   `hai_threshold` increases came in a row before it (the 6th), and any
+//!   decrease resets the count; 1 − β·g is clamped at 0. Every packet is
+//!   paced at the rate (`burst = false`).
+//! - `"patched"`, [ECND]'s patch as `eRPC` runs it (`timely.h`, `w_func`):
+//!   between T_low and T_high, w = clamp(2g + 1/2, 0, 1) weighs a decrease
+//!   on the RTT's excess against an additive step,
+//!   rate·(1 − β·w·(RTT − ref)/ref) + δ·(1 − w), with ref = T_low as
+//!   `eRPC` has it (`patched_ref_us`; the parameter sheet writes minRTT).
+//!   No hyper increase. With `completion_scaling` both terms are scaled, as
+//!   `eRPC` does. Flows with the same RTT tend to one rate,
+//!   δ(1 − w)/(β·w·err), where Algorithm 1 at g = 0 keeps any gap.
+//!
 //! | key (`[protocol.timely]`) | default | source |
 //! |---|---|---|
-//! | `alpha` (EWMA of rtt_diff) | 0.02 | not in [TH] (TA1); the author's snippet via `eRPC`. The forks (`HPCC`, `R3`) use 0.875, the ECN-vs-delay value ([ECND]) |
-//! | `beta` | 0.8 | [TH] §3.5 |
+//! | `mode` | `"thesis"` | [TH] Algorithm 1; `"hpcc"`: `HPCC`; `"patched"`: [ECND] via `eRPC` |
+//! | `alpha` (EWMA of rtt_diff) | 0.02 (`hpcc`, `patched`: 0.875) | not in [TH] (TA1); the author's snippet via `eRPC`. The forks (`HPCC`, `R3`) use 0.875, the ECN-vs-delay value ([ECND]) |
+//! | `beta` | 0.8 (`patched`: 0.008) | [TH] §3.5; `eRPC`'s sweep header pairs the patch with 0.008 |
 //! | `t_low_us` | 50 | [TH] §3.5 |
 //! | `t_high_us` | 500 | [TH] §3.5 (`eRPC`'s copy: 1000) |
 //! | `min_rtt_us` | 20 | [TH] Ch. 3 text; TA3 advises the base RTT of the longest path: set it per topology |
 //! | `delta_mbps` (δ) | 10 Mb/s per 10 Gb/s of NIC rate | [TH] §3.5 (10 Mb/s on 10G); scaled with line rate, TA3 |
 //! | `hai_threshold` | 5 completions | [TH] §3.5 |
 //! | `hai_multiplier` (N) | 5 | [TH] Algorithm 1 |
-//! | `segment_bytes` | 16384 | [TH] §3.5 (16 KB; up to 64 KB) |
-//! | `min_rate_mbps` | 100 | `HPCC` `MinRate` attribute ([TH] gives none) |
+//! | `segment_bytes` | 16384 | [TH] §3.5 (16 KB; up to 64 KB); `hpcc` samples once per RTT instead |
+//! | `min_rate_mbps` | 100 (`hpcc`: 1000) | `HPCC` `MinRate` attribute ([TH] gives none); `hpcc`: its run.py |
 //! | `completion_scaling` | false | TA2 |
-//! | `burst` | true | [TH] §3.2.3 (segments leave as line-rate bursts); false: per-packet pacing (TA3, `HPCC`) |
+//! | `burst` | true (`hpcc`: false) | [TH] §3.2.3 (segments leave as line-rate bursts); false: per-packet pacing (TA3, `HPCC`) |
 //! | `nic_pacing_mbps` | none (the NIC rate) | [TH] §3.6: static NIC pacing of the packets in a segment, e.g. 700 Mb/s |
 //! | `rtt_noise_us` | 0 | [TH] §3.6, Fig. 3.12: uniform noise in [0, x] added to each RTT sample |
-//! | `rise_app_share` | 0.8 | [TH] §3.4 "Application limited behavior": the rate rises only while the application offers more than this share of it (0 = always); only flows with a traffic entry's `app` are ever limited |
+//! | `rise_app_share` | 0.8 (`hpcc`: 0) | [TH] §3.4 "Application limited behavior": the rate rises only while the application offers more than this share of it (0 = always); only flows with a traffic entry's `app` are ever limited. `HPCC` has no such rule |
+//! | `patched_ref_us` | `t_low_us` | `patched` only: `eRPC` measures the error from T_low; the parameter sheet (§4.1) writes minRTT |
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 use crate::config::ConfigError;
@@ -86,10 +109,15 @@ use crate::units::tx_time_ps;
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TimelyParams {
+    /// Which update rule runs: the thesis's, `HPCC`'s fork, or [ECND]'s
+    /// patch. Keys not given take the mode's default.
+    pub mode: TimelyMode,
     /// EWMA weight of rtt_diff.
-    pub alpha: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub alpha: Option<f64>,
     /// Multiplicative decrease factor.
-    pub beta: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub beta: Option<f64>,
     /// Below it, additive increase (`t_low_us`).
     #[serde(rename = "t_low_us")]
     pub t_low: Micros,
@@ -109,11 +137,13 @@ pub struct TimelyParams {
     /// Bytes acknowledged per RTT sample.
     pub segment_bytes: u64,
     /// Lowest rate, Mb/s.
-    pub min_rate_mbps: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_rate_mbps: Option<f64>,
     /// Scale updates by the time since the last one (TA2).
     pub completion_scaling: bool,
     /// Send each segment as one burst (else pace every packet).
-    pub burst: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub burst: Option<bool>,
     /// Static pacing rate of the packets inside a segment, Mb/s (none: the NIC rate).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nic_pacing_mbps: Option<f64>,
@@ -122,14 +152,36 @@ pub struct TimelyParams {
     pub rtt_noise: Micros,
     /// The rate rises only while the application offers more than this
     /// share of it (`rise_app_share`; 0: always).
-    pub rise_app_share: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rise_app_share: Option<f64>,
+    /// `patched`: the RTT the error term is measured from
+    /// (`patched_ref_us`; none: `t_low_us`, as `eRPC` does).
+    #[serde(rename = "patched_ref_us", skip_serializing_if = "Option::is_none")]
+    pub patched_ref: Option<Micros>,
+}
+
+/// `mode`: TIMELY's update rule (module documentation).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TimelyMode {
+    /// [TH] Algorithm 1 on every completion.
+    #[default]
+    Thesis,
+    /// `HPCC`'s ns-3 fork: one update per RTT, no serialisation taken off
+    /// the sample, hyper increase after any 5 increases.
+    Hpcc,
+    /// [ECND]'s patch as `eRPC` runs it: between T_low and T_high the
+    /// gradient weighs a decrease on the RTT's excess against an additive
+    /// step, which gives one fair fixed point.
+    Patched,
 }
 
 impl Default for TimelyParams {
     fn default() -> Self {
         TimelyParams {
-            alpha: 0.02,
-            beta: 0.8,
+            mode: TimelyMode::Thesis,
+            alpha: None,
+            beta: None,
             t_low: Micros::from_ps(50_000_000),
             t_high: Micros::from_ps(500_000_000),
             min_rtt: Micros::from_ps(20_000_000),
@@ -137,21 +189,67 @@ impl Default for TimelyParams {
             hai_threshold: 5,
             hai_multiplier: 5,
             segment_bytes: 16_384,
-            min_rate_mbps: 100.0,
+            min_rate_mbps: None,
             completion_scaling: false,
-            burst: true,
+            burst: None,
             nic_pacing_mbps: None,
             rtt_noise: Micros::from_ps(0),
-            rise_app_share: 0.8,
+            rise_app_share: None,
+            patched_ref: None,
         }
     }
 }
 
 impl TimelyParams {
+    /// EWMA weight: as given, else 0.02 (`thesis`) or 0.875 (`hpcc`,
+    /// `patched`).
+    pub fn alpha(&self) -> f64 {
+        self.alpha.unwrap_or(match self.mode {
+            TimelyMode::Thesis => 0.02,
+            TimelyMode::Hpcc | TimelyMode::Patched => 0.875,
+        })
+    }
+
+    /// Decrease factor: as given, else 0.8, or 0.008 (`patched`).
+    pub fn beta(&self) -> f64 {
+        self.beta.unwrap_or(match self.mode {
+            TimelyMode::Patched => 0.008,
+            TimelyMode::Thesis | TimelyMode::Hpcc => 0.8,
+        })
+    }
+
+    /// Lowest rate, Mb/s: as given, else 100, or 1000 (`hpcc`, its run.py).
+    pub fn min_rate_mbps(&self) -> f64 {
+        self.min_rate_mbps.unwrap_or(match self.mode {
+            TimelyMode::Hpcc => 1000.0,
+            TimelyMode::Thesis | TimelyMode::Patched => 100.0,
+        })
+    }
+
+    /// Segments leave as bursts: as given, else true, or false (`hpcc`
+    /// paces every packet).
+    pub fn burst(&self) -> bool {
+        self.burst.unwrap_or(self.mode != TimelyMode::Hpcc)
+    }
+
+    /// Share of the rate the application must offer for a rise: as given,
+    /// else 0.8, or 0 (`hpcc` has no such rule).
+    pub fn rise_app_share(&self) -> f64 {
+        self.rise_app_share.unwrap_or(match self.mode {
+            TimelyMode::Hpcc => 0.0,
+            TimelyMode::Thesis | TimelyMode::Patched => 0.8,
+        })
+    }
+
+    /// `patched`'s reference RTT, ps: as given, else T_low.
+    pub fn patched_ref_ps(&self) -> u64 {
+        self.patched_ref.map_or(self.t_low.ps, |r| r.ps)
+    }
+
     /// Checks the section; `key` is `protocol.timely`.
     pub fn validate(&self, key: &str) -> Result<(), ConfigError> {
         let k = |n: &str| format!("{key}.{n}");
-        for (name, v) in [("alpha", self.alpha), ("beta", self.beta)] {
+        for (name, v) in [("alpha", self.alpha()), ("beta", self.beta())] {
             if !(v > 0.0 && v <= 1.0) {
                 return Err(bad(&k(name), v, "must be in (0, 1]"));
             }
@@ -168,7 +266,7 @@ impl TimelyParams {
         self.min_rtt.positive(&k("min_rtt_us"))?;
         let rates = [
             ("delta_mbps", self.delta_mbps),
-            ("min_rate_mbps", Some(self.min_rate_mbps)),
+            ("min_rate_mbps", Some(self.min_rate_mbps())),
             ("nic_pacing_mbps", self.nic_pacing_mbps),
         ];
         for (name, value) in rates {
@@ -180,12 +278,12 @@ impl TimelyParams {
             }
         }
         self.rtt_noise.zero_or_positive(&k("rtt_noise_us"))?;
-        if !(0.0..=1.0).contains(&self.rise_app_share) {
-            return Err(bad(
-                &k("rise_app_share"),
-                self.rise_app_share,
-                "must be in [0, 1]",
-            ));
+        if let Some(r) = self.patched_ref {
+            r.positive(&k("patched_ref_us"))?;
+        }
+        let share = self.rise_app_share();
+        if !(0.0..=1.0).contains(&share) {
+            return Err(bad(&k("rise_app_share"), share, "must be in [0, 1]"));
         }
         if self.segment_bytes == 0 {
             return Err(bad(&k("segment_bytes"), 0, "must be at least 1"));
@@ -230,6 +328,14 @@ pub struct SegmentPacer {
     seg_wire: u64,
     /// Payload bytes acknowledged since the last sample.
     acked: u64,
+    /// `hpcc`: one sample per RTT, when the cumulative ACK passes the PSN
+    /// that was next to send at the last sample.
+    per_rtt: bool,
+    /// `hpcc`: that PSN (none before the first sample).
+    milestone: Option<u64>,
+    /// `hpcc`: the sample is the ACK's arrival less the packet's send
+    /// time, with no serialisation taken off.
+    bare_rtt: bool,
 }
 
 impl SegmentPacer {
@@ -238,12 +344,14 @@ impl SegmentPacer {
     pub fn new(p: &TimelyParams, mtu: u32, header: u32, nic_bps: u64) -> Self {
         let pkts = p.segment_bytes.div_ceil(mtu as u64).max(1);
         let pacing = p.nic_pacing_mbps.map_or(nic_bps, |m| (m * 1e6) as u64);
+        let burst = p.burst();
+        let hpcc = p.mode == TimelyMode::Hpcc;
         SegmentPacer {
             pkts,
-            burst: p.burst,
+            burst,
             burst_bps: pacing.clamp(1, nic_bps.max(1)),
             nic_bps: nic_bps.max(1),
-            host_sched: p.burst && pkts > 1 && p.nic_pacing_mbps.is_none(),
+            host_sched: burst && pkts > 1 && p.nic_pacing_mbps.is_none(),
             noise_ps: p.rtt_noise.ps,
             sample_bytes: pkts * mtu as u64,
             full_wire: (mtu + header) as u64,
@@ -251,6 +359,9 @@ impl SegmentPacer {
             in_seg: 0,
             seg_wire: 0,
             acked: 0,
+            per_rtt: hpcc,
+            milestone: None,
+            bare_rtt: hpcc,
         }
     }
 
@@ -302,6 +413,22 @@ impl SegmentPacer {
         gap.max(own)
     }
 
+    /// Whether an ACK that newly acknowledged `bytes`, leaving the
+    /// cumulative ACK at PSN `una` with PSN `next` the next to send, gives
+    /// an RTT sample: when it completes a segment, or (`hpcc`) when `una`
+    /// passed the PSN that was next to send at the last sample (the first
+    /// ACK gives one too).
+    pub fn takes_sample(&mut self, bytes: u64, una: u64, next: u64) -> bool {
+        if !self.per_rtt {
+            return self.completes_segment(bytes);
+        }
+        if self.milestone.is_some_and(|m| una <= m) {
+            return false;
+        }
+        self.milestone = Some(next);
+        true
+    }
+
     /// Counts `bytes` newly acknowledged; true when they complete a segment.
     pub fn completes_segment(&mut self, bytes: u64) -> bool {
         self.acked += bytes;
@@ -316,9 +443,11 @@ impl SegmentPacer {
     /// `sent`, plus noise: less the packet's serialisation at the burst
     /// rate, or, for a host-scheduled burst (whose packets all carry the
     /// burst's start), less the whole segment's serialisation at the NIC
-    /// rate.
+    /// rate; `hpcc` takes nothing off.
     pub fn rtt(&self, now: u64, sent: u64, rng: &mut Rng) -> u64 {
-        let serialisation = if self.host_sched {
+        let serialisation = if self.bare_rtt {
+            0
+        } else if self.host_sched {
             tx_time_ps(self.pkts * self.full_wire, self.nic_bps)
         } else {
             tx_time_ps(self.full_wire, self.burst_bps)
@@ -337,6 +466,9 @@ pub struct Timely {
     /// (Its serde layout is made for TOML: a checkpoint stores it as JSON.)
     #[serde(with = "crate::engine::as_json")]
     p: TimelyParams,
+    alpha: f64,
+    beta: f64,
+    rise_app_share: f64,
     line: f64,
     delta: f64,
     min_rate: f64,
@@ -353,15 +485,24 @@ pub struct Timely {
     pub samples: u64,
 }
 
+/// [ECND]'s weight of the decrease against the additive step for a
+/// normalised gradient `g`: 0 up to −1/4, 1 from 1/4, linear between.
+pub fn patched_weight(g: f64) -> f64 {
+    (2.0 * g + 0.5).clamp(0.0, 1.0)
+}
+
 impl Timely {
     /// A controller at line rate for a NIC of `line_bps`.
     pub fn new(p: &TimelyParams, line_bps: u64) -> Self {
         let line = line_bps as f64;
         Timely {
             p: p.clone(),
+            alpha: p.alpha(),
+            beta: p.beta(),
+            rise_app_share: p.rise_app_share(),
             line,
             delta: p.delta_mbps.unwrap_or(line / 1e9) * 1e6,
-            min_rate: (p.min_rate_mbps * 1e6).min(line),
+            min_rate: (p.min_rate_mbps() * 1e6).min(line),
             rate: line,
             prev_rtt: None,
             rtt_diff: 0.0,
@@ -386,56 +527,104 @@ impl Timely {
     /// `offered_bps`: below `rise_app_share` of the rate, the next
     /// completion may lower the rate but not raise it ([TH] §3.4).
     pub fn note_app_offer(&mut self, offered_bps: f64) {
-        self.app_limited = offered_bps < self.p.rise_app_share * self.rate;
+        self.app_limited = offered_bps < self.rise_app_share * self.rate;
     }
 
-    /// Algorithm 1 for one completion with RTT `rtt_ps` at `now`.
+    /// One update for a completion (`hpcc`: an RTT) with RTT `rtt_ps` at
+    /// `now`: Algorithm 1, or the mode's rule (module documentation).
     pub fn on_completion(&mut self, rtt_ps: u64, now: u64) {
         self.samples += 1;
-        let p = &self.p;
         let new_rtt = rtt_ps as f64;
-        let new_diff = new_rtt - self.prev_rtt.unwrap_or(new_rtt);
-        self.prev_rtt = Some(new_rtt);
-        self.rtt_diff = (1.0 - p.alpha) * self.rtt_diff + p.alpha * new_diff;
-        let min_rtt = p.min_rtt.ps as f64;
+        let prev = self.prev_rtt.replace(new_rtt);
+        if self.p.mode == TimelyMode::Hpcc && prev.is_none() {
+            // The fork's first update only records the RTT.
+            self.last_update = Some(now);
+            return;
+        }
+        let new_diff = new_rtt - prev.unwrap_or(new_rtt);
+        self.rtt_diff = (1.0 - self.alpha) * self.rtt_diff + self.alpha * new_diff;
+        let min_rtt = self.p.min_rtt.ps as f64;
         let g = self.rtt_diff / min_rtt;
-        let scale = match (p.completion_scaling, self.last_update) {
+        let scale = match (self.p.completion_scaling, self.last_update) {
             (true, Some(t)) => ((now - t) as f64 / min_rtt).min(1.0),
             _ => 1.0,
         };
         self.last_update = Some(now);
         let old = self.rate;
-        let mut rate = old;
-        if new_rtt < p.t_low.ps as f64 {
-            rate += scale * self.delta;
-        } else if new_rtt > p.t_high.ps as f64 {
-            self.neg = 0;
-            rate *= 1.0 - scale * p.beta * (1.0 - p.t_high.ps as f64 / new_rtt);
-        } else {
-            let counts = if p.completion_scaling {
-                new_diff < 0.0
-            } else {
-                g <= 0.0
-            };
-            self.neg = if counts { self.neg + 1 } else { 0 };
-            if g <= 0.0 {
-                let n = if self.neg >= p.hai_threshold {
-                    p.hai_multiplier
-                } else {
-                    1
-                };
-                rate += scale * n as f64 * self.delta;
-            } else {
-                rate *= 1.0 - p.beta * g;
+        let mut rate = match self.p.mode {
+            TimelyMode::Hpcc => self.hpcc_rule(new_rtt, g, scale),
+            TimelyMode::Thesis | TimelyMode::Patched => {
+                self.thesis_rule(new_rtt, new_diff, g, scale)
             }
-        }
-        if p.completion_scaling {
+        };
+        if self.p.completion_scaling {
             rate = rate.max(0.5 * old);
         }
         if std::mem::take(&mut self.app_limited) {
             rate = rate.min(old);
         }
         self.rate = rate.clamp(self.min_rate, self.line);
+    }
+
+    /// Algorithm 1's new rate (`patched`: with [ECND]'s rule between T_low
+    /// and T_high).
+    fn thesis_rule(&mut self, new_rtt: f64, new_diff: f64, g: f64, scale: f64) -> f64 {
+        let (p, old) = (&self.p, self.rate);
+        let t_high = p.t_high.ps as f64;
+        if new_rtt < p.t_low.ps as f64 {
+            return old + scale * self.delta;
+        }
+        if new_rtt > t_high {
+            self.neg = 0;
+            return old * (1.0 - scale * self.beta * (1.0 - t_high / new_rtt));
+        }
+        if p.mode == TimelyMode::Patched {
+            self.neg = 0;
+            let reference = p.patched_ref_ps() as f64;
+            let w = patched_weight(g);
+            let err = (new_rtt - reference) / reference;
+            return old * (1.0 - scale * self.beta * w * err) + scale * self.delta * (1.0 - w);
+        }
+        let counts = if p.completion_scaling {
+            new_diff < 0.0
+        } else {
+            g <= 0.0
+        };
+        self.neg = if counts { self.neg + 1 } else { 0 };
+        if g > 0.0 {
+            return old * (1.0 - self.beta * g);
+        }
+        let n = if self.neg >= p.hai_threshold {
+            p.hai_multiplier
+        } else {
+            1
+        };
+        old + scale * n as f64 * self.delta
+    }
+
+    /// `HPCC`'s new rate: the same three regions, but every increase (T_low
+    /// included) counts towards hyper increase, which starts after
+    /// `hai_threshold` of them in a row, and any decrease resets the count.
+    fn hpcc_rule(&mut self, new_rtt: f64, g: f64, scale: f64) -> f64 {
+        let (p, old) = (&self.p, self.rate);
+        let t_high = p.t_high.ps as f64;
+        let increase = new_rtt < p.t_low.ps as f64 || (new_rtt <= t_high && g <= 0.0);
+        if increase {
+            let n = if self.neg >= p.hai_threshold {
+                p.hai_multiplier
+            } else {
+                1
+            };
+            self.neg += 1;
+            return old + scale * n as f64 * self.delta;
+        }
+        self.neg = 0;
+        if new_rtt > t_high {
+            old * (1.0 - scale * self.beta * (1.0 - t_high / new_rtt))
+        } else {
+            // The fork clamps the factor at 0; the rate then stops at the minimum.
+            old * (1.0 - self.beta * g).max(0.0)
+        }
     }
 }
 
@@ -627,7 +816,7 @@ mod tests {
 
     #[test]
     fn without_bursts_every_packet_is_paced_at_the_rate() {
-        let mut s = pacer(|p| p.burst = false);
+        let mut s = pacer(|p| p.burst = Some(false));
         assert_eq!(s.next_departure(0, WIRE, 1_000_000_000), WIRE * 8 * 1000);
         assert_eq!(s.next_departure(7, WIRE, 10_000_000_000), 7 + PKT_10G);
     }
@@ -707,10 +896,187 @@ mod tests {
         p.validate("protocol.timely").unwrap();
     }
 
+    fn with_mode(mode: TimelyMode) -> Timely {
+        let p = TimelyParams {
+            mode,
+            ..Default::default()
+        };
+        p.validate("protocol.timely").unwrap();
+        let mut t = Timely::new(&p, LINE);
+        t.rate = 5e9;
+        t
+    }
+
+    /// Each mode's defaults (docs/rdma.md), and a key given in the file
+    /// wins over the mode.
+    #[test]
+    fn each_mode_has_its_sources_defaults_and_a_given_key_wins() {
+        let p = |mode| TimelyParams {
+            mode,
+            ..Default::default()
+        };
+        let row = |p: &TimelyParams| {
+            (
+                p.alpha(),
+                p.beta(),
+                p.min_rate_mbps(),
+                p.burst(),
+                p.rise_app_share(),
+            )
+        };
+        assert_eq!(row(&p(TimelyMode::Thesis)), (0.02, 0.8, 100.0, true, 0.8));
+        assert_eq!(row(&p(TimelyMode::Hpcc)), (0.875, 0.8, 1000.0, false, 0.0));
+        assert_eq!(
+            row(&p(TimelyMode::Patched)),
+            (0.875, 0.008, 100.0, true, 0.8)
+        );
+        let given: TimelyParams = toml::from_str(
+            "mode = \"hpcc\"\nalpha = 0.5\nbeta = 0.3\nmin_rate_mbps = 40\nburst = true\n\
+             rise_app_share = 0.6\n",
+        )
+        .unwrap();
+        assert_eq!(given.mode, TimelyMode::Hpcc);
+        assert_eq!(row(&given), (0.5, 0.3, 40.0, true, 0.6));
+        assert!(toml::from_str::<TimelyParams>("mode = \"fork\"\n").is_err());
+        // `patched`'s reference RTT is T_low unless given.
+        let mut q = p(TimelyMode::Patched);
+        assert_eq!(q.patched_ref_ps(), 50 * US);
+        q.patched_ref = Some(Micros::from_us(20.0));
+        assert_eq!(q.patched_ref_ps(), 20 * US);
+        q.patched_ref = Some(Micros::from_us(0.0));
+        let e = q.validate("protocol.timely").unwrap_err().to_string();
+        assert!(e.contains("protocol.timely.patched_ref_us"), "{e}");
+    }
+
+    /// `hpcc`: the first update only records the RTT; later ones run the
+    /// three regions, and the 6th increase in a row, T_low's included, is
+    /// a hyper increase of 5δ. A decrease resets the count.
+    #[test]
+    fn hpcc_records_the_first_rtt_and_counts_every_increase_towards_hai() {
+        let mut t = with_mode(TimelyMode::Hpcc);
+        t.on_completion(30 * US, 0);
+        assert_eq!((t.rate(), t.samples), (5e9, 1));
+        let mut steps = vec![];
+        for i in 1..=7 {
+            let r = t.rate();
+            t.on_completion(30 * US, i);
+            steps.push(((t.rate() - r) / 1e6).round());
+        }
+        assert_eq!(steps, [10.0, 10.0, 10.0, 10.0, 10.0, 50.0, 50.0]);
+        // The thesis counts only the gradient region: all δ below T_low.
+        let mut th = with_mode(TimelyMode::Thesis);
+        for i in 0..8 {
+            let r = th.rate();
+            th.on_completion(30 * US, i);
+            assert_eq!(((th.rate() - r) / 1e6).round(), 10.0);
+        }
+        // Above T_high: 1 − 0.8·(1 − 500/1000) = 0.6, and the count restarts.
+        let r = t.rate();
+        t.on_completion(1000 * US, 8);
+        assert_eq!(t.rate(), r * 0.6);
+        let r = t.rate();
+        t.on_completion(30 * US, 9);
+        assert_eq!(t.rate(), r + 10e6);
+    }
+
+    /// `hpcc`: a gradient so steep that 1 − βg < 0 stops at the minimum
+    /// rate, 1 Gb/s by the fork's run.py.
+    #[test]
+    fn hpcc_clamps_a_negative_decrease_factor_to_the_minimum_rate() {
+        let mut t = with_mode(TimelyMode::Hpcc);
+        t.on_completion(100 * US, 0);
+        // new_rtt_diff 200 µs; rtt_diff = 0.875 × 200 = 175 µs; g = 8.75.
+        t.on_completion(300 * US, 1);
+        assert_eq!(t.rtt_diff(), 0.875 * (200 * US) as f64);
+        assert_eq!(t.rate(), 1e9);
+    }
+
+    /// [ECND]'s weight: 0 up to g = −1/4, 1 from 1/4, 2g + 1/2 between.
+    #[test]
+    fn the_patched_weight_is_a_clamped_line() {
+        let w: Vec<f64> = [-1.0, -0.25, -0.1, 0.0, 0.1, 0.25, 3.0]
+            .iter()
+            .map(|&g| patched_weight(g))
+            .collect();
+        assert_eq!(w, [0.0, 0.0, 0.3, 0.5, 0.7, 1.0, 1.0]);
+    }
+
+    /// `patched` between T_low and T_high: rate·(1 − β·w·err) + δ·(1 − w)
+    /// with err = (RTT − T_low)/T_low. At a steady 100 µs (g = 0, w = 1/2,
+    /// err = 1) every flow tends to the one fixed point δ/(β·err) =
+    /// 10 Mb/s / 0.008 = 1.25 Gb/s, wherever it starts. Algorithm 1 has no
+    /// such point: g = 0 adds δ to every flow, and their gap stays.
+    #[test]
+    fn patched_flows_converge_to_one_fixed_point_and_thesis_flows_keep_their_gap() {
+        let mut t = with_mode(TimelyMode::Patched);
+        t.on_completion(100 * US, 0);
+        assert_eq!(t.rate(), 5e9 * (1.0 - 0.008 * 0.5) + 10e6 * 0.5);
+        let run = |mode, start: f64, samples: u64| {
+            let mut t = with_mode(mode);
+            t.rate = start;
+            for i in 0..samples {
+                t.on_completion(100 * US, i);
+            }
+            t.rate()
+        };
+        for start in [9e9, 0.3e9] {
+            let r = run(TimelyMode::Patched, start, 5000);
+            assert!((r - 1.25e9).abs() < 1e3, "{start}: {r}");
+        }
+        // (20 samples: both rise by the same steps and stay below line rate.)
+        let hi = run(TimelyMode::Thesis, 6e9, 20);
+        let lo = run(TimelyMode::Thesis, 3e9, 20);
+        assert_eq!((hi - 6e9, hi - lo), (840e6, 3e9));
+        // With the reference at minRTT (20 µs): err = 4, δ/(β·4) = 312.5 Mb/s.
+        let p = TimelyParams {
+            mode: TimelyMode::Patched,
+            patched_ref: Some(Micros::from_us(20.0)),
+            ..Default::default()
+        };
+        let mut t = Timely::new(&p, LINE);
+        for i in 0..5000 {
+            t.on_completion(100 * US, i);
+        }
+        assert!((t.rate() - 312.5e6).abs() < 1e3, "{}", t.rate());
+    }
+
+    /// `hpcc`'s engine: a sample when the cumulative ACK passes the PSN
+    /// that was next to send at the last one (the first ACK gives one), the
+    /// bare RTT, and every packet paced at the rate.
+    #[test]
+    fn hpcc_samples_once_per_rtt_without_taking_serialisation_off() {
+        let mut s = pacer(|p| p.mode = TimelyMode::Hpcc);
+        // (bytes, cumulative ACK PSN, next PSN to send) per ACK.
+        let acks = [
+            (1000, 1, 10),
+            (4000, 5, 14),
+            (5000, 10, 19),
+            (1000, 11, 20),
+            (8000, 19, 28),
+            (1000, 21, 29),
+        ];
+        let taken: Vec<bool> = acks
+            .iter()
+            .map(|&(b, u, n)| s.takes_sample(b, u, n))
+            .collect();
+        assert_eq!(taken, [true, false, false, true, false, true]);
+        let mut rng = crate::rng::stream_rng(1, 2);
+        assert_eq!(s.rtt(50 * US, 7, &mut rng), 50 * US - 7);
+        assert!(!s.host_scheduled());
+        assert_eq!(s.next_departure(0, WIRE, 1_000_000_000), WIRE * 8 * 1000);
+        // The other modes sample per segment (4000 bytes here).
+        let mut s = pacer(|p| p.mode = TimelyMode::Patched);
+        let taken: Vec<bool> = acks
+            .iter()
+            .map(|&(b, u, n)| s.takes_sample(b, u, n))
+            .collect();
+        assert_eq!(taken, [false, true, true, false, true, true]);
+    }
+
     #[test]
     fn bad_values_name_their_key() {
         let p = TimelyParams {
-            beta: -1.0,
+            beta: Some(-1.0),
             ..Default::default()
         };
         let e = p.validate("protocol.timely").unwrap_err();

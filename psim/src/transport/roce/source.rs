@@ -283,13 +283,15 @@ impl RoceSource {
     }
 
     /// Tells the controller that `acked` bytes were acknowledged by `pkt`,
-    /// with an RTT sample when they complete a segment of TIMELY's engine
-    /// (the only controller that takes samples).
+    /// with an RTT sample when TIMELY's engine takes one (a completed
+    /// segment, or `hpcc`'s once per RTT; the only controller that takes
+    /// samples).
     pub(super) fn feed_ack(&mut self, acked: u64, pkt: &Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         let ev = self.ack_event(acked, false);
+        let (una, next) = (self.una, self.next_psn);
         let rtt = self.pacer.as_mut().and_then(|p| {
-            p.completes_segment(acked)
+            p.takes_sample(acked, una, next)
                 .then(|| p.rtt(now, pkt.sent_ps, cx.rng))
         });
         if let (Some(_), Some(Controller::Timely(t)), Some(a)) = (rtt, &mut self.cc, &mut self.app)

@@ -301,6 +301,42 @@ fn timely_bursts_a_segment_and_waits_out_its_share_of_a_lower_rate() {
     );
 }
 
+/// `[protocol.timely] mode = "hpcc"` through the sender: packets paced one
+/// by one, the first ACK only records its RTT, and the next sample waits
+/// until the cumulative ACK passes the PSN that was next to send then. The
+/// sample is the bare RTT: 1000 µs cuts to exactly 0.6 of line rate.
+#[test]
+fn timely_hpcc_mode_samples_once_per_rtt_of_data() {
+    let mut p = ProtocolParams::default();
+    p.timely.mode = crate::transport::cc::timely::TimelyMode::Hpcc;
+    p.roce.window_packets = 4;
+    p.validate().unwrap();
+    let mut h = source(&p, Protocol::Timely, 1_000_000);
+    let mut out = h.start(0);
+    out.extend(h.advance(3 * GAP).into_iter().map(|(_, p)| p));
+    assert_eq!(out.iter().map(|p| p.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
+    let ack = |psn: u64, sent: u64| {
+        let mut a = data(psn);
+        (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
+        a
+    };
+    let timely = |h: &Host<RoceSource>| match h.ep.controller() {
+        Some(crate::transport::cc::Controller::Timely(t)) => (t.samples, t.rate()),
+        _ => panic!("a TIMELY controller"),
+    };
+    // PSN 0's ACK: the first sample, recorded only; PSN 4 leaves (next to send then: 4).
+    let t1 = 20 * US;
+    let sent = h.deliver(t1, ack(0, 0));
+    assert_eq!(sent.iter().map(|p| p.seq).collect::<Vec<_>>(), [4]);
+    assert_eq!(timely(&h), (1, 10e9));
+    // Up to PSN 3: the cumulative ACK has not passed PSN 4.
+    h.deliver(t1 + US, ack(3, 3 * GAP));
+    assert_eq!(timely(&h).0, 1);
+    // PSN 4's ACK, 1000 µs after it left: above T_high, 1 − 0.8·(1 − 500/1000).
+    h.deliver(t1 + 1000 * US, ack(4, t1));
+    assert_eq!(timely(&h), (2, 6e9));
+}
+
 #[test]
 fn bad_settings_name_their_key() {
     let mut p = ProtocolParams::default();
@@ -345,7 +381,7 @@ fn an_application_limited_timely_sender_is_cut_but_does_not_rise() {
     for (share, rise) in [(0.8, 0.0), (0.0, 10e6)] {
         let mut p = ProtocolParams::default();
         p.timely.segment_bytes = 4000;
-        p.timely.rise_app_share = share;
+        p.timely.rise_app_share = Some(share);
         p.roce.pfc = true; // no RTO: the only wake-up is the application's
         p.validate().unwrap();
         let mut info = flow(None, 1);
