@@ -9,15 +9,15 @@
 //! g = rtt_diff / minRTT
 //! new_rtt < T_low:  rate += δ                                 (return)
 //! new_rtt > T_high: rate *= 1 − β·(1 − T_high/new_rtt)        (return)
-//! g ≤ 0:            rate += N·δ   (N = 5 once the last 5 completions had g ≤ 0, else 1)
+//! g ≤ 0:            rate += N·δ   (N = 5 once the last 5 completions had g < 0, else 1)
 //! else:             rate *= 1 − β·g
 //! ```
 //!
 //! then the rate is clamped to [`min_rate_mbps`, line rate]. The first
 //! sample has no predecessor, so its new_rtt_diff is 0. The HAI count
-//! (consecutive completions in the gradient region with g ≤ 0, the current
-//! one included) is reset by a gradient decrease and by the T_high branch;
-//! the T_low branch leaves it as it is.
+//! (consecutive completions in the gradient region with g < 0, the current
+//! one included: Algorithm 1's "gradient < 0") is reset by a zero or positive
+//! gradient and by the T_high branch; the T_low branch leaves it as it is.
 //!
 //! **The rate engine and segments** ([TH] §3.2.1, §3.2.3, §3.4;
 //! [`SegmentPacer`]). A flow's data leaves in segments of `segment_bytes`
@@ -130,7 +130,7 @@ pub struct TimelyParams {
     /// Additive step δ, Mb/s; default 10 Mb/s per 10 Gb/s of NIC rate.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub delta_mbps: Option<f64>,
-    /// Completions with g ≤ 0 in a row before hyper increase.
+    /// Completions with g < 0 in a row before hyper increase.
     pub hai_threshold: u32,
     /// N: the step in δ units in hyper increase.
     pub hai_multiplier: u32,
@@ -413,6 +413,11 @@ impl SegmentPacer {
         gap.max(own)
     }
 
+    /// `hpcc`: one sample per RTT rather than per segment.
+    pub fn per_rtt(&self) -> bool {
+        self.per_rtt
+    }
+
     /// Whether an ACK that newly acknowledged `bytes`, leaving the
     /// cumulative ACK at PSN `una` with PSN `next` the next to send, gives
     /// an RTT sample: when it completes a segment, or (`hpcc`) when `una`
@@ -570,13 +575,12 @@ impl Timely {
     /// and T_high).
     fn thesis_rule(&mut self, new_rtt: f64, new_diff: f64, g: f64, scale: f64) -> f64 {
         let (p, old) = (&self.p, self.rate);
-        let t_high = p.t_high.ps as f64;
         if new_rtt < p.t_low.ps as f64 {
             return old + scale * self.delta;
         }
-        if new_rtt > t_high {
+        if new_rtt > p.t_high.ps as f64 {
             self.neg = 0;
-            return old * (1.0 - scale * self.beta * (1.0 - t_high / new_rtt));
+            return self.t_high_cut(new_rtt, scale);
         }
         if p.mode == TimelyMode::Patched {
             self.neg = 0;
@@ -585,21 +589,20 @@ impl Timely {
             let err = (new_rtt - reference) / reference;
             return old * (1.0 - scale * self.beta * w * err) + scale * self.delta * (1.0 - w);
         }
+        // Algorithm 1: N = 5 once the gradient has been negative ("gradient
+        // < 0") for five completions in a row; a zero gradient still gives
+        // the plain step but breaks the run. The completion-scaling variant
+        // counts the raw difference, as the author's code snippet does.
         let counts = if p.completion_scaling {
             new_diff < 0.0
         } else {
-            g <= 0.0
+            g < 0.0
         };
         self.neg = if counts { self.neg + 1 } else { 0 };
         if g > 0.0 {
             return old * (1.0 - self.beta * g);
         }
-        let n = if self.neg >= p.hai_threshold {
-            p.hai_multiplier
-        } else {
-            1
-        };
-        old + scale * n as f64 * self.delta
+        old + scale * self.hai_steps() * self.delta
     }
 
     /// `HPCC`'s new rate: the same three regions, but every increase (T_low
@@ -610,21 +613,33 @@ impl Timely {
         let t_high = p.t_high.ps as f64;
         let increase = new_rtt < p.t_low.ps as f64 || (new_rtt <= t_high && g <= 0.0);
         if increase {
-            let n = if self.neg >= p.hai_threshold {
-                p.hai_multiplier
-            } else {
-                1
-            };
+            let n = self.hai_steps();
             self.neg += 1;
-            return old + scale * n as f64 * self.delta;
+            return old + scale * n * self.delta;
         }
         self.neg = 0;
         if new_rtt > t_high {
-            old * (1.0 - scale * self.beta * (1.0 - t_high / new_rtt))
+            self.t_high_cut(new_rtt, scale)
         } else {
             // The fork clamps the factor at 0; the rate then stops at the minimum.
             old * (1.0 - self.beta * g).max(0.0)
         }
+    }
+
+    /// Additive steps this increase takes: `hai_multiplier` once `neg` has
+    /// reached `hai_threshold` (hyper increase), else one.
+    fn hai_steps(&self) -> f64 {
+        if self.neg >= self.p.hai_threshold {
+            self.p.hai_multiplier as f64
+        } else {
+            1.0
+        }
+    }
+
+    /// The cut above T_high, in proportion to how far the RTT passed it.
+    fn t_high_cut(&self, new_rtt: f64, scale: f64) -> f64 {
+        let t_high = self.p.t_high.ps as f64;
+        self.rate * (1.0 - scale * self.beta * (1.0 - t_high / new_rtt))
     }
 }
 
@@ -719,8 +734,11 @@ mod tests {
         assert_eq!(t.rate(), 5e9 + 2.0 * 10e6);
     }
 
+    /// Algorithm 1: N = 5 once "gradient < 0" for five completions. The
+    /// first sample's gradient is 0, so it adds δ without counting; the
+    /// 2nd to 6th are negative, and the 6th is the first at 5δ.
     #[test]
-    fn hyper_increase_after_five_non_positive_gradients() {
+    fn hyper_increase_after_five_negative_gradients() {
         let mut t = timely();
         let mut rates = vec![t.rate()];
         for i in 0..7u64 {
@@ -731,17 +749,30 @@ mod tests {
             .windows(2)
             .map(|w| ((w[1] - w[0]) / 1e6).round())
             .collect();
-        assert_eq!(steps, [10.0, 10.0, 10.0, 10.0, 50.0, 50.0, 50.0]);
+        assert_eq!(steps, [10.0, 10.0, 10.0, 10.0, 10.0, 50.0, 50.0]);
         // A positive gradient decreases and resets the count: the next
-        // non-positive gradient adds δ only.
+        // negative gradient adds δ only.
         let r = t.rate();
         t.on_completion(300 * US, 10);
         assert!(t.rtt_diff() > 0.0 && t.rate() < r);
         t.on_completion(100 * US, 11);
-        assert!(t.rtt_diff() <= 0.0);
+        assert!(t.rtt_diff() < 0.0);
         let r = t.rate();
         t.on_completion(100 * US, 12);
         assert_eq!(((t.rate() - r) / 1e6).round(), 10.0);
+    }
+
+    /// A flat RTT in the band keeps g = 0 exactly: every completion adds δ
+    /// and none counts towards hyper increase.
+    #[test]
+    fn a_zero_gradient_never_reaches_hyper_increase() {
+        let mut t = timely();
+        let r0 = t.rate();
+        for i in 0..12u64 {
+            t.on_completion(100 * US, i);
+            assert_eq!(t.rtt_diff(), 0.0);
+        }
+        assert_eq!(((t.rate() - r0) / 1e6).round(), 120.0);
     }
 
     #[test]
@@ -1023,10 +1054,11 @@ mod tests {
             let r = run(TimelyMode::Patched, start, 5000);
             assert!((r - 1.25e9).abs() < 1e3, "{start}: {r}");
         }
-        // (20 samples: both rise by the same steps and stay below line rate.)
+        // (20 samples at g = 0: both rise by 20 plain steps, never hyper
+        // increase, and stay below line rate.)
         let hi = run(TimelyMode::Thesis, 6e9, 20);
         let lo = run(TimelyMode::Thesis, 3e9, 20);
-        assert_eq!((hi - 6e9, hi - lo), (840e6, 3e9));
+        assert_eq!((hi - 6e9, hi - lo), (200e6, 3e9));
         // With the reference at minRTT (20 µs): err = 4, δ/(β·4) = 312.5 Mb/s.
         let p = TimelyParams {
             mode: TimelyMode::Patched,

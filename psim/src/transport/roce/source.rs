@@ -347,10 +347,17 @@ impl Transport for RoceSource {
                 self.try_send(cx);
             }
             PacketKind::Nack => {
-                self.acknowledge(pkt.ack, now);
+                let acked = self.acknowledge(pkt.ack, now);
                 if pkt.ack < self.next_psn {
                     // Go back N.
                     self.next_psn = pkt.ack;
+                }
+                // `hpcc`: the fork passes NACKs through its TIMELY update
+                // too, after going back, so a NACK that moves the cumulative
+                // ACK past the milestone gives the sample and sets the next
+                // milestone at the rewound PSN.
+                if acked > 0 && self.pacer.as_ref().is_some_and(|p| p.per_rtt()) {
+                    self.feed_ack(acked, &pkt, cx);
                 }
                 self.try_send(cx);
             }

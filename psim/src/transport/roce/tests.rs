@@ -337,6 +337,45 @@ fn timely_hpcc_mode_samples_once_per_rtt_of_data() {
     assert_eq!(timely(&h), (2, 6e9));
 }
 
+/// `hpcc`: HPCC's fork runs its TIMELY update on NACKs as well, after going
+/// back: a NACK whose cumulative ACK passes the milestone gives the sample,
+/// and the next milestone is the rewound PSN, so the next advancing ACK
+/// samples again.
+#[test]
+fn timely_hpcc_mode_samples_on_a_nack_past_the_milestone() {
+    let mut p = ProtocolParams::default();
+    p.timely.mode = crate::transport::cc::timely::TimelyMode::Hpcc;
+    p.roce.window_packets = 8;
+    p.validate().unwrap();
+    let mut h = source(&p, Protocol::Timely, 1_000_000);
+    h.start(0);
+    h.advance(7 * GAP);
+    let feedback = |kind: PacketKind, ack: u64, seq: u64, sent: u64| {
+        let mut a = data(seq);
+        (a.kind, a.ack, a.sent_ps, a.size) = (kind, ack, sent, 64);
+        a
+    };
+    let timely = |h: &Host<RoceSource>| match h.ep.controller() {
+        Some(crate::transport::cc::Controller::Timely(t)) => (t.samples, t.rate()),
+        _ => panic!("a TIMELY controller"),
+    };
+    // PSN 0's ACK: recorded only; the milestone is PSN 8, next to send.
+    let t1 = 20 * US;
+    h.deliver(t1, feedback(PacketKind::Ack, 1, 0, 0));
+    h.deliver(t1 + 1, feedback(PacketKind::Ack, 2, 1, GAP));
+    h.deliver(t1 + 2, feedback(PacketKind::Ack, 3, 2, 2 * GAP));
+    assert_eq!(timely(&h), (1, 10e9));
+    // PSN 9 lost, PSN 10 arrives: the NACK acknowledges up to PSN 8 (past
+    // the milestone), 1000 µs after PSN 10 left: 1 − 0.8·(1 − 500/1000).
+    let t2 = t1 + 1000 * US;
+    let resent = h.deliver(t2, feedback(PacketKind::Nack, 9, 10, t1));
+    assert_eq!(timely(&h), (2, 6e9));
+    assert_eq!(resent.first().map(|p| p.seq), Some(9));
+    // The milestone is PSN 9 (rewound): its ACK samples again at once.
+    h.deliver(t2 + 1000 * US, feedback(PacketKind::Ack, 10, 9, t2));
+    assert_eq!(timely(&h), (3, 6e9 * 0.6));
+}
+
 #[test]
 fn bad_settings_name_their_key() {
     let mut p = ProtocolParams::default();
