@@ -301,17 +301,31 @@ fn timely_bursts_a_segment_and_waits_out_its_share_of_a_lower_rate() {
     );
 }
 
+/// A TIMELY sender in `hpcc` mode with a window of `window` packets and
+/// 1 MB to send.
+fn hpcc_timely_source(window: u32) -> Host<RoceSource> {
+    let mut p = ProtocolParams::default();
+    p.timely.mode = crate::transport::cc::timely::TimelyMode::Hpcc;
+    p.roce.window_packets = window;
+    p.validate().unwrap();
+    source(&p, Protocol::Timely, 1_000_000)
+}
+
+/// The TIMELY controller's samples taken and rate.
+fn timely_state(h: &Host<RoceSource>) -> (u64, f64) {
+    match h.ep.controller() {
+        Some(crate::transport::cc::Controller::Timely(t)) => (t.samples, t.rate()),
+        _ => panic!("a TIMELY controller"),
+    }
+}
+
 /// `[protocol.timely] mode = "hpcc"` through the sender: packets paced one
 /// by one, the first ACK only records its RTT, and the next sample waits
 /// until the cumulative ACK passes the PSN that was next to send then. The
 /// sample is the bare RTT: 1000 µs cuts to exactly 0.6 of line rate.
 #[test]
 fn timely_hpcc_mode_samples_once_per_rtt_of_data() {
-    let mut p = ProtocolParams::default();
-    p.timely.mode = crate::transport::cc::timely::TimelyMode::Hpcc;
-    p.roce.window_packets = 4;
-    p.validate().unwrap();
-    let mut h = source(&p, Protocol::Timely, 1_000_000);
+    let mut h = hpcc_timely_source(4);
     let mut out = h.start(0);
     out.extend(h.advance(3 * GAP).into_iter().map(|(_, p)| p));
     assert_eq!(out.iter().map(|p| p.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
@@ -320,21 +334,17 @@ fn timely_hpcc_mode_samples_once_per_rtt_of_data() {
         (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
         a
     };
-    let timely = |h: &Host<RoceSource>| match h.ep.controller() {
-        Some(crate::transport::cc::Controller::Timely(t)) => (t.samples, t.rate()),
-        _ => panic!("a TIMELY controller"),
-    };
     // PSN 0's ACK: the first sample, recorded only; PSN 4 leaves (next to send then: 4).
     let t1 = 20 * US;
     let sent = h.deliver(t1, ack(0, 0));
     assert_eq!(sent.iter().map(|p| p.seq).collect::<Vec<_>>(), [4]);
-    assert_eq!(timely(&h), (1, 10e9));
+    assert_eq!(timely_state(&h), (1, 10e9));
     // Up to PSN 3: the cumulative ACK has not passed PSN 4.
     h.deliver(t1 + US, ack(3, 3 * GAP));
-    assert_eq!(timely(&h).0, 1);
+    assert_eq!(timely_state(&h).0, 1);
     // PSN 4's ACK, 1000 µs after it left: above T_high, 1 − 0.8·(1 − 500/1000).
     h.deliver(t1 + 1000 * US, ack(4, t1));
-    assert_eq!(timely(&h), (2, 6e9));
+    assert_eq!(timely_state(&h), (2, 6e9));
 }
 
 /// `hpcc`: HPCC's fork runs its TIMELY update on NACKs as well, after going
@@ -343,11 +353,7 @@ fn timely_hpcc_mode_samples_once_per_rtt_of_data() {
 /// samples again.
 #[test]
 fn timely_hpcc_mode_samples_on_a_nack_past_the_milestone() {
-    let mut p = ProtocolParams::default();
-    p.timely.mode = crate::transport::cc::timely::TimelyMode::Hpcc;
-    p.roce.window_packets = 8;
-    p.validate().unwrap();
-    let mut h = source(&p, Protocol::Timely, 1_000_000);
+    let mut h = hpcc_timely_source(8);
     h.start(0);
     h.advance(7 * GAP);
     let feedback = |kind: PacketKind, ack: u64, seq: u64, sent: u64| {
@@ -355,25 +361,21 @@ fn timely_hpcc_mode_samples_on_a_nack_past_the_milestone() {
         (a.kind, a.ack, a.sent_ps, a.size) = (kind, ack, sent, 64);
         a
     };
-    let timely = |h: &Host<RoceSource>| match h.ep.controller() {
-        Some(crate::transport::cc::Controller::Timely(t)) => (t.samples, t.rate()),
-        _ => panic!("a TIMELY controller"),
-    };
     // PSN 0's ACK: recorded only; the milestone is PSN 8, next to send.
     let t1 = 20 * US;
     h.deliver(t1, feedback(PacketKind::Ack, 1, 0, 0));
     h.deliver(t1 + 1, feedback(PacketKind::Ack, 2, 1, GAP));
     h.deliver(t1 + 2, feedback(PacketKind::Ack, 3, 2, 2 * GAP));
-    assert_eq!(timely(&h), (1, 10e9));
+    assert_eq!(timely_state(&h), (1, 10e9));
     // PSN 9 lost, PSN 10 arrives: the NACK acknowledges up to PSN 8 (past
     // the milestone), 1000 µs after PSN 10 left: 1 − 0.8·(1 − 500/1000).
     let t2 = t1 + 1000 * US;
     let resent = h.deliver(t2, feedback(PacketKind::Nack, 9, 10, t1));
-    assert_eq!(timely(&h), (2, 6e9));
+    assert_eq!(timely_state(&h), (2, 6e9));
     assert_eq!(resent.first().map(|p| p.seq), Some(9));
     // The milestone is PSN 9 (rewound): its ACK samples again at once.
     h.deliver(t2 + 1000 * US, feedback(PacketKind::Ack, 10, 9, t2));
-    assert_eq!(timely(&h), (3, 6e9 * 0.6));
+    assert_eq!(timely_state(&h), (3, 6e9 * 0.6));
 }
 
 #[test]
