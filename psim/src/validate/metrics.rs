@@ -14,6 +14,20 @@ use crate::trace::FlowRecord;
 
 pub use super::inputs::*;
 
+/// Where [`Metric::OneWay`]'s delay of a packet starts.
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum DelayFrom {
+    /// Its first enqueue at the source's NIC.
+    #[default]
+    Send,
+    /// Its flow's start (`start_ps` in the flow table): the UPS scripts'
+    /// packet delay, where the UDP agent hands every packet of a flow to the
+    /// NIC at the flow's start, so a packet's wait behind the earlier
+    /// packets of its own flow counts ([UPS] `apps/udp.cc`, the PCT log).
+    FlowStart,
+}
+
 /// A metric expression: a function of named runs, or arithmetic on others.
 /// Written in targets.toml as an inline table with `fn` naming the variant.
 #[derive(Deserialize, Serialize, Debug, Clone, PartialEq)]
@@ -221,15 +235,19 @@ pub enum Metric {
     },
     /// The one-way delay of data packets, µs: a percentile (`q` in [0, 1]),
     /// or the mean when `q` is absent. From the first send at the source
-    /// NIC to the arrival at the destination ([`super::one_way`], [TH] Fig
-    /// 5.3). Needs the run's packet trace with `enqueue` and `dequeue`
-    /// events; a sampled trace gives an unbiased estimate.
+    /// NIC (or, `from = "flow_start"`, from its flow's start) to the arrival
+    /// at the destination ([`super::one_way`], [TH] Fig 5.3). Needs the
+    /// run's packet trace with `enqueue` and `dequeue` events; a sampled
+    /// trace gives an unbiased estimate.
     OneWay {
         /// Run name.
         run: String,
         /// Quantile in [0, 1]; None: the mean.
         #[serde(default)]
         q: Option<f64>,
+        /// Where each packet's delay starts.
+        #[serde(default)]
+        from: DelayFrom,
     },
     /// Jain's fairness index of the flows' throughput in each `bin_us`
     /// window, averaged over the windows that start in [`from_us`,
@@ -790,13 +808,24 @@ impl Metric {
                 }
                 quantile_or_mean(&mut v, *q)
             }
-            Metric::OneWay { run, q } => {
+            Metric::OneWay { run, q, from } => {
                 let d = traced(run)?;
+                let starts: HashMap<u64, u64> = match from {
+                    DelayFrom::Send => HashMap::new(),
+                    DelayFrom::FlowStart => {
+                        d.flows.iter().map(|f| (f.flow_id, f.start_ps)).collect()
+                    }
+                };
                 let mut v: Vec<f64> = d
                     .traced
                     .arrivals
                     .iter()
-                    .filter_map(|a| a.delay_ps)
+                    .filter_map(|a| match from {
+                        DelayFrom::Send => a.delay_ps,
+                        DelayFrom::FlowStart => {
+                            starts.get(&a.flow).map(|&t0| a.at_ps.saturating_sub(t0))
+                        }
+                    })
                     .map(|x| x as f64 / 1e6)
                     .collect();
                 if v.is_empty() {
@@ -1349,7 +1378,11 @@ mod tests {
     fn one_way_delay_reads_the_trace() {
         use crate::validate::one_way::Arrival;
         let mut runs = one(vec![flow(1, 9000, 10, 9000)], 1);
-        let m = |q| Metric::OneWay { run: "r".into(), q };
+        let m = |q| Metric::OneWay {
+            run: "r".into(),
+            q,
+            from: DelayFrom::Send,
+        };
         assert!(m(None).eval(&runs).unwrap_err().contains("no packet trace"));
         let d = runs.get_mut("r").unwrap();
         d.traced.packets_traced = true;
@@ -1368,6 +1401,22 @@ mod tests {
         assert_eq!(m(None).eval(&runs).unwrap(), 3.0);
         assert_eq!(m(Some(1.0)).eval(&runs).unwrap(), 5.0);
         assert_eq!(m(Some(0.5)).eval(&runs).unwrap(), 3.0);
+        // From the flow's start (0.5 µs) to each arrival (at 1, 5 and 3
+        // µs), whatever the packet's own send time (here its delay field):
+        // 0.5, 4.5 and 2.5 µs.
+        let from_start = |q| Metric::OneWay {
+            run: "r".into(),
+            q,
+            from: DelayFrom::FlowStart,
+        };
+        let d = runs.get_mut("r").unwrap();
+        d.flows[0].start_ps = 500_000;
+        for a in &mut d.traced.arrivals {
+            a.delay_ps = Some(1);
+        }
+        assert_eq!(from_start(None).eval(&runs).unwrap(), 2.5);
+        assert_eq!(from_start(Some(1.0)).eval(&runs).unwrap(), 4.5);
+        assert_eq!(m(None).eval(&runs).unwrap(), 1e-6);
     }
 
     /// A traced arrival without a one-way delay.

@@ -8,8 +8,10 @@
 //!
 //! - **sent**: its first `enqueue` row at its source host's NIC (entity =
 //!   the packet's `src`), when the transport hands it to the network. Time
-//!   queued in the NIC counts, as it does in the thesis's ns-2 runs, where a
-//!   packet's delay starts when its UDP agent emits it;
+//!   queued in the NIC counts. (The thesis's ns-2 runs measure from the
+//!   flow's start instead, as their UDP agent emits a whole flow at once;
+//!   the metric's `from = "flow_start"` does that with the flow table's
+//!   start times.);
 //! - **arrived**: its first `dequeue` row at a port whose link ends at the
 //!   packet's `dst`, plus that link's serialisation of the packet and its
 //!   propagation delay (the trace records events at output queues only);
