@@ -27,12 +27,7 @@ fn data(psn: u64) -> Packet {
 
 /// Feedback from the receiver: cumulative ACK `ack`, SACKed PSN `seq`.
 fn feedback(kind: PacketKind, ack: u64, seq: u64) -> Packet {
-    let mut p = data(seq);
-    p.kind = kind;
-    p.ack = ack;
-    p.size = 64;
-    p.payload = 0;
-    p
+    super::tests::as_feedback(data(seq), kind, ack)
 }
 
 fn source(p: &ProtocolParams, size: u64) -> Host<IrnSource> {

@@ -24,6 +24,22 @@ fn data(psn: u64) -> Packet {
     p
 }
 
+/// Data packet `p` turned into the receiver's 64-byte feedback of `kind`
+/// (ACK, NACK), acknowledging up to `ack`: the one shape every RoCE and IRN
+/// sender test feeds back.
+pub(super) fn as_feedback(mut p: Packet, kind: PacketKind, ack: u64) -> Packet {
+    (p.kind, p.ack, p.size, p.payload) = (kind, ack, 64, 0);
+    p
+}
+
+/// The ACK of PSN `psn` (cumulative: up to `psn + 1`), echoing send time `sent`.
+fn ack(psn: u64, sent: u64) -> Packet {
+    Packet {
+        sent_ps: sent,
+        ..as_feedback(data(psn), PacketKind::Ack, psn + 1)
+    }
+}
+
 fn sink(p: &ProtocolParams) -> Host {
     Host::new(5, Protocol::sink(&data(0), p))
 }
@@ -266,11 +282,6 @@ fn timely_bursts_a_segment_and_waits_out_its_share_of_a_lower_rate() {
     // to its ACK, less the segment's 4 × 1064 B at the NIC rate): above
     // T_high, the rate falls to 1 − 0.8·(1 − 500/1000) = 0.6 of line rate.
     let now = 1000 * US + 4 * GAP;
-    let ack = |psn: u64, sent: u64| {
-        let mut a = data(psn);
-        (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
-        a
-    };
     assert!(h.deliver(now, ack(3, 0)).is_empty());
     let Some(crate::transport::cc::Controller::Timely(t)) = h.ep.controller() else {
         panic!("a TIMELY controller")
@@ -329,11 +340,6 @@ fn timely_hpcc_mode_samples_once_per_rtt_of_data() {
     let mut out = h.start(0);
     out.extend(h.advance(3 * GAP).into_iter().map(|(_, p)| p));
     assert_eq!(out.iter().map(|p| p.seq).collect::<Vec<_>>(), [0, 1, 2, 3]);
-    let ack = |psn: u64, sent: u64| {
-        let mut a = data(psn);
-        (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
-        a
-    };
     // PSN 0's ACK: the first sample, recorded only; PSN 4 leaves (next to send then: 4).
     let t1 = 20 * US;
     let sent = h.deliver(t1, ack(0, 0));
@@ -356,10 +362,9 @@ fn timely_hpcc_mode_samples_on_a_nack_past_the_milestone() {
     let mut h = hpcc_timely_source(8);
     h.start(0);
     h.advance(7 * GAP);
-    let feedback = |kind: PacketKind, ack: u64, seq: u64, sent: u64| {
-        let mut a = data(seq);
-        (a.kind, a.ack, a.sent_ps, a.size) = (kind, ack, sent, 64);
-        a
+    let feedback = |kind: PacketKind, ack: u64, seq: u64, sent: u64| Packet {
+        sent_ps: sent,
+        ..as_feedback(data(seq), kind, ack)
     };
     // PSN 0's ACK: recorded only; the milestone is PSN 8, next to send.
     let t1 = 20 * US;
@@ -436,11 +441,6 @@ fn an_application_limited_timely_sender_is_cut_but_does_not_rise() {
         assert_eq!(first.len(), 4, "the first message, as one burst");
         // Nothing more until the next message: the sender sleeps till then.
         assert_eq!(h.next_wake(), Some(3200 * US));
-        let ack = |psn: u64, sent: u64| {
-            let mut a = data(psn);
-            (a.kind, a.ack, a.sent_ps, a.size) = (PacketKind::Ack, psn + 1, sent, 64);
-            a
-        };
         let rate = |h: &Host<RoceSource>| match h.ep.controller() {
             Some(crate::transport::cc::Controller::Timely(t)) => t.rate(),
             _ => panic!("a TIMELY controller"),
