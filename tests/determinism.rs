@@ -53,9 +53,9 @@ fn every_small_scenario_is_identical_across_partitions() {
     }
 }
 
-/// The thirteen [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and
-/// without PFC, DCQCN, TIMELY; IRN on the thesis's VOQ switch), RoCE with
-/// DCQCN on shared-buffer switches, and the
+/// The [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and without
+/// PFC, DCQCN, TIMELY, DCTCP, on the thesis's VOQ switch; IRN on output-queued
+/// switches), RoCE with DCQCN on shared-buffer switches, and the
 /// T27/T28 incasts, cut to k = 4 and
 /// 300 µs of arrivals (2 MB incasts) so that they run in a test: byte-identical across shards and threads, conserved,
 /// every flow finished. The full-size files are the same but for these two

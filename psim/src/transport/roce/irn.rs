@@ -66,7 +66,8 @@
 //!   - Parameters: `[protocol.dctcp]`, shared with TCP's `dctcp`: `g` = 1/16
 //!     (TA4: [TH] takes DCTCP's constants from [DCTCP]; RFC 8257 §4.2),
 //!     `initial_alpha` = 1 (RFC 8257 §3.3), `cut_rule` = `"marked_window"`.
-//!     K is the switches' `ecn_threshold`; [TH] Ch. 4 gives none, and
+//!     K is where the switches mark (`ecn`'s `ecn_threshold`, or a ramp
+//!     that steps from 0 to 1 at K); [TH] Ch. 4 gives none, and
 //!     scenarios/rdma/irn_dctcp.toml takes TA4's 65 packets (docs/rdma.md).
 //!     A scenario whose switches never mark is refused, as for DCQCN.
 //! - **Timeouts** ([TH] §4.2.1, TA9): the timer is armed at RTO_low when a
