@@ -34,7 +34,7 @@
 //! | `queue_packets`, or `queue_bytes` | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]), tail drop | Linux `sch_codel` limit (RFC 8289 sets none) |
 //! | `target_us` | 5000 µs ([`DEFAULT_TARGET_PS`]) | [CODEL] §4.3; [TH] §5.3 and the UPS runs (target 0.005 s) |
 //! | `interval_us` | 100000 µs ([`DEFAULT_INTERVAL_PS`]) | [CODEL] §4.2; UPS runs (0.1 s) |
-//! | `mtu_bytes` | the scenario's full packet: MTU payload + header | [CODEL] §5 `MAXPACKET` ("SHOULD use interface MTU"); Linux uses the device MTU |
+//! | `mtu_bytes` | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) | [CODEL] §5 `MAXPACKET` ("SHOULD use interface MTU"); Linux uses the device MTU |
 //! | `ecn` | `false` | Linux `sch_codel` default |
 //!
 //! Datacenter values: the thesis's CoDel runs are wide-area (Internet2) and

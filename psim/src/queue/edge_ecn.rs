@@ -45,7 +45,7 @@
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets (as `lstf`) | as `droptail`; the thesis's DC runs use 500 KB buffers ([TH] §5.2, T43) |
 //! | `k_packets` | 15 ([`DEFAULT_K_PACKETS`]) | [TH] §5.3.2 "the DCTCP default value of K = 15 packets"; [DCTCP] |
-//! | `mtu_bytes` | the scenario's full packet: MTU payload + header | [TH] §5.3.2 (transmission time of K packets; 1500 B) |
+//! | `mtu_bytes` | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) | [TH] §5.3.2 (transmission time of K packets; 1500 B) |
 //! | `used_slack` | `"fifo_plus"` | see above; [TH] §5.3 (used slack), §5.2.2 (FIFO+ = LSTF with equal slacks) |
 //! | `initial_slack_us` (`used_slack = "lstf"` only) | 1,000,000 (1 s) | `[host.slack] policy = "tail"`'s default `slack_us` (`UPS` `initSlack_`) |
 

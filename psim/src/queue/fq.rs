@@ -37,7 +37,7 @@
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail`; UPS's replay runs: 10⁸, its TCP runs 3425 or 34,250 |
 //! | `scheduler` | `"drr"` (or `"stfq"`) | [DRR], [STFQ] |
-//! | `quantum_bytes` (drr) | the scenario's full packet: MTU payload + header | [DRR] §3 (a quantum of at least one maximum packet keeps the work O(1) per packet) |
+//! | `quantum_bytes` (drr) | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) | [DRR] §3 (a quantum of at least one maximum packet keeps the work O(1) per packet) |
 //! | `buckets` | 1024 ([`DEFAULT_BUCKETS`]) | UPS's sfqCoDel `maxbins` 1024; [FQCODEL] §5.2 |
 //! | `overflow` | `"longest"` (or `"tail"`) | UPS's sfqCoDel: drop from the longest bin |
 

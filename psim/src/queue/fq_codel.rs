@@ -27,7 +27,7 @@
 //! | `queue_packets`, or `queue_bytes` | 10240 packets ([`DEFAULT_QUEUE_PACKETS`]) | Linux `sch_fq_codel` limit; UPS's runs use 34,250 |
 //! | `memory_limit_bytes` | 32 MiB ([`DEFAULT_MEMORY_LIMIT`]) | Linux `memory_limit` |
 //! | `buckets` | 1024 ([`DEFAULT_BUCKETS`]) | [FQCODEL] §5.2; Linux `flows`; UPS 1024 bins |
-//! | `quantum_bytes` | the scenario's full packet: MTU payload + header (1514 B for Ethernet's 1500) | [FQCODEL] §5.2 ("the interface MTU"); Linux `psched_mtu` |
+//! | `quantum_bytes` | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) (1514 B for Ethernet's 1500) | [FQCODEL] §5.2 ("the interface MTU"); Linux `psched_mtu` |
 //! | `target_us` | 5000 µs | [CODEL] §4.3; UPS runs (target 0.005 s) |
 //! | `interval_us` | 100000 µs | [CODEL] §4.2 |
 //! | `mtu_bytes` | the scenario's full packet | [CODEL] §5 `MAXPACKET`; Linux device MTU |
