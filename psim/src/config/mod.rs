@@ -249,22 +249,6 @@ impl Scenario {
             .max()
             .unwrap_or(0)
             + crate::packet::HEADER_BYTES as u64;
-        let queues = switch::port_queues(
-            &file.switch,
-            &file.host,
-            protocols.ndp.mtu_bytes,
-            largest_packet,
-        )?;
-        if file.switch.pfc.enabled {
-            let ports = (0..topology.entities())
-                .filter(|&e| topology.kind(e) != crate::topo::EntityKind::Host)
-                .map(|e| topology.port_count(e) as usize)
-                .max()
-                .unwrap_or(0);
-            file.switch
-                .pfc
-                .validate_pool("switch.pfc", ports, largest_packet)?;
-        }
 
         let mut traffic_protocols = Vec::new();
         let mut traffic_apps = Vec::new();
@@ -329,6 +313,27 @@ impl Scenario {
         let mut protos = traffic_protocols.clone();
         protos.sort_by_key(|p| *p as u8);
         protos.dedup();
+        // "One packet" of the disciplines' defaults is the traffic's largest
+        // on the wire (NDP's when there is no traffic).
+        let packet_bytes = ranges::full_packet_bytes(&protos, &protocols)
+            .unwrap_or(protocols.ndp.mtu_bytes as u64 + crate::packet::HEADER_BYTES as u64);
+        let queues = switch::port_queues(
+            &file.switch,
+            &file.host,
+            protocols.ndp.mtu_bytes,
+            packet_bytes,
+            largest_packet,
+        )?;
+        if file.switch.pfc.enabled {
+            let ports = (0..topology.entities())
+                .filter(|&e| topology.kind(e) != crate::topo::EntityKind::Host)
+                .map(|e| topology.port_count(e) as usize)
+                .max()
+                .unwrap_or(0);
+            file.switch
+                .pfc
+                .validate_pool("switch.pfc", ports, largest_packet)?;
+        }
         ranges::check_queue_fits("host.queue", &queues.host, &protos, &protocols)?;
         for (tier, q) in [
             ("tor", &file.switch.tor),
@@ -839,6 +844,37 @@ mod tests {
         assert!(e.to_string().contains("`topology.k`"), "{e}");
     }
 
+    /// "One packet" in the disciplines' defaults (fq's DRR quantum here) is
+    /// the largest packet the traffic sends on the wire: MSS/MTU + 64 B
+    /// header, IRN's overhead included, NDP's packet with no traffic.
+    #[test]
+    fn disciplines_one_packet_default_follows_the_traffic() {
+        let quantum = |traffic: &str, sets: &[&str]| {
+            let text = format!(
+                "[topology]\nkind = \"fattree\"\nk = 4\n[host.queue]\nkind = \"fq\"\n{traffic}"
+            );
+            load(&text, sets).unwrap().resolved_json()["host"]["queue"]["quantum_bytes"]
+                .as_u64()
+                .unwrap()
+        };
+        let entry = |proto: &str| {
+            format!("[[traffic]]\nprotocol = \"{proto}\"\npattern = \"incast\"\nreceiver = 0\nsenders = 2\nsize_bytes = 10000\n")
+        };
+        assert_eq!(quantum(&entry("tcp"), &[]), 9000 + 64);
+        let mss = ["protocol.tcp.mss_bytes=1460"];
+        assert_eq!(quantum(&entry("tcp"), &mss), 1460 + 64);
+        assert_eq!(quantum(&entry("roce"), &[]), 1000 + 64);
+        let irn = ["protocol.irn.header_overhead_bytes=16"];
+        assert_eq!(quantum(&entry("irn"), &irn), 1000 + 16 + 64);
+        let mixed = entry("tcp") + &entry("roce");
+        assert_eq!(quantum(&mixed, &mss), 1460 + 64);
+        assert_eq!(
+            quantum(&entry("ndp"), &["protocol.ndp.mtu_bytes=4000"]),
+            4064
+        );
+        assert_eq!(quantum("", &[]), 9064);
+    }
+
     /// The manifest's `config` writes out defaults that depend on other
     /// settings: PFC's static X-OFF (buffer − headroom = 240 000 − 20 000,
     /// docs/pfc.md), CoDel's MTU guard (NDP's 9000 B payload + 64 B header),
@@ -859,7 +895,8 @@ mod tests {
             ],
         );
         let v2 = codel.unwrap().resolved_json();
-        assert_eq!(v2["switch"]["core"]["queue"]["mtu_bytes"], 9064);
+        // DCQCN's 1000 B payload + 64 B header: the traffic's packet, not NDP's.
+        assert_eq!(v2["switch"]["core"]["queue"]["mtu_bytes"], 1064);
         let d = &v["protocol"]["dcqcn"];
         assert_eq!(d["rate_timer_us"], 300.0);
         assert_eq!(d["fast_recovery_stages"], 1);

@@ -121,6 +121,12 @@ impl FullPacket {
     }
 }
 
+/// The largest data packet of `protos` on the wire, bytes (IRN's header
+/// overhead included); None for no protocols.
+pub(crate) fn full_packet_bytes(protos: &[Protocol], p: &ProtocolParams) -> Option<u64> {
+    largest(protos, p).map(|f| f.bytes())
+}
+
 fn largest(protos: &[Protocol], p: &ProtocolParams) -> Option<FullPacket> {
     protos
         .iter()

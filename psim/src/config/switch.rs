@@ -122,11 +122,13 @@ impl PortQueues {
     }
 }
 
-/// Validates `[switch]` and `[host]`; `mtu` is NDP's MTU payload.
+/// Validates `[switch]` and `[host]`; `mtu` is NDP's MTU payload,
+/// `packet_bytes` the traffic's largest full packet ([`QueueEnv::packet_bytes`]).
 pub(crate) fn port_queues(
     sw: &SwitchFile,
     host: &HostFile,
     mtu: u32,
+    packet_bytes: u64,
     largest_packet: u64,
 ) -> Result<PortQueues, ConfigError> {
     sw.queue.validate("switch.queue")?;
@@ -193,6 +195,7 @@ pub(crate) fn port_queues(
         host: host.queue.clone(),
         env: QueueEnv {
             mtu,
+            packet_bytes,
             // Hosts attach to ToRs: a NIC marks at their K by default.
             switch_k: tiers[0].ecn_threshold_packets(),
             switch: None,

@@ -28,13 +28,13 @@
 //! |---|---|---|
 //! | `classify` | `"protocol"` (`"prio"`: class = min(prio, classes − 1)) | [P] §3 |
 //! | `scheduler` | `"drr"` | [P] §3 ("fair queueing between the classes"); Shreedhar & Varghese 1995 |
-//! | `quantum_bytes` (drr) | one full NDP packet: NDP's MTU payload + [`HEADER_BYTES`] | DRR needs a quantum of at least one packet for O(1) work |
+//! | `quantum_bytes` (drr) | one full packet of the traffic: the largest MTU (or MSS) payload of `[[traffic]]`'s protocols + 64 B header (docs/disciplines.md) | DRR needs a quantum of at least one packet for O(1) work |
 //! | `weights` (wrr) | 1 packet per class | — |
 //! | `class` (array of discipline tables, `[[switch.queue.class]]`) | `ndp` defaults, then `ecn` defaults (200 packets, K = 30) | [P] §3, §6.1 |
 
 use super::{Discipline, DisciplineConfig, Queue, QueueConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
-use crate::packet::{Packet, HEADER_BYTES};
+use crate::packet::Packet;
 use serde::{Deserialize, Serialize};
 
 /// The protocol class of a packet: 0 for NDP-family protocols, 1 for the rest.
@@ -78,7 +78,7 @@ pub struct ClassesConfig {
     pub classify: Classify,
     /// Scheduler across classes.
     pub scheduler: Scheduler,
-    /// DRR quantum, bytes (default: NDP's MTU payload plus a header).
+    /// DRR quantum, bytes (default: the traffic's full packet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quantum_bytes: Option<u64>,
     /// WRR packets per turn, one per class (default 1 each).
@@ -144,9 +144,7 @@ impl DisciplineConfig for ClassesConfig {
         let n = self.class.len();
         let quantum: Vec<i64> = match self.scheduler {
             Scheduler::Drr => {
-                let q = self
-                    .quantum_bytes
-                    .unwrap_or(env.mtu as u64 + HEADER_BYTES as u64);
+                let q = self.quantum_bytes.unwrap_or(env.packet_bytes);
                 vec![q as i64; n]
             }
             Scheduler::Wrr if self.weights.is_empty() => vec![1; n],
@@ -174,8 +172,7 @@ impl DisciplineConfig for ClassesConfig {
         let mut c = self.clone();
         match self.scheduler {
             Scheduler::Drr => {
-                c.quantum_bytes
-                    .get_or_insert(env.mtu as u64 + HEADER_BYTES as u64);
+                c.quantum_bytes.get_or_insert(env.packet_bytes);
             }
             Scheduler::Wrr if c.weights.is_empty() => c.weights = vec![1; c.class.len()],
             _ => {}
@@ -345,6 +342,7 @@ mod tests {
 
     const ENV: QueueEnv = QueueEnv {
         mtu: 9000,
+        packet_bytes: 9064,
         switch_k: None,
         switch: None,
         seed: 0,

@@ -34,7 +34,7 @@
 //! | `queue_packets`, or `queue_bytes` | 1000 packets ([`DEFAULT_QUEUE_PACKETS`]), tail drop | Linux `sch_codel` limit (RFC 8289 sets none) |
 //! | `target_us` | 5000 µs ([`DEFAULT_TARGET_PS`]) | [CODEL] §4.3; [TH] §5.3 and the UPS runs (target 0.005 s) |
 //! | `interval_us` | 100000 µs ([`DEFAULT_INTERVAL_PS`]) | [CODEL] §4.2; UPS runs (0.1 s) |
-//! | `mtu_bytes` | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) | [CODEL] §5 `MAXPACKET` ("SHOULD use interface MTU"); Linux uses the device MTU |
+//! | `mtu_bytes` | one full packet of the traffic: the largest MTU (or MSS) payload of `[[traffic]]`'s protocols + 64 B header (docs/disciplines.md) | [CODEL] §5 `MAXPACKET` ("SHOULD use interface MTU"); Linux uses the device MTU |
 //! | `ecn` | `false` | Linux `sch_codel` default |
 //!
 //! Datacenter values: the thesis's CoDel runs are wide-area (Internet2) and
@@ -44,7 +44,7 @@
 
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
-use crate::packet::{flags, Packet, HEADER_BYTES};
+use crate::packet::{flags, Packet};
 use crate::transport::config::Micros;
 use crate::units::PS_PER_US;
 use serde::{Deserialize, Serialize};
@@ -271,7 +271,7 @@ pub(super) fn validate_params(
 }
 
 /// The parameters from validated keys; the MTU guard defaults to the
-/// scenario's full packet.
+/// traffic's full packet.
 pub(super) fn params(
     env: &QueueEnv,
     target: Micros,
@@ -282,7 +282,7 @@ pub(super) fn params(
     CodelParams {
         target: target.ps,
         interval: interval.ps,
-        mtu: mtu.unwrap_or(env.mtu as u64 + HEADER_BYTES as u64),
+        mtu: mtu.unwrap_or(env.packet_bytes),
         ecn,
         edge: false,
     }

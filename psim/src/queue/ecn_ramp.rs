@@ -265,6 +265,7 @@ mod tests {
         c.validate("switch.queue").unwrap();
         c.build(&QueueEnv {
             mtu: 1000,
+            packet_bytes: 1064,
             switch_k: None,
             switch: None,
             seed: 0,

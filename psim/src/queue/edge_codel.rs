@@ -53,7 +53,7 @@
 //! | `queue_packets`, or `queue_bytes` | 10240 packets | as `fq_codel` (Linux limit); the thesis's Edge-CoDel runs use 50 MB buffers ([TH] §5.3.1) |
 //! | `memory_limit_bytes` | 32 MiB | as `fq_codel` (Linux `memory_limit`) |
 //! | `buckets` | 1024 | as `fq_codel` ([FQCODEL] §5.2) |
-//! | `quantum_bytes` | the scenario's full packet | as `fq_codel` ([FQCODEL] §5.2) |
+//! | `quantum_bytes` | the traffic's full packet (docs/disciplines.md) | as `fq_codel` ([FQCODEL] §5.2) |
 //! | `target_us` | 5000 µs | [TH] §5.3.1 "keeping ... the target value ... the same as in FQ-CoDel"; [CODEL] §4.3 |
 //! | `interval_us` | 100000 µs | [TH] §5.3.1 (the initial interval as in FQ-CoDel); [CODEL] §4.2 |
 //! | `ecn` | `false` | [TH] §5.3.1 drops packets (Edge-CoDel "when to drop") |
@@ -92,7 +92,7 @@ pub struct EdgeCodelConfig {
     /// Flow buckets (default 1024).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub buckets: Option<u32>,
-    /// DRR quantum, bytes (default: the scenario's full packet).
+    /// DRR quantum, bytes (default: the traffic's full packet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub quantum_bytes: Option<u64>,
     /// CoDel target (on the used slack), µs.

@@ -45,14 +45,14 @@
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets (as `lstf`) | as `droptail`; the thesis's DC runs use 500 KB buffers ([TH] §5.2, T43) |
 //! | `k_packets` | 15 ([`DEFAULT_K_PACKETS`]) | [TH] §5.3.2 "the DCTCP default value of K = 15 packets"; [DCTCP] |
-//! | `mtu_bytes` | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) | [TH] §5.3.2 (transmission time of K packets; 1500 B) |
+//! | `mtu_bytes` | one full packet of the traffic: the largest MTU (or MSS) payload of `[[traffic]]`'s protocols + 64 B header (docs/disciplines.md) | [TH] §5.3.2 (transmission time of K packets; 1500 B) |
 //! | `used_slack` | `"fifo_plus"` | see above; [TH] §5.3 (used slack), §5.2.2 (FIFO+ = LSTF with equal slacks) |
 //! | `initial_slack_us` (`used_slack = "lstf"` only) | 1,000,000 (1 s) | `[host.slack] policy = "tail"`'s default `slack_us` (`UPS` `initSlack_`) |
 
 use super::lstf::{ups_capacity, Form, LstfQueue};
 use super::{Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
-use crate::packet::{flags, Packet, PacketKind, HEADER_BYTES};
+use crate::packet::{flags, Packet, PacketKind};
 use crate::transport::config::Micros;
 use crate::units::tx_time_ps;
 use serde::{Deserialize, Serialize};
@@ -164,7 +164,7 @@ pub struct EdgeEcnConfig {
     pub queue_bytes: Option<u64>,
     /// K: the threshold in packet transmission times.
     pub k_packets: u32,
-    /// The packet size K counts, bytes (default: the scenario's full packet).
+    /// The packet size K counts, bytes (default: the traffic's full packet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu_bytes: Option<u64>,
     /// Where the used slack comes from.
@@ -189,8 +189,7 @@ impl Default for EdgeEcnConfig {
 
 impl EdgeEcnConfig {
     fn mtu(&self, env: &QueueEnv) -> u64 {
-        self.mtu_bytes
-            .unwrap_or(env.mtu as u64 + HEADER_BYTES as u64)
+        self.mtu_bytes.unwrap_or(env.packet_bytes)
     }
 }
 

@@ -76,6 +76,7 @@ mod tests {
     fn serves_by_arrival_minus_upstream_delay_and_adds_the_wait() {
         let mut q = FifoPlusConfig::default().build(&QueueEnv {
             mtu: 1500,
+            packet_bytes: 1564,
             switch_k: None,
             switch: None,
             seed: 0,

@@ -37,7 +37,7 @@
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail`; UPS's replay runs: 10⁸, its TCP runs 3425 or 34,250 |
 //! | `scheduler` | `"drr"` (or `"stfq"`) | [DRR], [STFQ] |
-//! | `quantum_bytes` (drr) | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) | [DRR] §3 (a quantum of at least one maximum packet keeps the work O(1) per packet) |
+//! | `quantum_bytes` (drr) | one full packet of the traffic: the largest MTU (or MSS) payload of `[[traffic]]`'s protocols + 64 B header (docs/disciplines.md) | [DRR] §3 (a quantum of at least one maximum packet keeps the work O(1) per packet) |
 //! | `buckets` | 1024 ([`DEFAULT_BUCKETS`]) | UPS's sfqCoDel `maxbins` 1024; [FQCODEL] §5.2 |
 //! | `overflow` | `"longest"` (or `"tail"`) | UPS's sfqCoDel: drop from the longest bin |
 
@@ -45,7 +45,7 @@ use super::drr::DrrLists;
 use super::flows::FlowTable;
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
-use crate::packet::{Packet, HEADER_BYTES};
+use crate::packet::Packet;
 use crate::units::tx_time_ps;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
@@ -126,9 +126,9 @@ pub(super) fn validate_flows(
     Ok(())
 }
 
-/// The quantum: as given, else the scenario's full packet.
+/// The quantum: as given, else the traffic's full packet.
 pub(super) fn quantum(env: &QueueEnv, quantum: Option<u64>) -> u64 {
-    quantum.unwrap_or(env.mtu as u64 + HEADER_BYTES as u64)
+    quantum.unwrap_or(env.packet_bytes)
 }
 
 impl DisciplineConfig for FqConfig {

@@ -27,10 +27,10 @@
 //! | `queue_packets`, or `queue_bytes` | 10240 packets ([`DEFAULT_QUEUE_PACKETS`]) | Linux `sch_fq_codel` limit; UPS's runs use 34,250 |
 //! | `memory_limit_bytes` | 32 MiB ([`DEFAULT_MEMORY_LIMIT`]) | Linux `memory_limit` |
 //! | `buckets` | 1024 ([`DEFAULT_BUCKETS`]) | [FQCODEL] §5.2; Linux `flows`; UPS 1024 bins |
-//! | `quantum_bytes` | the scenario's full packet: NDP's MTU payload + header, whatever the traffic (docs/disciplines.md) (1514 B for Ethernet's 1500) | [FQCODEL] §5.2 ("the interface MTU"); Linux `psched_mtu` |
+//! | `quantum_bytes` | one full packet of the traffic: the largest MTU (or MSS) payload of `[[traffic]]`'s protocols + 64 B header (docs/disciplines.md) (1514 B for Ethernet's 1500) | [FQCODEL] §5.2 ("the interface MTU"); Linux `psched_mtu` |
 //! | `target_us` | 5000 µs | [CODEL] §4.3; UPS runs (target 0.005 s) |
 //! | `interval_us` | 100000 µs | [CODEL] §4.2 |
-//! | `mtu_bytes` | the scenario's full packet | [CODEL] §5 `MAXPACKET`; Linux device MTU |
+//! | `mtu_bytes` | the traffic's full packet | [CODEL] §5 `MAXPACKET`; Linux device MTU |
 //! | `ecn` | `true` | Linux `fq_codel` default (ECN on) |
 //! | `drop_batch` | 64 ([`DEFAULT_DROP_BATCH`]) | Linux `drop_batch_size` |
 
@@ -73,7 +73,7 @@ pub struct FqCodelConfig {
     pub target_us: Micros,
     /// CoDel interval, µs.
     pub interval_us: Micros,
-    /// CoDel's MTU guard, bytes (default: the scenario's full packet).
+    /// CoDel's MTU guard, bytes (default: the traffic's full packet).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mtu_bytes: Option<u64>,
     /// Mark ECT packets instead of dropping them.

@@ -297,8 +297,14 @@ pub enum MarkAt {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct QueueEnv {
     /// NDP's MTU payload, bytes: sizes NDP's header budget and CP's memory
-    /// ([P] §3.2.4, A3) and the classes' DRR quantum.
+    /// ([P] §3.2.4, A3).
     pub mtu: u32,
+    /// The largest full packet (MTU payload plus header), bytes, of the
+    /// protocols the scenario's traffic runs: what "one packet" means for
+    /// the defaults of fq's and the classes' DRR quantum, CoDel's MTU guard
+    /// and Edge-ECN's K × MTU: 1,064 B for RoCE's 1000 B payloads, 1,524 B
+    /// for TCP's 1460 B segments; a mixed run the largest of its protocols'.
+    pub packet_bytes: u64,
     /// The marking threshold K, in packets, of the switches next to this
     /// port when they mark by threshold (a host NIC follows it, as htsim's
     /// host queues do); None otherwise.
@@ -665,6 +671,7 @@ mod tests {
     fn every_resolved_discipline_is_stable_valid_and_names_its_capacity() {
         let env = QueueEnv {
             mtu: 9000,
+            packet_bytes: 9064,
             switch_k: None,
             switch: None,
             seed: 0,

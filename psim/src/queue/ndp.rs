@@ -891,6 +891,7 @@ mod tests {
         assert_eq!(cfg.wfq_weights(9000), (640, 9064));
         let env = QueueEnv {
             mtu: 9000,
+            packet_bytes: 9064,
             switch_k: None,
             switch: None,
             seed: 0,
@@ -1150,6 +1151,7 @@ mod tests {
     fn header_multiple_scales_the_default_header_budget() {
         let env = QueueEnv {
             mtu: 9000,
+            packet_bytes: 9064,
             ..crate::queue::testkit::ENV
         };
         let paper = NdpConfig::default();

@@ -240,6 +240,7 @@ mod tests {
         let mut k = Kit::new(0);
         let mut q = PfabricConfig::default().build(&QueueEnv {
             mtu: 1500,
+            packet_bytes: 1564,
             switch_k: None,
             switch: None,
             seed: 0,

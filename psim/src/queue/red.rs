@@ -372,6 +372,7 @@ mod tests {
         };
         let env = QueueEnv {
             mtu: 1000,
+            packet_bytes: 1064,
             switch_k: None,
             switch: None,
             seed: 0,

@@ -21,6 +21,7 @@ pub const RATE_BPS: u64 = 10_000_000_000;
 /// the wire), no switch marking threshold.
 pub const ENV: QueueEnv = QueueEnv {
     mtu: 1436,
+    packet_bytes: 1500,
     switch_k: None,
     switch: None,
     seed: 0,
