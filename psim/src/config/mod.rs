@@ -243,13 +243,6 @@ impl Scenario {
         file.protocol.validate()?;
         file.link.validate("link")?;
         let protocols = file.protocol.clone();
-        let largest_packet = Protocol::ALL
-            .iter()
-            .map(|p| p.mtu(&protocols) as u64)
-            .max()
-            .unwrap_or(0)
-            + crate::packet::HEADER_BYTES as u64;
-
         let mut traffic_protocols = Vec::new();
         let mut traffic_apps = Vec::new();
         let mut patterns = Vec::new();
@@ -313,8 +306,9 @@ impl Scenario {
         let mut protos = traffic_protocols.clone();
         protos.sort_by_key(|p| *p as u8);
         protos.dedup();
-        // "One packet" of the disciplines' defaults is the traffic's largest
-        // on the wire (NDP's when there is no traffic).
+        // "One packet" of the disciplines' defaults, and of PFC's bounds on
+        // headroom and buffers, is the traffic's largest on the wire (NDP's
+        // when there is no traffic).
         let packet_bytes = ranges::full_packet_bytes(&protos, &protocols)
             .unwrap_or(protocols.ndp.mtu_bytes as u64 + crate::packet::HEADER_BYTES as u64);
         let queues = switch::port_queues(
@@ -322,7 +316,6 @@ impl Scenario {
             &file.host,
             protocols.ndp.mtu_bytes,
             packet_bytes,
-            largest_packet,
         )?;
         if file.switch.pfc.enabled {
             let ports = (0..topology.entities())
@@ -332,7 +325,7 @@ impl Scenario {
                 .unwrap_or(0);
             file.switch
                 .pfc
-                .validate_pool("switch.pfc", ports, largest_packet)?;
+                .validate_pool("switch.pfc", ports, packet_bytes)?;
         }
         ranges::check_queue_fits("host.queue", &queues.host, &protos, &protocols)?;
         for (tier, q) in [
@@ -873,6 +866,32 @@ mod tests {
             4064
         );
         assert_eq!(quantum("", &[]), 9064);
+    }
+
+    /// PFC's headroom must hold one packet of the traffic on the wire: 1064 B
+    /// for RoCE's 1000 B MTU (5000 B is enough), 9064 B for TCP's 9000 B;
+    /// the error names the key and the bound.
+    #[test]
+    fn pfc_headroom_bound_is_the_traffics_packet() {
+        let text = |proto: &str| {
+            format!(
+                "[topology]\nkind = \"fattree\"\nk = 4\n[switch.pfc]\nenabled = true\n\
+                 headroom_bytes = 5000\n[[traffic]]\nprotocol = \"{proto}\"\npattern = \"incast\"\n\
+                 receiver = 0\nsenders = 2\nsize_bytes = 10000\n"
+            )
+        };
+        load(&text("roce"), &[]).unwrap();
+        let e = load(&text("roce"), &["switch.pfc.headroom_bytes=1000"]).unwrap_err();
+        let e = e.to_string();
+        assert!(
+            e.contains("switch.pfc.headroom_bytes") && e.contains("1064 bytes"),
+            "{e}"
+        );
+        let e = load(&text("tcp"), &[]).unwrap_err().to_string();
+        assert!(
+            e.contains("switch.pfc.headroom_bytes") && e.contains("9064 bytes"),
+            "{e}"
+        );
     }
 
     /// The manifest's `config` writes out defaults that depend on other

@@ -123,16 +123,16 @@ impl PortQueues {
 }
 
 /// Validates `[switch]` and `[host]`; `mtu` is NDP's MTU payload,
-/// `packet_bytes` the traffic's largest full packet ([`QueueEnv::packet_bytes`]).
+/// `packet_bytes` the traffic's largest full packet ([`QueueEnv::packet_bytes`]),
+/// which PFC's headroom and buffers must hold.
 pub(crate) fn port_queues(
     sw: &SwitchFile,
     host: &HostFile,
     mtu: u32,
     packet_bytes: u64,
-    largest_packet: u64,
 ) -> Result<PortQueues, ConfigError> {
     sw.queue.validate("switch.queue")?;
-    sw.pfc.validate("switch.pfc", largest_packet)?;
+    sw.pfc.validate("switch.pfc", packet_bytes)?;
     let tier = |t: &Option<TierQueue>, name: &str| -> Result<QueueConfig, ConfigError> {
         let (q, key) = match t {
             None => (&sw.queue, "switch.queue".to_string()),

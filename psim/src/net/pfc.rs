@@ -230,7 +230,7 @@ impl PfcConfig {
     }
 
     /// Checks the values; `key` is the table (`switch.pfc`) and `mtu_wire`
-    /// the largest packet on the wire, bytes.
+    /// the largest packet the traffic puts on the wire, bytes.
     pub fn validate(&self, key: &str, mtu_wire: u64) -> Result<(), ConfigError> {
         let k = |f: &str| format!("{key}.{f}");
         if let Some(&p) = self.lossless.iter().find(|&&p| p as usize >= PRIORITIES) {

@@ -40,7 +40,11 @@
 //! **ECN.** For DCQCN the same ramp as `ecn_ramp` marks ECT packets on the
 //! bytes queued at the output, all its VOQs together, so that the DCQCN
 //! scenarios run on this switch with `--set switch.queue.kind=voq` and
-//! their `ecn_ramp` keys unchanged.
+//! their `ecn_ramp` keys unchanged. For DCTCP, `ecn_threshold` is `ecn`'s
+//! step instead: CE on an ECT packet when the output's occupancy (packets,
+//! or bytes with `queue_bytes`) exceeds K, tested where `ecn` tests it
+//! (on arrival, or at dequeue with the leaving packet counted). The two are
+//! exclusive.
 //!
 //! **Not modelled: the crossbar.** A real input-queued switch moves at
 //! most one packet per input per cell time through its fabric (no speedup),
@@ -59,10 +63,11 @@
 //! | `queue_packets`, or `queue_bytes`: bound of the output port, all VOQs together | 100 packets ([`super::droptail::DEFAULT_QUEUE_PACKETS`]) | as `droptail`; the thesis bounds per input port instead, through `[switch.pfc]` `buffer_bytes` = 240 000 ([TH] §4.3.1) |
 //! | service order | round robin over inputs with packets waiting, one packet per turn | [TH] §4.3.1 ("scheduled using round-robin"); TA12 |
 //! | `kmin_kb`, `kmax_kb`, `pmax`, `scale_with_rate`, `reference_gbps`, `mark_at` | absent: no marking; any one given: `ecn_ramp`'s defaults for the rest | `ecn_ramp`'s keys and sources (DCQCN); the thesis does not say where its input-queued switch marks: here on the output's bytes, all VOQs together, as an output queue would |
+//! | `ecn_threshold`: DCTCP's K, in the capacity's unit (packets, or bytes with `queue_bytes`), with `mark_at` | absent: no step | `ecn`'s step (RFC 8257 §3.1: "mark ... if the queue occupancy is greater than K upon its arrival"); not with the ramp keys |
 
 use super::ecn_ramp::{EcnRampConfig, Ramp};
 use super::{capacity, Capacity, Discipline, DisciplineConfig, MarkAt, QueueCtx, QueueEnv};
-use crate::config::ConfigError;
+use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -92,9 +97,12 @@ pub struct VoqConfig {
     /// `ecn_ramp`'s reference rate, Gb/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reference_gbps: Option<f64>,
-    /// `ecn_ramp`'s marking point.
+    /// `ecn_ramp`'s marking point, or the step's with `ecn_threshold`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mark_at: Option<MarkAt>,
+    /// `ecn`'s step: DCTCP's K, in the capacity's unit (not with the ramp).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ecn_threshold: Option<u64>,
 }
 
 impl VoqConfig {
@@ -103,15 +111,20 @@ impl VoqConfig {
         capacity(key, self.queue_packets, self.queue_bytes, default)
     }
 
-    /// The ECN ramp, with `ecn_ramp`'s defaults for the keys not given and
-    /// this table's capacity; None when no ramp key is given.
-    fn ramp(&self) -> Option<EcnRampConfig> {
-        let any = self.kmin_kb.is_some()
+    /// Whether a key that only the ramp has is given.
+    fn ramp_keys(&self) -> bool {
+        self.kmin_kb.is_some()
             || self.kmax_kb.is_some()
             || self.pmax.is_some()
             || self.scale_with_rate.is_some()
             || self.reference_gbps.is_some()
-            || self.mark_at.is_some();
+    }
+
+    /// The ECN ramp, with `ecn_ramp`'s defaults for the keys not given and
+    /// this table's capacity; None when no ramp key is given (`mark_at`
+    /// alone is the ramp's unless `ecn_threshold` is given).
+    fn ramp(&self) -> Option<EcnRampConfig> {
+        let any = self.ramp_keys() || (self.mark_at.is_some() && self.ecn_threshold.is_none());
         let d = EcnRampConfig::default();
         let mut c = EcnRampConfig {
             queue_packets: self.queue_packets,
@@ -136,11 +149,28 @@ impl DisciplineConfig for VoqConfig {
     type Queue = VoqQueue;
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.cap(key)?;
+        if let (Some(k), true) = (self.ecn_threshold, self.ramp_keys()) {
+            return Err(bad(
+                &format!("{key}.ecn_threshold"),
+                k,
+                "is DCTCP's step; give it or the ecn_ramp keys (kmin_kb, kmax_kb, pmax, \
+                 scale_with_rate, reference_gbps), not both",
+            ));
+        }
         self.ramp().map_or(Ok(()), |r| r.validate(key))
     }
     fn build(&self, _env: &QueueEnv) -> VoqQueue {
-        let mut q = VoqQueue::new(self.cap("").expect("validated"));
-        q.ramp = self.ramp().map(|r| Box::new(r.ramp()));
+        let cap = self.cap("").expect("validated");
+        let mut q = VoqQueue::new(cap);
+        q.marker = match (self.ramp(), self.ecn_threshold) {
+            (Some(r), _) => Some(Marker::Ramp(Box::new(r.ramp()))),
+            (None, Some(k)) => Some(Marker::Step {
+                k,
+                in_bytes: matches!(cap, Capacity::Bytes(_)),
+                mark_at: self.mark_at.unwrap_or(MarkAt::Enqueue),
+            }),
+            (None, None) => None,
+        };
         q
     }
     fn resolved(&self, _env: &QueueEnv) -> Self {
@@ -157,16 +187,38 @@ impl DisciplineConfig for VoqConfig {
             c.scale_with_rate = Some(r.scale_with_rate);
             c.reference_gbps = Some(r.reference_gbps);
             c.mark_at = Some(r.mark_at);
+        } else if self.ecn_threshold.is_some() {
+            c.mark_at = Some(self.mark_at.unwrap_or(MarkAt::Enqueue));
         }
         c
     }
     fn marks_ecn(&self) -> bool {
-        self.ramp().is_some()
+        self.ramp().is_some() || self.ecn_threshold.is_some()
+    }
+    /// K for the NICs' default, as `ecn`'s, when the step counts packets.
+    fn ecn_threshold_packets(&self) -> Option<u32> {
+        let in_packets = matches!(self.cap(""), Ok(Capacity::Packets(_)));
+        let k = self.ecn_threshold.filter(|_| in_packets)?;
+        u32::try_from(k).ok()
     }
     /// Names each dequeued packet's input; drops only at enqueue.
     fn names_ingress(&self) -> bool {
         true
     }
+}
+
+/// How the output signals congestion to ECT packets.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+enum Marker {
+    /// `ecn_ramp`'s ramp on the output's bytes (DCQCN).
+    Ramp(Box<Ramp>),
+    /// `ecn`'s step: CE when the occupancy exceeds `k` (DCTCP).
+    Step {
+        /// K, in packets or (`in_bytes`) bytes.
+        k: u64,
+        in_bytes: bool,
+        mark_at: MarkAt,
+    },
 }
 
 /// One FIFO per input port, served round robin.
@@ -184,8 +236,8 @@ pub struct VoqQueue {
     paused: u8,
     /// Input port of the packet the last dequeue returned.
     last: Option<u16>,
-    /// ECN marking on the output's bytes, all VOQs together (DCQCN).
-    ramp: Option<Box<Ramp>>,
+    /// ECN marking on the output's occupancy, all VOQs together.
+    marker: Option<Marker>,
 }
 
 impl VoqQueue {
@@ -199,21 +251,39 @@ impl VoqQueue {
             bytes: 0,
             paused: 0,
             last: None,
-            ramp: None,
+            marker: None,
         }
     }
 
-    /// Whether `pkt` is up for an ECN decision at `at` (an ECT packet, a ramp
-    /// that marks there).
+    /// Whether `pkt` is up for an ECN decision at `at` (an ECT packet, a
+    /// marker that tests there).
     #[inline]
     fn marks_at(&self, at: MarkAt, pkt: &Packet) -> bool {
-        self.ramp.as_ref().is_some_and(|r| r.mark_at == at) && pkt.has(flags::ECT)
+        let here = match &self.marker {
+            Some(Marker::Ramp(r)) => r.mark_at == at,
+            Some(Marker::Step { mark_at, .. }) => *mark_at == at,
+            None => false,
+        };
+        here && pkt.has(flags::ECT)
     }
 
-    /// The ramp's decision for `q` bytes queued at this output.
+    /// The marker's decision with `pkts` packets and `bytes` bytes counted
+    /// at this output (the ramp reads the bytes).
     #[inline]
-    fn ramp_says(&self, q: u64, cx: &mut QueueCtx<'_>) -> bool {
-        self.ramp.as_ref().is_some_and(|r| r.mark(q, cx))
+    fn signal(&self, pkts: u32, bytes: u64, cx: &mut QueueCtx<'_>) -> bool {
+        match &self.marker {
+            Some(Marker::Ramp(r)) => r.mark(bytes, cx),
+            Some(Marker::Step { k, in_bytes, .. }) => {
+                (if *in_bytes { bytes } else { pkts as u64 }) > *k
+            }
+            None => false,
+        }
+    }
+
+    /// Sets CE on `pkt` and reports it.
+    fn mark(pkt: &mut Packet, cx: &mut QueueCtx<'_>) {
+        pkt.flags |= flags::ECN_CE;
+        cx.marked(pkt);
     }
 
     /// Whether the head of slot `i` may be served now.
@@ -236,9 +306,8 @@ impl Discipline for VoqQueue {
             self.voqs.resize_with(i + 1, VecDeque::new);
         }
         cx.queued(&pkt);
-        if self.marks_at(MarkAt::Enqueue, &pkt) && self.ramp_says(self.bytes, cx) {
-            pkt.flags |= flags::ECN_CE;
-            cx.marked(&pkt);
+        if self.marks_at(MarkAt::Enqueue, &pkt) && self.signal(self.pkts, self.bytes, cx) {
+            Self::mark(&mut pkt, cx);
         }
         self.pkts += 1;
         self.bytes += pkt.size as u64;
@@ -258,9 +327,16 @@ impl Discipline for VoqQueue {
         self.pkts -= 1;
         self.bytes -= p.size as u64;
         self.last = i.checked_sub(1).map(|port| port as u16);
-        if self.marks_at(MarkAt::Dequeue, &p) && self.ramp_says(self.bytes, cx) {
-            p.flags |= flags::ECN_CE;
-            cx.marked(&p);
+        if self.marks_at(MarkAt::Dequeue, &p) {
+            // The ramp reads what stays behind, as `ecn_ramp` does; the step
+            // counts the leaving packet too, as `ecn` does.
+            let (pkts, bytes) = match self.marker {
+                Some(Marker::Step { .. }) => (self.pkts + 1, self.bytes + p.size as u64),
+                _ => (self.pkts, self.bytes),
+            };
+            if self.signal(pkts, bytes, cx) {
+                Self::mark(&mut p, cx);
+            }
         }
         Some(p)
     }
@@ -409,6 +485,82 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("switch.queue.kmax_kb"), "{e}");
+    }
+
+    /// An ECT packet of 1000 B from input `seq % 3`.
+    fn ect_from(k: &mut Kit, seq: u64) -> Packet {
+        k.ingress = Some(seq as u16 % 3);
+        let mut p = data(seq, 1000);
+        p.flags |= flags::ECT;
+        p
+    }
+
+    /// `ecn_threshold = 2` on a packet capacity: ECT arrivals finding 0, 1
+    /// and 2 packets at the output (from three inputs) pass unmarked, those
+    /// finding 3 and 4 are marked, a non-ECT arrival finding 5 is queued
+    /// unmarked. No random draw is involved.
+    #[test]
+    fn the_step_marks_arrivals_that_find_more_than_k_packets() {
+        let cfg: VoqConfig = toml::from_str("queue_packets = 10\necn_threshold = 2").unwrap();
+        cfg.validate("switch.queue").unwrap();
+        assert!(cfg.marks_ecn());
+        assert_eq!(cfg.ecn_threshold_packets(), Some(2));
+        let (mut k, mut q) = (Kit::new(0), cfg.build(&crate::queue::testkit::ENV));
+        for s in 0..5u64 {
+            let p = ect_from(&mut k, s);
+            let mut want = vec![(Queued, s)];
+            if s > 2 {
+                want.push((Marked, s));
+            }
+            assert_eq!(k.offer(&mut q, p), want, "arrival {s}");
+        }
+        k.ingress = Some(1);
+        assert_eq!(k.offer(&mut q, data(5, 1000)), [(Queued, 5)]);
+        assert!(k
+            .drain(&mut q)
+            .iter()
+            .all(|p| !p.has(flags::ECN_CE) || p.seq > 2));
+    }
+
+    /// `ecn_threshold = 2500` on a byte capacity, tested at dequeue with the
+    /// leaving packet counted (as `ecn`): of four 1000 B packets, the first
+    /// two leave with 4000 and 3000 B counted and are marked, the last two
+    /// with 2000 and 1000 B are not. Nothing is marked on arrival.
+    #[test]
+    fn the_step_at_dequeue_counts_bytes_with_the_leaving_packet() {
+        let cfg: VoqConfig =
+            toml::from_str("queue_bytes = 100000\necn_threshold = 2500\nmark_at = \"dequeue\"")
+                .unwrap();
+        cfg.validate("switch.queue").unwrap();
+        assert_eq!(cfg.ecn_threshold_packets(), None, "K is in bytes");
+        let (mut k, mut q) = (Kit::new(0), cfg.build(&crate::queue::testkit::ENV));
+        for s in 0..4u64 {
+            let p = ect_from(&mut k, s);
+            assert_eq!(k.offer(&mut q, p), [(Queued, s)]);
+        }
+        let marked: Vec<bool> = k
+            .drain(&mut q)
+            .iter()
+            .map(|p| p.has(flags::ECN_CE))
+            .collect();
+        assert_eq!(marked, [true, true, false, false]);
+    }
+
+    /// The step and the ramp are exclusive, and the error names the key;
+    /// `mark_at` with `ecn_threshold` is the step's, not a ramp.
+    #[test]
+    fn the_step_and_the_ramp_are_exclusive() {
+        let both: VoqConfig = toml::from_str("ecn_threshold = 30\nkmin_kb = 5.0").unwrap();
+        let e = both.validate("switch.queue").unwrap_err().to_string();
+        assert!(e.contains("switch.queue.ecn_threshold"), "{e}");
+        let step: VoqConfig = toml::from_str("ecn_threshold = 30\nmark_at = \"dequeue\"").unwrap();
+        assert!(step.ramp().is_none());
+        let r = step.resolved(&crate::queue::testkit::ENV);
+        assert_eq!(
+            (r.ecn_threshold, r.mark_at),
+            (Some(30), Some(MarkAt::Dequeue))
+        );
+        assert!(r.kmin_kb.is_none());
     }
 
     /// Priority 3 paused: input 1 (priority 3 at its head) is not served,
