@@ -81,10 +81,7 @@ impl DropTail {
     /// Occupancy in the capacity's unit (packets or bytes).
     #[inline]
     pub(super) fn occupancy(&self) -> u64 {
-        match self.cap {
-            Capacity::Packets(_) => self.q.len() as u64,
-            Capacity::Bytes(_) => self.bytes,
-        }
+        self.cap.occupancy(self.q.len(), self.bytes)
     }
     /// Queues `pkt` if it fits, without reporting (for disciplines built on a FIFO).
     #[inline]

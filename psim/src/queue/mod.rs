@@ -73,6 +73,15 @@ impl Capacity {
             Capacity::Bytes(b) => bytes + size as u64 <= b,
         }
     }
+
+    /// A queue's occupancy in this capacity's unit: `pkts` or `bytes`.
+    #[inline]
+    pub fn occupancy(&self, pkts: u32, bytes: u64) -> u64 {
+        match *self {
+            Capacity::Packets(_) => pkts as u64,
+            Capacity::Bytes(_) => bytes,
+        }
+    }
 }
 
 /// What a discipline did to one packet.

@@ -160,13 +160,11 @@ impl DisciplineConfig for VoqConfig {
         self.ramp().map_or(Ok(()), |r| r.validate(key))
     }
     fn build(&self, _env: &QueueEnv) -> VoqQueue {
-        let cap = self.cap("").expect("validated");
-        let mut q = VoqQueue::new(cap);
+        let mut q = VoqQueue::new(self.cap("").expect("validated"));
         q.marker = match (self.ramp(), self.ecn_threshold) {
             (Some(r), _) => Some(Marker::Ramp(Box::new(r.ramp()))),
             (None, Some(k)) => Some(Marker::Step {
                 k,
-                in_bytes: matches!(cap, Capacity::Bytes(_)),
                 mark_at: self.mark_at.unwrap_or(MarkAt::Enqueue),
             }),
             (None, None) => None,
@@ -214,9 +212,8 @@ enum Marker {
     Ramp(Box<Ramp>),
     /// `ecn`'s step: CE when the occupancy exceeds `k` (DCTCP).
     Step {
-        /// K, in packets or (`in_bytes`) bytes.
+        /// K, in the capacity's unit.
         k: u64,
-        in_bytes: bool,
         mark_at: MarkAt,
     },
 }
@@ -268,14 +265,12 @@ impl VoqQueue {
     }
 
     /// The marker's decision with `pkts` packets and `bytes` bytes counted
-    /// at this output (the ramp reads the bytes).
+    /// at this output (the ramp reads the bytes, the step the capacity's unit).
     #[inline]
     fn signal(&self, pkts: u32, bytes: u64, cx: &mut QueueCtx<'_>) -> bool {
         match &self.marker {
             Some(Marker::Ramp(r)) => r.mark(bytes, cx),
-            Some(Marker::Step { k, in_bytes, .. }) => {
-                (if *in_bytes { bytes } else { pkts as u64 }) > *k
-            }
+            Some(Marker::Step { k, .. }) => self.cap.occupancy(pkts, bytes) > *k,
             None => false,
         }
     }
