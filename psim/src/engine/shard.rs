@@ -10,6 +10,7 @@ use super::event::{
 };
 use super::prefetch::prefetch;
 use crate::config::Scenario;
+use crate::net::crossbar::Crossbar;
 use crate::net::link::LinkLoss;
 use crate::net::pfc::{Mmu, Signal};
 use crate::net::tofino::Chip;
@@ -252,6 +253,8 @@ impl Shard {
                     .then(|| Box::new(crate::net::HostState::new(scn.queues.slack.clone()))),
                 pfc,
                 tofino,
+                crossbar: (kind != EntityKind::Host && scn.queues.config(kind, false).crossbar())
+                    .then(|| Box::new(Crossbar::new(topo.port_count(e) as usize))),
             });
         }
         let owned: Vec<bool> = {
@@ -394,7 +397,12 @@ impl Shard {
                         }
                     }
                     self.nodes[local].ports[port as usize].finish();
-                    if self.transmit(local, port, now) {
+                    let started = if self.nodes[local].crossbar.is_some() {
+                        self.crossbar_freed(local, port, now)
+                    } else {
+                        self.transmit(local, port, now)
+                    };
+                    if started {
                         self.event_counts.0[EventCounts::TX_DONE] += 1;
                     } else {
                         self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
@@ -826,6 +834,7 @@ impl Shard {
             trace: self.trace.as_deref_mut(),
             topo: Some(&self.shared.topo),
             pool: &mut self.pool,
+            inputs_busy_until: &[],
         };
         // PFC: a switch admits a packet from an input port before its queue sees it.
         let mut pfc = match (node.pfc.as_deref_mut(), ingress) {
@@ -936,6 +945,7 @@ impl Shard {
             trace: self.trace.as_deref_mut(),
             topo: Some(&self.shared.topo),
             pool: &mut self.pool,
+            inputs_busy_until: node.crossbar.as_deref().map_or(&[], Crossbar::busy_until),
         };
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;
@@ -943,6 +953,9 @@ impl Shard {
             return false;
         };
         let from = started.ingress;
+        if let (Some(xbar), Some(input)) = (node.crossbar.as_deref_mut(), from) {
+            xbar.occupy(input, now, done);
+        }
         let held = p.preempt.is_some();
         let mut signal = Signal::None;
         if pkt.kind == PacketKind::Pause {
@@ -953,7 +966,9 @@ impl Shard {
         // Nothing behind this packet: its completion would only mark the port
         // idle, so it is kept in the port, not the heap, until needed.
         // (A preemptive port needs the event: it hands the packet over then.)
-        let idle_after = p.nothing_waiting() && !held;
+        // (A crossbar needs it too: the completion frees an input that other
+        // outputs may be waiting for.)
+        let idle_after = p.nothing_waiting() && !held && node.crossbar.is_none();
         let seq = node.next_seq();
         if idle_after {
             node.ports[port as usize].deferred_done = Some((done, seq));
@@ -971,6 +986,24 @@ impl Shard {
             self.signal(local, signal, now);
         }
         true
+    }
+
+    /// Output `port` of a crossbar switch finished a packet, so the input
+    /// that fed it is free: the outputs with packets waiting (idle because
+    /// their inputs were busy) try again, `port` itself last
+    /// (`net/crossbar.rs`). Returns whether `port` started a packet.
+    fn crossbar_freed(&mut self, local: usize, port: u16, now: u64) -> bool {
+        let ports = self.nodes[local].ports.len() as u16;
+        let mut started = false;
+        for o in Crossbar::retry_order(ports, port) {
+            let p = &self.nodes[local].ports[o as usize];
+            if o == port {
+                started = self.transmit(local, o, now);
+            } else if !p.busy && p.queue.len_packets() > 0 {
+                self.transmit(local, o, now);
+            }
+        }
+        started
     }
 
     /// Puts a packet whose last bit leaves `port` at `done` on its link

@@ -8,6 +8,7 @@
 //!   and in its NDP and priority queues.
 //! - [`switch`]: the ingress step (forwarding).
 //! - [`pfc`]: PFC's ingress accounting and pause frames.
+//! - [`crossbar`]: an input-queued switch's one-packet-per-input fabric.
 //! - [`tofino`]: the Tofino trimming chip (meters, DoD/MoD lines, modes).
 //! - [`host`]: transport endpoints, their timers and shared services.
 //! - [`edge`]: the rank and slack a host stamps on the data it sends.
@@ -17,6 +18,7 @@
 //! them, so every event key is made in one place.
 
 pub mod counters;
+pub mod crossbar;
 pub mod edge;
 pub mod host;
 pub mod link;
@@ -51,6 +53,9 @@ pub struct Node {
     pub pfc: Option<Box<pfc::Mmu>>,
     /// A switch's Tofino trimming chip, when `[switch.tofino]` is set.
     pub tofino: Option<Box<tofino::Chip>>,
+    /// An input-queued switch's crossbar, when its discipline asks for one
+    /// (`voq`'s `crossbar`).
+    pub crossbar: Option<Box<crossbar::Crossbar>>,
 }
 
 impl Node {

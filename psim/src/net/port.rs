@@ -34,6 +34,9 @@ pub struct PortCx<'a> {
     pub topo: Option<&'a crate::topo::Topology>,
     /// The shard's packet slots (`net/pool.rs`).
     pub pool: &'a mut super::PacketPool,
+    /// Until when each input of the switch is busy in its crossbar, ps
+    /// (`net/crossbar.rs`); empty without one.
+    pub inputs_busy_until: &'a [u64],
 }
 
 /// What an offer did.
@@ -253,7 +256,8 @@ impl Port {
         let rate = self.link.link.rate_bps;
         let next = self.queue.dequeue(
             &mut QueueCtx::new(cx.now, cx.rng, rate, None, cx.reports, cx.pool)
-                .placed(cx.topo.map(|t| (cx.node, t))),
+                .placed(cx.topo.map(|t| (cx.node, t)))
+                .crossbar(cx.inputs_busy_until),
         );
         if !cx.reports.is_empty() {
             // Dequeue-time outcomes (drops at the head, as CoDel's).
@@ -512,6 +516,7 @@ mod tests {
             trace: None,
             topo: None,
             pool,
+            inputs_busy_until: &[],
         }
     }
 

@@ -144,6 +144,10 @@ pub struct QueueCtx<'a> {
     /// The entity owning the port and the network, where the caller knows
     /// them ([`Self::placed`]): for what a packet's path costs to reach here.
     place: Option<(u32, &'a crate::topo::Topology)>,
+    /// Until when each input port of the switch is busy feeding an output
+    /// through the crossbar, ps, indexed by input port (`net/crossbar.rs`);
+    /// empty where the switch has no crossbar, so every input is free.
+    inputs_busy_until: &'a [u64],
 }
 
 impl<'a> QueueCtx<'a> {
@@ -167,6 +171,7 @@ impl<'a> QueueCtx<'a> {
             reports,
             pool,
             place: None,
+            inputs_busy_until: &[],
         }
     }
     /// The same context, at a port of entity `node` of `topo` (None: not
@@ -175,6 +180,22 @@ impl<'a> QueueCtx<'a> {
     pub fn placed(mut self, place: Option<(u32, &'a crate::topo::Topology)>) -> Self {
         self.place = place;
         self
+    }
+    /// The same context, at a switch whose crossbar keeps input port `i`
+    /// busy until `busy_until[i]` ps (`net/crossbar.rs`).
+    #[inline]
+    pub fn crossbar(mut self, busy_until: &'a [u64]) -> Self {
+        self.inputs_busy_until = busy_until;
+        self
+    }
+    /// Whether input port `port` may hand the crossbar a packet now: always,
+    /// except at a switch with a crossbar while that input is still feeding
+    /// another output.
+    #[inline]
+    pub fn input_free(&self, port: u16) -> bool {
+        self.inputs_busy_until
+            .get(port as usize)
+            .is_none_or(|&t| t <= self.now)
     }
     /// What `pkt` needs, with no queueing anywhere, from when its transport
     /// stamped `sent_ps` until its last bit reaches this port's entity
@@ -358,6 +379,13 @@ pub trait DisciplineConfig {
     fn names_ingress(&self) -> bool {
         false
     }
+    /// Whether the switch's inputs share a crossbar that moves one packet
+    /// per input at a time (`net/crossbar.rs`): the discipline then serves
+    /// only inputs [`QueueCtx::input_free`] says are free, and names the
+    /// input of each packet it dequeues. Default: no.
+    fn crossbar(&self) -> bool {
+        false
+    }
     /// The table with every default that `build` would apply written out,
     /// for the manifest's resolved `config`. Default: as given (the
     /// discipline's defaults are in its file's table).
@@ -482,6 +510,10 @@ macro_rules! disciplines {
             /// Whether it names each dequeued packet's input (PFC then releases by it).
             pub fn names_ingress(&self) -> bool {
                 match self { $( QueueConfig::$variant(c) => c.names_ingress(), )* }
+            }
+            /// Whether the switch's inputs share a one-packet-per-input crossbar.
+            pub fn crossbar(&self) -> bool {
+                match self { $( QueueConfig::$variant(c) => c.crossbar(), )* }
             }
         }
 

@@ -56,6 +56,9 @@ pub struct Kit {
     pub reports: Vec<Report>,
     /// Where pooled disciplines keep their packets, as a shard's pool.
     pub pool: PacketPool,
+    /// Until when each input is busy in the switch's crossbar, ps
+    /// (`net/crossbar.rs`); empty: no crossbar.
+    pub inputs_busy_until: Vec<u64>,
 }
 
 impl Kit {
@@ -67,6 +70,7 @@ impl Kit {
             rng: crate::rng::stream_rng(seed, 0),
             reports: Vec::new(),
             pool: PacketPool::new(),
+            inputs_busy_until: Vec::new(),
         }
     }
 
@@ -86,6 +90,7 @@ impl Kit {
             &mut self.reports,
             &mut self.pool,
         )
+        .crossbar(&self.inputs_busy_until)
     }
 
     /// Offers `pkt`; returns (outcome, seq of the packet it names) per report.

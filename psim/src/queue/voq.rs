@@ -46,23 +46,29 @@
 //! (on arrival, or at dequeue with the leaving packet counted). The two are
 //! exclusive.
 //!
-//! **Not modelled: the crossbar.** A real input-queued switch moves at
-//! most one packet per input per cell time through its fabric (no speedup),
-//! matched by a scheduler (iSLIP, PIM, ...). Here each output serves its
-//! VOQs on its own, so an input with packets for several outputs may feed
-//! all of them at once: the model is an input-queued switch with enough
-//! speedup, or equivalently an output-queued switch with per-input buffers
-//! and round robin over inputs at each output. The thesis names neither a
-//! matching algorithm, a speedup nor a cell time, and an input's arrivals
-//! never exceed its line rate, so the constraint only delays an input's
-//! packets for different outputs while it is backlogged towards several;
-//! modelling it would couple all the ports of a switch in one scheduler.
+//! **The crossbar** (`crossbar = true`). A real input-queued switch moves
+//! at most one packet per input at a time through its fabric (no speedup).
+//! With `crossbar`, the switch's inputs share one (`net/crossbar.rs`): an
+//! input is busy from when an output takes its packet until that packet's
+//! last bit has left the output, and an output serves, in its round robin,
+//! only the inputs that are free. An output whose waiting inputs are all
+//! busy idles until one is freed, when the outputs of the switch with
+//! packets waiting try again, in port order from the output that freed it.
+//! So an input backlogged towards several outputs feeds them one packet at
+//! a time: the head-of-line coupling of an input-queued switch, without a
+//! cell time (packets cross whole, at the output's rate). The thesis names
+//! no matching algorithm (iSLIP, PIM, ...), speedup or cell time; without
+//! `crossbar` (the default, which every shipped result ran) each output
+//! serves its VOQs on its own, which is an input-queued switch with enough
+//! speedup, or an output-queued switch with per-input buffers and round
+//! robin over inputs at each output.
 //!
 //! | parameter (`kind = "voq"`) | default | source |
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes`: bound of the output port, all VOQs together | 100 packets ([`super::droptail::DEFAULT_QUEUE_PACKETS`]) | as `droptail`; the thesis bounds per input port instead, through `[switch.pfc]` `buffer_bytes` = 240 000 ([TH] §4.3.1) |
 //! | service order | round robin over inputs with packets waiting, one packet per turn | [TH] §4.3.1 ("scheduled using round-robin"); TA12 |
 //! | `kmin_kb`, `kmax_kb`, `pmax`, `scale_with_rate`, `reference_gbps`, `mark_at` | absent: no marking; any one given: `ecn_ramp`'s defaults for the rest | `ecn_ramp`'s keys and sources (DCQCN); the thesis does not say where its input-queued switch marks: here on the output's bytes, all VOQs together, as an output queue would |
+//! | `crossbar`: one packet per input at a time through the switch's fabric | false: each output serves its VOQs on its own | [TH] §4.3.1 ("input-queued"); the thesis gives no speedup, cell time or matching, so the default keeps the results every shipped scenario ran with |
 //! | `ecn_threshold`: DCTCP's K, in the capacity's unit (packets, or bytes with `queue_bytes`), with `mark_at` | absent: no step | `ecn`'s step (RFC 8257 §3.1: "mark ... if the queue occupancy is greater than K upon its arrival"); not with the ramp keys |
 
 use super::ecn_ramp::{EcnRampConfig, Ramp};
@@ -103,6 +109,9 @@ pub struct VoqConfig {
     /// `ecn`'s step: DCTCP's K, in the capacity's unit (not with the ramp).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ecn_threshold: Option<u64>,
+    /// One packet per input at a time through the switch (`net/crossbar.rs`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub crossbar: Option<bool>,
 }
 
 impl VoqConfig {
@@ -188,6 +197,7 @@ impl DisciplineConfig for VoqConfig {
         } else if self.ecn_threshold.is_some() {
             c.mark_at = Some(self.mark_at.unwrap_or(MarkAt::Enqueue));
         }
+        c.crossbar = Some(self.crossbar());
         c
     }
     fn marks_ecn(&self) -> bool {
@@ -202,6 +212,9 @@ impl DisciplineConfig for VoqConfig {
     /// Names each dequeued packet's input; drops only at enqueue.
     fn names_ingress(&self) -> bool {
         true
+    }
+    fn crossbar(&self) -> bool {
+        self.crossbar.unwrap_or(false)
     }
 }
 
@@ -281,12 +294,16 @@ impl VoqQueue {
         cx.marked(pkt);
     }
 
-    /// Whether the head of slot `i` may be served now.
+    /// Whether the head of slot `i` may be served now: its priority is not
+    /// paused, and its input is not busy feeding another output through
+    /// the crossbar.
     #[inline]
-    fn servable(&self, i: usize) -> bool {
-        self.voqs[i]
-            .front()
-            .is_some_and(|p| self.paused & (1 << p.prio.min(7)) == 0)
+    fn servable(&self, i: usize, cx: &QueueCtx<'_>) -> bool {
+        let input_free = i == 0 || cx.input_free((i - 1) as u16);
+        input_free
+            && self.voqs[i]
+                .front()
+                .is_some_and(|p| self.paused & (1 << p.prio.min(7)) == 0)
     }
 }
 
@@ -316,7 +333,7 @@ impl Discipline for VoqQueue {
         let n = self.voqs.len();
         let i = (0..n)
             .map(|k| (self.next + k) % n)
-            .find(|&i| self.servable(i))?;
+            .find(|&i| self.servable(i, cx))?;
         let mut p = self.voqs[i].pop_front().expect("servable");
         self.next = (i + 1) % n;
         self.pkts -= 1;
@@ -403,6 +420,50 @@ mod tests {
         assert_eq!(k.take(&mut q).unwrap().seq, 30);
         offer_from(&mut k, &mut q, 2, 20, 0);
         assert_eq!(k.drain_seqs(&mut q), [11, 20, 31]);
+    }
+
+    /// With a crossbar, an input busy feeding another output is skipped
+    /// in the turn, and taken again once free: inputs 1 and 2 each hold
+    /// two packets; input 1 is busy until 100 ps. At 0 the output takes
+    /// input 2's first packet; with input 2 busy too it takes nothing,
+    /// though three packets wait; at 100 input 1 is free again, and its
+    /// turn comes before input 2's.
+    #[test]
+    fn a_crossbar_skips_busy_inputs_and_serves_them_once_free() {
+        let (mut k, mut q) = (Kit::new(0), big());
+        for (input, seq) in [(1, 10), (1, 11), (2, 20), (2, 21)] {
+            offer_from(&mut k, &mut q, input, seq, 0);
+        }
+        k.inputs_busy_until = vec![0, 100, 0];
+        assert_eq!(k.take(&mut q).unwrap().seq, 20);
+        assert_eq!(q.dequeued_ingress(), Some(2));
+        k.inputs_busy_until[2] = 100;
+        assert!(k.take(&mut q).is_none());
+        assert_eq!(q.len_packets(), 3);
+        k.at(100);
+        assert_eq!(k.drain_seqs(&mut q), [10, 21, 11]);
+    }
+
+    /// The key: absent or false, no crossbar; true asks the switch for one,
+    /// and the manifest writes the default out.
+    #[test]
+    fn the_crossbar_is_off_unless_asked_for() {
+        let env = QueueEnv {
+            mtu: 1000,
+            packet_bytes: 1064,
+            switch_k: None,
+            switch: None,
+            seed: 0,
+        };
+        let off = VoqConfig::default();
+        assert!(!off.crossbar());
+        assert_eq!(off.resolved(&env).crossbar, Some(false));
+        let on = VoqConfig {
+            crossbar: Some(true),
+            ..Default::default()
+        };
+        assert!(on.crossbar());
+        assert!(on.validate("switch.queue").is_ok());
     }
 
     /// A 1-packet input and a 100-packet input, the 100 queued first: the
