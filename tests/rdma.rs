@@ -92,7 +92,7 @@ fn dcqcn_without_marks_and_timely_without_acks_are_refused() {
             .map(drop)
             .map_err(|e| e.to_string())
     };
-    for proto in ["dcqcn", "irn_dcqcn", "irn_dctcp"] {
+    for proto in ["dcqcn", "irn_dcqcn", "irn_dctcp", "roce_dctcp"] {
         let e = load(&text(proto, "droptail", "")).unwrap_err();
         assert!(
             e.contains("switch.queue.kind") && e.contains("never marks ECN"),
@@ -106,6 +106,11 @@ fn dcqcn_without_marks_and_timely_without_acks_are_refused() {
         e.contains("protocol.roce.ack_every") && e.contains("TIMELY"),
         "{e}"
     );
+    // A window opens on ACKs.
+    for proto in ["roce_aimd", "roce_dctcp"] {
+        let e = load(&text(proto, "ecn_ramp", no_acks)).unwrap_err();
+        assert!(e.contains("protocol.roce.ack_every"), "{e}");
+    }
     // IRN ACKs every packet whatever ack_every says; plain RoCE may go without.
     load(&text("irn_timely", "droptail", no_acks)).unwrap();
     load(&text("roce", "droptail", no_acks)).unwrap();

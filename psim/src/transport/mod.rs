@@ -424,6 +424,10 @@ registry! {
         IrnAimd = 15, "irn_aimd" => roce::IrnAimdDef,
         /// IRN + DCTCP's window, with ECN echoed per packet ([TH] §4.3.6).
         IrnDctcp = 16, "irn_dctcp" => roce::IrnDctcpDef,
+        /// RoCE's go-back-N + TCP's AIMD window (`roce/window.rs`; [TH] §4.3.6's comparison).
+        RoceAimd = 17, "roce_aimd" => roce::RoceAimdDef,
+        /// RoCE's go-back-N + DCTCP's window, with ECN echoed per packet (`roce/window.rs`).
+        RoceDctcp = 18, "roce_dctcp" => roce::RoceDctcpDef,
     }
     sections {
         /// `[protocol.cbr]`.

@@ -864,7 +864,7 @@ impl ProtocolDef for IrnAimdDef {
 /// The initial window of IRN with a TCP-style window (`irn_aimd`,
 /// `irn_dctcp`), packets, and the MTU: the BDP-FC cap (`[protocol.tcp]
 /// iw_packets` without BDP-FC), entered in congestion avoidance.
-fn irn_window(p: &ProtocolParams) -> (u32, u32) {
+pub(super) fn irn_window(p: &ProtocolParams) -> (u32, u32) {
     let iw = match p.irn.bdp_cap_packets {
         0 => p.tcp.iw_packets,
         cap => cap,

@@ -1,7 +1,9 @@
 //! RoCE (RDMA over Converged Ethernet), reliable connection with go-back-N
 //! ([TH] §4.1.1, §4.3.1), and the rate-controlled RoCE variants: plain
 //! `roce` (line rate, no congestion control), `dcqcn` (RoCE + DCQCN,
-//! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`). IRN
+//! `cc/dcqcn.rs`) and `timely` (RoCE + TIMELY, `cc/timely.rs`); `roce_aimd`
+//! and `roce_dctcp`, the same go-back-N under NewReno's or DCTCP's window,
+//! are in `window.rs`. IRN
 //! (`irn`, `irn_dcqcn`, `irn_timely`, `irn_aimd`, `irn_dctcp`: selective
 //! repeat over the same sender and receiver) is in `irn.rs`.
 //!
@@ -51,6 +53,7 @@ mod sink;
 mod source;
 #[cfg(test)]
 mod tests;
+mod window;
 
 pub use irn::{
     IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnRules, IrnSink, IrnSource,
@@ -58,6 +61,7 @@ pub use irn::{
 };
 pub use sink::RoceSink;
 pub use source::RoceSource;
+pub use window::{RoceAimdDef, RoceDctcpDef};
 
 use super::cc::dcqcn::Style;
 use super::cc::timely::SegmentPacer;
@@ -142,7 +146,7 @@ impl RoceParams {
     ) -> Result<(), ConfigError> {
         let uses = |p: Protocol| used.contains(&p);
         // The controllers that slow down only on ECN marks.
-        let needs_marks: [(&[Protocol], &str); 2] = [
+        let needs_marks: [(&[Protocol], &str); 3] = [
             (
                 &[Protocol::Dcqcn, Protocol::IrnDcqcn],
                 "never marks ECN, so DCQCN never slows down: use \"ecn_ramp\", \"ecn\" or \"red\" on some tier",
@@ -151,11 +155,22 @@ impl RoceParams {
                 &[Protocol::IrnDctcp],
                 "never marks ECN, so irn_dctcp never cuts for ECN (it would be irn_aimd): use \"ecn\", \"red\" or \"ecn_ramp\" on some tier",
             ),
+            (
+                &[Protocol::RoceDctcp],
+                "never marks ECN, so roce_dctcp never cuts for ECN (it would be roce_aimd): use \"ecn\", \"red\" or \"ecn_ramp\" on some tier",
+            ),
         ];
         for (protocols, why) in needs_marks {
             if !switch_marks && protocols.iter().any(|&p| uses(p)) {
                 return Err(bad("switch.queue.kind", format!("\"{switch_kind}\""), why));
             }
+        }
+        if (uses(Protocol::RoceAimd) || uses(Protocol::RoceDctcp)) && self.ack_every == 0 {
+            return Err(bad(
+                "protocol.roce.ack_every",
+                0,
+                "roce_aimd and roce_dctcp open their window on ACKs: set it to 1 or more",
+            ));
         }
         if uses(Protocol::Timely) && self.ack_every == 0 {
             return Err(bad(

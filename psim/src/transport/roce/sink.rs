@@ -24,6 +24,11 @@ pub struct RoceSink {
     nack_interval: u64,
     cnp_interval: u64,
     last_cnp: Option<u64>,
+    /// Echo mode (`roce_dctcp`): CE marks go back on ACKs and NACKs, not
+    /// as CNPs.
+    echo: bool,
+    /// Echo mode: a CE-marked packet arrived since the last ACK or NACK.
+    ce_pending: bool,
     /// CNPs sent.
     pub cnps: u64,
     /// NACKs sent.
@@ -49,15 +54,37 @@ impl RoceSink {
             nack_interval: p.nack_interval.ps,
             cnp_interval,
             last_cnp: None,
+            echo: false,
+            ce_pending: false,
             cnps: 0,
             nacks: 0,
             stats: SinkStats::default(),
         }
     }
 
+    /// The same receiver in echo mode (`roce_dctcp`, `window.rs`): the next
+    /// ACK or NACK after a CE-marked packet carries `ECE` (one per packet
+    /// with an ACK per packet, as DCTCP, RFC 8257 §3.2), and no CNPs.
+    pub fn with_ecn_echo(mut self) -> Self {
+        self.echo = true;
+        self
+    }
+
+    /// The flags of the next ACK or NACK: `ECE` in echo mode after a mark.
+    fn echo_flags(&mut self) -> u8 {
+        match std::mem::take(&mut self.ce_pending) {
+            true => flags::ECE,
+            false => 0,
+        }
+    }
+
     /// DCQCN's notification point: a CNP for a CE-marked `pkt`, at most one
-    /// per interval.
+    /// per interval (echo mode: the mark waits for the next ACK or NACK).
     pub(super) fn notify(&mut self, pkt: &Packet, cx: &mut Ctx<'_>) {
+        if self.echo {
+            self.ce_pending |= pkt.has(flags::ECN_CE);
+            return;
+        }
         let now = cx.now;
         if pkt.has(flags::ECN_CE) && self.last_cnp.is_none_or(|t| now >= t + self.cnp_interval) {
             self.last_cnp = Some(now);
@@ -105,7 +132,8 @@ impl Transport for RoceSink {
             }
             if self.ack_every > 0 && (self.since_ack >= self.ack_every || last) {
                 self.since_ack = 0;
-                cx.out.push(self.control(PacketKind::Ack, &pkt, 0));
+                let fl = self.echo_flags();
+                cx.out.push(self.control(PacketKind::Ack, &pkt, fl));
             }
         } else if pkt.seq > self.expected {
             // Out of order: discarded; one NACK per gap (and per interval).
@@ -116,11 +144,13 @@ impl Transport for RoceSink {
             if again {
                 self.nacked = Some((self.expected, now));
                 self.nacks += 1;
-                cx.out.push(self.control(PacketKind::Nack, &pkt, 0));
+                let fl = self.echo_flags();
+                cx.out.push(self.control(PacketKind::Nack, &pkt, fl));
             }
         } else if self.ack_every > 0 {
             // A duplicate: the ACK that covered it may have been lost.
-            cx.out.push(self.control(PacketKind::Ack, &pkt, 0));
+            let fl = self.echo_flags();
+            cx.out.push(self.control(PacketKind::Ack, &pkt, fl));
         }
     }
 

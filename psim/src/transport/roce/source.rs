@@ -45,6 +45,16 @@ pub struct RoceSource {
     seg_wait: bool,
     /// The application's messages (`transport/app.rs`); None: a backlog.
     app: Option<MessageSupply>,
+    /// A window controller (NewReno's, DCTCP's) bounds the PSNs in flight,
+    /// and a NACK is a loss for it (`roce_aimd`, `roce_dctcp`; `window.rs`).
+    windowed: bool,
+    /// `ECE` on an ACK or NACK echoes a CE mark (`roce_dctcp`), not a CNP.
+    echo: bool,
+    /// Go-back-N recovery of a windowed sender: the cumulative ACK that
+    /// ends it, one past the highest PSN sent when the NACK came.
+    recovery: Option<u64>,
+    /// No ECN cut until the cumulative ACK reaches this PSN: one per window.
+    ecn_cut_until: u64,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -84,7 +94,55 @@ impl RoceSource {
             pacer,
             seg_wait: false,
             app: flow.app.map(|a| MessageSupply::new(&a, mtu)),
+            windowed: false,
+            echo: false,
+            recovery: None,
+            ecn_cut_until: 0,
             stats: SourceStats::default(),
+        }
+    }
+
+    /// The same sender under its controller's window (`roce_aimd`,
+    /// `roce_dctcp`; `window.rs`); `echo`: its receiver echoes CE marks on
+    /// ACKs and NACKs instead of sending CNPs.
+    pub fn with_window(mut self, echo: bool) -> Self {
+        self.windowed = true;
+        self.echo = echo;
+        self
+    }
+
+    /// Whether the window controller lets one more PSN out: the PSNs sent
+    /// and not cumulatively ACKed stay below cwnd (always, unwindowed).
+    fn window_open(&self) -> bool {
+        let flight = (self.next_psn - self.una) * self.mtu as u64;
+        !self.windowed
+            || self
+                .cc
+                .as_ref()
+                .is_none_or(|cc| (flight as f64) < cc.window())
+    }
+
+    /// Echo mode: one ACK or NACK's ECN feedback, `delivered` PSNs newly
+    /// cumulatively ACKed, to the controller (as IRN's echo mode, `irn.rs`).
+    /// A cut needs the sender out of recovery before this feedback and the
+    /// cumulative ACK past the last cut's next PSN. True if it cut.
+    fn feed_echo(&mut self, delivered: u64, ece: bool, was_recovering: bool) -> bool {
+        let may_cut = !was_recovering && self.una >= self.ecn_cut_until;
+        let ev = self.ack_event(delivered * self.mtu as u64, ece);
+        let cut = self.cc.as_mut().is_some_and(|cc| cc.on_ecn(&ev, may_cut));
+        if cut {
+            self.ecn_cut_until = self.next_psn;
+        }
+        cut
+    }
+
+    /// A windowed sender's recovery ends once the cumulative ACK passes it.
+    fn end_recovery(&mut self) {
+        if self.recovery.is_some_and(|r| self.una >= r) {
+            self.recovery = None;
+            if let Some(cc) = &mut self.cc {
+                cc.on_recovery_end();
+            }
         }
     }
 
@@ -109,6 +167,7 @@ impl RoceSource {
         self.started
             && self.next_psn < self.send_limit()
             && (self.window == 0 || self.next_psn - self.una < self.window)
+            && self.window_open()
     }
 
     /// The flow starts: pacing from now, and the application's first message.
@@ -337,13 +396,44 @@ impl Transport for RoceSource {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         match pkt.kind {
-            PacketKind::Ack if pkt.has(flags::ECE) => self.feed_cnp(now),
+            PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.feed_cnp(now),
             PacketKind::Ack => {
+                let (was_recovering, una) = (self.recovery.is_some(), self.una);
                 let acked = self.acknowledge(pkt.ack, now);
+                // Echo mode: the ECN estimate before growth, as irn_dctcp
+                // orders them; an ACK that cut does not also grow the window.
+                let cut = self.echo
+                    && self.feed_echo(self.una - una, pkt.has(flags::ECE), was_recovering);
+                self.end_recovery();
                 if acked == 0 {
                     return;
                 }
-                self.feed_ack(acked, &pkt, cx);
+                if !cut {
+                    self.feed_ack(acked, &pkt, cx);
+                }
+                self.try_send(cx);
+            }
+            PacketKind::Nack if self.windowed => {
+                let (was_recovering, una) = (self.recovery.is_some(), self.una);
+                let acked = self.acknowledge(pkt.ack, now);
+                // Go back N.
+                self.next_psn = self.next_psn.min(pkt.ack);
+                let cut = self.echo
+                    && self.feed_echo(self.una - una, pkt.has(flags::ECE), was_recovering);
+                self.end_recovery();
+                if acked > 0 && !cut {
+                    self.feed_ack(acked, &pkt, cx);
+                }
+                if self.recovery.is_none() && self.una < self.high {
+                    // A NACK that starts recovery is a loss, as for TCP's
+                    // fast retransmit; more NACKs until the PSNs then sent
+                    // are ACKed are the same loss.
+                    self.recovery = Some(self.high);
+                    let flight = (self.high - self.una) * self.mtu as u64;
+                    if let Some(cc) = &mut self.cc {
+                        cc.on_loss(Loss::FastRetransmit, flight);
+                    }
+                }
                 self.try_send(cx);
             }
             PacketKind::Nack => {
@@ -372,6 +462,7 @@ impl Transport for RoceSource {
                 self.stats.timeouts += 1;
                 self.next_psn = self.una;
                 self.rto_at = self.rto.map(|r| now + r);
+                self.recovery = None;
                 if let Some(cc) = &mut self.cc {
                     cc.on_loss(Loss::Timeout, (self.high - self.una) * self.mtu as u64);
                 }

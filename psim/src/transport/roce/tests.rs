@@ -456,3 +456,128 @@ fn an_application_limited_timely_sender_is_cut_but_does_not_rise() {
         assert_eq!(rate(&h), 6e9 + rise, "rise_app_share = {share}");
     }
 }
+
+/// The controller's state of a RoCE sender.
+fn cc_metrics(h: &Host<RoceSource>) -> crate::transport::cc::CcMetrics {
+    crate::transport::cc::CongestionControl::metrics(h.ep.controller().unwrap())
+}
+
+/// `roce_aimd` (`window.rs`): 10 packets of window (IRN's BDP-FC cap set to
+/// 10), then it waits; NACK(1) with PSNs 0..=9 sent is a loss: cwnd =
+/// ssthresh = 9 in flight / 2 = 4,500 B, and go-back-N resends from PSN 1
+/// while fewer than 4,500 B are outstanding: PSNs 1 to 5. A second NACK in
+/// the same recovery cuts nothing; the ACK that passes PSN 9 ends it.
+#[test]
+fn roce_aimd_holds_its_window_and_halves_it_on_a_nack() {
+    let mut p = params(|_| {});
+    p.irn.bdp_cap_packets = 10;
+    let mut h = source(&p, Protocol::RoceAimd, 100_000);
+    h.start(0);
+    assert_eq!(
+        h.advance(100 * US).len(),
+        9,
+        "10 packets in all, then the window"
+    );
+    assert_eq!(h.next_wake(), Some(320 * US), "only the RTO is armed");
+    assert_eq!(cc_metrics(&h).cwnd, 10_000.0);
+    let nack = |at_ack: u64| as_feedback(data(3), PacketKind::Nack, at_ack);
+    let out = h.deliver(100 * US, nack(1));
+    let mut sent: Vec<u64> = out.iter().map(|p| p.seq).collect();
+    sent.extend(h.advance(200 * US).iter().map(|(_, p)| p.seq));
+    assert_eq!(sent, [1, 2, 3, 4, 5]);
+    let m = cc_metrics(&h);
+    assert_eq!((m.cwnd, m.ssthresh), (4_500.0, 4_500.0));
+    h.deliver(201 * US, nack(1));
+    assert_eq!(cc_metrics(&h).cwnd, 4_500.0, "the same loss");
+    // PSNs 1..=9 and beyond ACKed: recovery over, the window grows again.
+    h.deliver(202 * US, ack(9, 0));
+    assert!(cc_metrics(&h).cwnd > 4_500.0);
+}
+
+/// `roce_dctcp`'s receiver echoes a CE mark on the ACK it sends next (no
+/// CNP), and its sender's data is ECN-capable; its window is cut by the
+/// echo, at most once per window of data.
+#[test]
+fn roce_dctcp_echoes_marks_on_acks_and_cuts_once_per_window() {
+    let p = params(|_| {});
+    let ce = |psn| {
+        let mut d = data(psn);
+        d.proto = Protocol::RoceDctcp;
+        d.flags |= flags::ECN_CE | flags::ECT;
+        d
+    };
+    let mut s = Host::new(5, Protocol::sink(&ce(0), &p));
+    let out = recv!(s, at = US, ce(0) => [Ack { ack: 1 }]);
+    assert!(out[0].has(flags::ECE), "the ACK echoes the mark");
+    let mut plain = ce(1);
+    plain.flags &= !flags::ECN_CE;
+    let out = recv!(s, at = 2 * US, plain => [Ack { ack: 2 }]);
+    assert!(!out[0].has(flags::ECE));
+
+    let mut net = Net::new(Protocol::RoceDctcp, &flow(Some(2_000_000), 1), p, 5 * US);
+    let mut mark = |pkt: &Packet| pkt.seq.is_multiple_of(4);
+    net.run(100_000 * US, &mut |_: &Packet| false, &mut mark);
+    assert!(net.sent.iter().all(|(_, p)| p.has(flags::ECT)));
+    assert!(net.finish().is_some());
+    let Endpoint::RoceSource(src) = &net.src.ep else {
+        panic!()
+    };
+    let m = crate::transport::cc::CongestionControl::metrics(src.controller().unwrap());
+    assert!(m.alpha.unwrap() > 0.1, "{m:?}");
+    assert!(
+        m.cwnd < 120_000.0,
+        "cut below the initial 120 packets: {m:?}"
+    );
+}
+
+/// Both windowed senders finish over a lossy network, by NACKs and timeouts.
+#[test]
+fn windowed_go_back_n_completes_over_a_lossy_network() {
+    for proto in [Protocol::RoceAimd, Protocol::RoceDctcp] {
+        let p = params(|_| {});
+        let mut net = Net::new(proto, &flow(Some(200_000), 1), p, 5 * US);
+        let mut n = 0;
+        let mut drop = |pkt: &Packet| {
+            n += 1;
+            pkt.kind == PacketKind::Data && n % 17 == 0
+        };
+        net.back_drop_every = 7;
+        net.run(100_000 * US, &mut drop, &mut never);
+        assert_eq!(
+            net.sink_stats().unwrap().bytes_received,
+            200_000,
+            "{proto:?}"
+        );
+        assert!(net.finish().is_some(), "{proto:?}");
+        assert!(net.src.ep.source_stats().unwrap().retransmissions > 0);
+        assert_eq!(
+            net.src.next_wake(),
+            None,
+            "{proto:?}: idle after completion"
+        );
+    }
+}
+
+/// A window needs ACKs, and DCTCP's a marking switch: each named.
+#[test]
+fn windowed_roce_needs_acks_and_marks() {
+    let mut r = RoceParams::default();
+    for proto in [Protocol::RoceAimd, Protocol::RoceDctcp] {
+        r.ack_every = 0;
+        let e = r.check_with_scenario(&[proto], "voq", true).unwrap_err();
+        assert!(e.to_string().contains("protocol.roce.ack_every"), "{e}");
+        r.ack_every = 1;
+        assert!(r.check_with_scenario(&[proto], "voq", true).is_ok());
+    }
+    let e = r
+        .check_with_scenario(&[Protocol::RoceDctcp], "droptail", false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("switch.queue.kind") && e.contains("roce_dctcp"),
+        "{e}"
+    );
+    assert!(r
+        .check_with_scenario(&[Protocol::RoceAimd], "droptail", false)
+        .is_ok());
+}
