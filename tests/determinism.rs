@@ -55,8 +55,8 @@ fn every_small_scenario_is_identical_across_partitions() {
 
 /// The [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and without
 /// PFC, DCQCN, TIMELY, DCTCP, on the thesis's VOQ switch; IRN on output-queued
-/// switches), RoCE with DCQCN on shared-buffer switches, and the
-/// T27/T28 incasts, cut to k = 4 and
+/// switches), RoCE with DCQCN on shared-buffer switches, RoCE under AIMD's
+/// and DCTCP's windows (T32), and the T27/T28 incasts, cut to k = 4 and
 /// 300 µs of arrivals (2 MB incasts) so that they run in a test: byte-identical across shards and threads, conserved,
 /// every flow finished. The full-size files are the same but for these two
 /// keys (checked at full size by hand: docs/rdma.md, "Reproducing the thesis").
@@ -88,6 +88,26 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             "traffic.1.total_size_bytes=2000000",
         ]),
     ));
+    // RoCE under a window (T32's roce_aimd, roce_dctcp), over PFC as T32
+    // runs them and roce_aimd without PFC, where NACKs and timeouts cut it.
+    let rdma = psim_integration_tests::repo_root().join("scenarios/rdma");
+    let cut = ["topology.k=4", "traffic.0.stop_us=300"];
+    for (file, extra) in [
+        (
+            "roce_pfc.toml",
+            ["traffic.0.protocol=roce_aimd", "protocol.roce.ack_every=1"],
+        ),
+        (
+            "roce.toml",
+            ["traffic.0.protocol=roce_aimd", "protocol.roce.ack_every=1"],
+        ),
+        (
+            "irn_pfc_dctcp.toml",
+            ["traffic.0.protocol=roce_dctcp", "protocol.roce.pfc=true"],
+        ),
+    ] {
+        runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
+    }
     for (path, sets) in runs {
         let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
         let reference = run(&scn, 1, 1);
