@@ -370,14 +370,7 @@ mod tests {
             mark_at: MarkAt::Dequeue,
             ..EcnConfig::default()
         };
-        let env = QueueEnv {
-            mtu: 1000,
-            packet_bytes: 1064,
-            switch_k: None,
-            switch: None,
-            seed: 0,
-        };
-        let mut q = cfg.build(&env);
+        let mut q = cfg.build(&crate::queue::testkit::ROCE_ENV);
         k.fill(&mut q, (0..6).map(ect));
         assert_eq!(q.marked, 0);
         let out = k.drain(&mut q);

@@ -45,6 +45,16 @@ pub fn distinct_bucket_flows(n: usize) -> Vec<u64> {
         .collect()
 }
 
+/// A build environment of RoCE-sized packets (1000 B payloads, 1064 B on
+/// the wire) at no particular switch, for disciplines whose build reads it.
+pub const ROCE_ENV: crate::queue::QueueEnv = crate::queue::QueueEnv {
+    mtu: 1000,
+    packet_bytes: 1064,
+    switch_k: None,
+    switch: None,
+    seed: 0,
+};
+
 /// A scripted driver: the time, a random stream and the last reports.
 pub struct Kit {
     /// Time of the next offer or dequeue, ps.

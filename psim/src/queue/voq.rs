@@ -448,13 +448,7 @@ mod tests {
     /// and the manifest writes the default out.
     #[test]
     fn the_crossbar_is_off_unless_asked_for() {
-        let env = QueueEnv {
-            mtu: 1000,
-            packet_bytes: 1064,
-            switch_k: None,
-            switch: None,
-            seed: 0,
-        };
+        let env = crate::queue::testkit::ROCE_ENV;
         let off = VoqConfig::default();
         assert!(!off.crossbar());
         assert_eq!(off.resolved(&env).crossbar, Some(false));

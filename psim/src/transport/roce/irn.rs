@@ -118,12 +118,12 @@
 
 use std::collections::VecDeque;
 
-use super::{timely_parts, RoceDef, RoceSink, RoceSource};
+use super::{timely_parts, window_controller, RoceDef, RoceSink, RoceSource, TcpWindow};
 use crate::config::ConfigError;
 use crate::packet::{flags, Packet, PacketKind, Protocol};
 use crate::transport::cc::dcqcn::Style;
 use crate::transport::cc::timely::SegmentPacer;
-use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Dctcp, Loss, Reno};
+use crate::transport::cc::{CongestionControl, Controller, Dcqcn, Loss};
 use crate::transport::config::{bad, in_range, Micros};
 use crate::transport::{
     Ctx, Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SinkStats, SourceStats, SwitchClass,
@@ -851,25 +851,12 @@ impl ProtocolDef for IrnAimdDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let (iw, mtu) = irn_window(p);
-        let mut reno = Reno::new(iw, mtu, false);
-        reno.set_ssthresh(iw as f64 * mtu as f64);
-        irn_endpoint(proto, flow, p, Some(Controller::Reno(reno)), false, None)
+        let cc = window_controller(TcpWindow::Aimd, p);
+        irn_endpoint(proto, flow, p, Some(cc), false, None)
     }
     fn sink(first: &Packet, p: &ProtocolParams) -> Endpoint {
         irn_sink(first, p, Style::Paper)
     }
-}
-
-/// The initial window of IRN with a TCP-style window (`irn_aimd`,
-/// `irn_dctcp`), packets, and the MTU: the BDP-FC cap (`[protocol.tcp]
-/// iw_packets` without BDP-FC), entered in congestion avoidance.
-pub(super) fn irn_window(p: &ProtocolParams) -> (u32, u32) {
-    let iw = match p.irn.bdp_cap_packets {
-        0 => p.tcp.iw_packets,
-        cap => cap,
-    };
-    (iw, p.roce.mtu_bytes)
 }
 
 /// The protocol table's row for IRN + DCTCP ([TH] §4.3.6, T32): `irn_aimd`
@@ -886,10 +873,7 @@ impl ProtocolDef for IrnDctcpDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let (iw, mtu) = irn_window(p);
-        let mut dctcp = Dctcp::new(iw, mtu, &p.dctcp);
-        dctcp.set_ssthresh(iw as f64 * mtu as f64);
-        let cc = Some(Controller::Dctcp(dctcp));
+        let cc = Some(window_controller(TcpWindow::Dctcp, p));
         let src = irn_source(proto, flow, p, cc, true, None).with_ecn_echo();
         Endpoint::IrnSource(Box::new(src))
     }

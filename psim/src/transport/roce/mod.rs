@@ -54,6 +54,7 @@ mod source;
 #[cfg(test)]
 mod tests;
 mod window;
+use window::{window_controller, TcpWindow};
 
 pub use irn::{
     IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnRules, IrnSink, IrnSource,

@@ -196,7 +196,11 @@ fn rto_resends_from_the_first_unacknowledged_psn_unless_pfc() {
 
 #[test]
 fn go_back_n_completes_over_a_lossy_network() {
-    for proto in [Protocol::Roce, Protocol::Dcqcn, Protocol::Timely] {
+    let windowed = [Protocol::RoceAimd, Protocol::RoceDctcp];
+    for proto in [Protocol::Roce, Protocol::Dcqcn, Protocol::Timely]
+        .into_iter()
+        .chain(windowed)
+    {
         let p = params(|_| {});
         let mut net = Net::new(proto, &flow(Some(200_000), 1), p, 5 * US);
         let mut n = 0;
@@ -528,34 +532,6 @@ fn roce_dctcp_echoes_marks_on_acks_and_cuts_once_per_window() {
         m.cwnd < 120_000.0,
         "cut below the initial 120 packets: {m:?}"
     );
-}
-
-/// Both windowed senders finish over a lossy network, by NACKs and timeouts.
-#[test]
-fn windowed_go_back_n_completes_over_a_lossy_network() {
-    for proto in [Protocol::RoceAimd, Protocol::RoceDctcp] {
-        let p = params(|_| {});
-        let mut net = Net::new(proto, &flow(Some(200_000), 1), p, 5 * US);
-        let mut n = 0;
-        let mut drop = |pkt: &Packet| {
-            n += 1;
-            pkt.kind == PacketKind::Data && n % 17 == 0
-        };
-        net.back_drop_every = 7;
-        net.run(100_000 * US, &mut drop, &mut never);
-        assert_eq!(
-            net.sink_stats().unwrap().bytes_received,
-            200_000,
-            "{proto:?}"
-        );
-        assert!(net.finish().is_some(), "{proto:?}");
-        assert!(net.src.ep.source_stats().unwrap().retransmissions > 0);
-        assert_eq!(
-            net.src.next_wake(),
-            None,
-            "{proto:?}: idle after completion"
-        );
-    }
 }
 
 /// A window needs ACKs, and DCTCP's a marking switch: each named.

@@ -35,12 +35,44 @@
 //! `roce_dctcp` a switch that marks ECN: the scenario is rejected otherwise,
 //! naming the key.
 
-use super::irn::irn_window;
 use super::{RoceDef, RoceSink, RoceSource};
 use crate::packet::{Packet, Protocol};
 use crate::transport::cc::dcqcn::Style;
 use crate::transport::cc::{CongestionControl, Controller, Dctcp, Reno};
 use crate::transport::{Endpoint, FlowInfo, ProtocolDef, ProtocolParams, SwitchClass};
+
+/// Which TCP-style window a RoCE or IRN sender runs.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum TcpWindow {
+    /// NewReno's AIMD (`roce_aimd`, `irn_aimd`).
+    Aimd,
+    /// DCTCP's (`roce_dctcp`, `irn_dctcp`).
+    Dctcp,
+}
+
+/// The controller of a RoCE or IRN sender under a TCP-style window: it
+/// starts at IRN's BDP-FC cap (`[protocol.tcp] iw_packets` with the cap
+/// off) with ssthresh there, so in congestion avoidance.
+pub(super) fn window_controller(kind: TcpWindow, p: &ProtocolParams) -> Controller {
+    let iw = match p.irn.bdp_cap_packets {
+        0 => p.tcp.iw_packets,
+        cap => cap,
+    };
+    let mtu = p.roce.mtu_bytes;
+    let ssthresh = iw as f64 * mtu as f64;
+    match kind {
+        TcpWindow::Aimd => {
+            let mut reno = Reno::new(iw, mtu, false);
+            reno.set_ssthresh(ssthresh);
+            Controller::Reno(reno)
+        }
+        TcpWindow::Dctcp => {
+            let mut dctcp = Dctcp::new(iw, mtu, &p.dctcp);
+            dctcp.set_ssthresh(ssthresh);
+            Controller::Dctcp(dctcp)
+        }
+    }
+}
 
 /// The protocol table's row for RoCE + AIMD: NewReno's window over
 /// go-back-N, starting at the BDP in congestion avoidance.
@@ -54,10 +86,7 @@ impl ProtocolDef for RoceAimdDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let (iw, mtu) = irn_window(p);
-        let mut reno = Reno::new(iw, mtu, false);
-        reno.set_ssthresh(iw as f64 * mtu as f64);
-        let cc = Some(Controller::Reno(reno));
+        let cc = Some(window_controller(TcpWindow::Aimd, p));
         let src = RoceSource::new(flow, proto, &p.roce, cc, false, None).with_window(false);
         Endpoint::RoceSource(Box::new(src))
     }
@@ -79,10 +108,7 @@ impl ProtocolDef for RoceDctcpDef {
         RoceDef::mtu(p)
     }
     fn source(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
-        let (iw, mtu) = irn_window(p);
-        let mut dctcp = Dctcp::new(iw, mtu, &p.dctcp);
-        dctcp.set_ssthresh(iw as f64 * mtu as f64);
-        let cc = Some(Controller::Dctcp(dctcp));
+        let cc = Some(window_controller(TcpWindow::Dctcp, p));
         let src = RoceSource::new(flow, proto, &p.roce, cc, true, None).with_window(true);
         Endpoint::RoceSource(Box::new(src))
     }
