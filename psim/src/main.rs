@@ -403,6 +403,26 @@ fn resume(a: ckpt_cmd::ResumeArgs) -> Result<()> {
     report(result, rank, ranks)
 }
 
+/// The warning for a run without a stop time that ran out of events with
+/// flows unfinished: nothing was left that could finish them (a lost packet
+/// whose sender has no timer, as RoCE's with `pfc = true`). The flow table
+/// records them unfinished; this line says why the run ended anyway.
+fn stuck_flows_warning(stop_ps: Option<u64>, m: &psim::trace::Manifest) -> Option<String> {
+    let stuck = m.flows_started - m.flows_finished.min(m.flows_started);
+    if stop_ps.is_some() || stuck == 0 {
+        return None;
+    }
+    let dropped = m
+        .packets
+        .get("dropped")
+        .and_then(|v| v.as_u64())
+        .unwrap_or(0);
+    Some(format!(
+        "warning: {stuck} of {} flows never finished and the run had nothing left to do: {dropped} packets were dropped, and a sender without a timer (RoCE with pfc = true has none) never resends its losses",
+        m.flows_started
+    ))
+}
+
 /// Runs (or resumes) and prints the closing line.
 #[allow(clippy::too_many_arguments)]
 fn finish(
@@ -456,6 +476,9 @@ fn finish(
                 m.shards,
                 a_out.display()
             );
+            if let Some(w) = stuck_flows_warning(scn.stop_ps, m) {
+                eprintln!("{w}");
+            }
             if let Some(r) = m
                 .packets
                 .get("replay")

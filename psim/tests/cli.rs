@@ -701,3 +701,36 @@ fn workload_errors_name_the_traffic_problem() {
     );
     assert!(!out.exists());
 }
+
+/// A run without a stop time whose flows can never finish (RoCE with
+/// `pfc = true` has no timeout, and lossy links drop its packets) ends when
+/// nothing is left to do: its flow table records the flows unfinished, and a
+/// warning on stderr says why; a run that finishes every flow prints none.
+#[test]
+fn flows_stuck_without_a_timer_are_named_in_a_warning() {
+    let s = Scratch::new();
+    let text = |loss: f64| {
+        format!(
+            "seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n[link]\nloss_rate = {loss}\n\
+             [protocol.roce]\npfc = true\n\
+             [[traffic]]\nprotocol = \"roce\"\npattern = \"incast\"\nreceiver = 0\nsenders = 8\nsize_bytes = 20000\n"
+        )
+    };
+    let file = s.write("stuck.toml", &text(0.1));
+    let out = psim(
+        s.dir.path(),
+        ["run", "-q", file.to_str().unwrap(), "--out", "o"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let warning = err.lines().find(|l| l.starts_with("warning:")).expect(&err);
+    assert!(warning.contains("flows never finished"), "{warning}");
+    assert!(warning.contains("packets were dropped"), "{warning}");
+    let file = s.write("fine.toml", &text(0.0));
+    let out = psim(
+        s.dir.path(),
+        ["run", "-q", file.to_str().unwrap(), "--out", "p"],
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("warning:"));
+}
