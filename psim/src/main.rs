@@ -408,7 +408,7 @@ fn resume(a: ckpt_cmd::ResumeArgs) -> Result<()> {
 /// whose sender has no timer, as RoCE's with `pfc = true`). The flow table
 /// records them unfinished; this line says why the run ended anyway.
 fn stuck_flows_warning(stop_ps: Option<u64>, m: &psim::trace::Manifest) -> Option<String> {
-    let stuck = m.flows_started - m.flows_finished.min(m.flows_started);
+    let stuck = m.flows_started.saturating_sub(m.flows_finished);
     if stop_ps.is_some() || stuck == 0 {
         return None;
     }

@@ -263,13 +263,7 @@ mod tests {
         };
         f(&mut c);
         c.validate("switch.queue").unwrap();
-        c.build(&QueueEnv {
-            mtu: 1000,
-            packet_bytes: 1064,
-            switch_k: None,
-            switch: None,
-            seed: 0,
-        })
+        c.build(&crate::queue::testkit::ROCE_ENV)
     }
 
     #[test]

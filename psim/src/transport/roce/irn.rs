@@ -327,11 +327,6 @@ pub struct IrnSource {
     /// Retransmissions may not leave before this (PCIe fetch).
     fetch_ready: u64,
     extra: u32,
-    /// Echo mode (`irn_dctcp`): `ECE` on an ACK or NACK echoes a CE mark
-    /// for the controller's `on_ecn`; otherwise an ACK with `ECE` is a CNP.
-    echo: bool,
-    /// Echo mode: no ECN cut until the cumulative ACK reaches this PSN.
-    ecn_cut_until: u64,
     /// Recovery resends every un-SACKed PSN up to the recovery sequence
     /// (`resend = "below_recovery"`).
     resend_to_recovery: bool,
@@ -364,8 +359,6 @@ impl IrnSource {
             fetch: p.retx_fetch.ps,
             fetch_ready: 0,
             extra: p.header_overhead_bytes,
-            echo: false,
-            ecn_cut_until: 0,
             resend_to_recovery: rules.resend == Resend::BelowRecovery,
             rto_counts_sacked: rules.rto_in_flight == RtoInFlight::Sent,
             rto_when_armed: rules.rto_choice == RtoChoice::WhenArmed,
@@ -373,9 +366,10 @@ impl IrnSource {
     }
 
     /// The same sender in echo mode (`irn_dctcp`, module documentation):
-    /// its receiver echoes CE marks on ACKs and NACKs instead of sending CNPs.
+    /// its receiver echoes CE marks on ACKs and NACKs instead of sending CNPs
+    /// (the RoCE sender's echo state and estimate feed, [`RoceSource`]).
     pub fn with_ecn_echo(mut self) -> Self {
-        self.echo = true;
+        self.base.echo = true;
         self
     }
 
@@ -508,28 +502,6 @@ impl IrnSource {
         new
     }
 
-    /// Echo mode: one ACK or NACK's ECN feedback to the controller, once
-    /// its cumulative ACK and SACK were taken. `delivered` counts the PSNs it
-    /// newly reported delivered (cumulatively ACKed and not SACKed before,
-    /// or newly SACKed), given to the controller as that many MTUs. A cut
-    /// needs the sender to have been out of recovery before this ACK
-    /// (`was_recovering` false) and the cumulative ACK to have reached the
-    /// next new PSN of the last cut: at most one cut per window of data, as
-    /// TCP's subflow allows DCTCP. True if the window was cut.
-    fn feed_echo(&mut self, delivered: u64, ece: bool, was_recovering: bool) -> bool {
-        let may_cut = !was_recovering && self.base.una >= self.ecn_cut_until;
-        let ev = self.base.ack_event(delivered * self.base.mtu as u64, ece);
-        let cut = self
-            .base
-            .cc
-            .as_mut()
-            .is_some_and(|cc| cc.on_ecn(&ev, may_cut));
-        if cut {
-            self.ecn_cut_until = self.base.next_psn;
-        }
-        cut
-    }
-
     /// Enters recovery (if not in it) from the cumulative ACK; true if it
     /// entered.
     fn recover(&mut self, now: u64) -> bool {
@@ -578,9 +550,9 @@ impl Transport for IrnSource {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         match pkt.kind {
-            PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.base.feed_cnp(now),
+            PacketKind::Ack if pkt.has(flags::ECE) && !self.base.echo => self.base.feed_cnp(now),
             PacketKind::Ack | PacketKind::Nack => {
-                if pkt.kind == PacketKind::Nack && pkt.has(flags::ECE) && !self.echo {
+                if pkt.kind == PacketKind::Nack && pkt.has(flags::ECE) && !self.base.echo {
                     // `cnp_on_nack`: the NACK carries a CNP as well.
                     self.base.feed_cnp(now);
                 }
@@ -598,7 +570,7 @@ impl Transport for IrnSource {
                 // loss, as TCP's subflow orders them; an ACK that cut does
                 // not also grow the window.
                 let ece = pkt.has(flags::ECE);
-                let cut = self.echo && self.feed_echo(delivered, ece, was_recovering);
+                let cut = self.base.echo && self.base.feed_echo(delivered, ece, was_recovering);
                 if acked > 0 && !cut {
                     self.base.feed_ack(acked, &pkt, cx);
                 }

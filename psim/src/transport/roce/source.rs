@@ -48,8 +48,9 @@ pub struct RoceSource {
     /// A window controller (NewReno's, DCTCP's) bounds the PSNs in flight,
     /// and a NACK is a loss for it (`roce_aimd`, `roce_dctcp`; `window.rs`).
     windowed: bool,
-    /// `ECE` on an ACK or NACK echoes a CE mark (`roce_dctcp`), not a CNP.
-    echo: bool,
+    /// `ECE` on an ACK or NACK echoes a CE mark (`roce_dctcp`, and IRN's
+    /// `irn_dctcp` over this sender), not a CNP.
+    pub(super) echo: bool,
     /// Go-back-N recovery of a windowed sender: the cumulative ACK that
     /// ends it, one past the highest PSN sent when the NACK came.
     recovery: Option<u64>,
@@ -122,11 +123,15 @@ impl RoceSource {
                 .is_none_or(|cc| (flight as f64) < cc.window())
     }
 
-    /// Echo mode: one ACK or NACK's ECN feedback, `delivered` PSNs newly
-    /// cumulatively ACKed, to the controller (as IRN's echo mode, `irn.rs`).
-    /// A cut needs the sender out of recovery before this feedback and the
-    /// cumulative ACK past the last cut's next PSN. True if it cut.
-    fn feed_echo(&mut self, delivered: u64, ece: bool, was_recovering: bool) -> bool {
+    /// Echo mode: one ACK or NACK's ECN feedback to the controller, once its
+    /// cumulative ACK (and, for IRN, its SACK) was taken. `delivered` counts
+    /// the PSNs it newly reported delivered (go-back-N: newly cumulatively
+    /// ACKed; IRN: also newly SACKed), given to the controller as that many
+    /// MTUs. A cut needs the sender to have been out of recovery before this
+    /// feedback (`was_recovering` false) and the cumulative ACK to have
+    /// reached the next new PSN of the last cut: at most one cut per window
+    /// of data, as TCP's subflow allows DCTCP. True if the window was cut.
+    pub(super) fn feed_echo(&mut self, delivered: u64, ece: bool, was_recovering: bool) -> bool {
         let may_cut = !was_recovering && self.una >= self.ecn_cut_until;
         let ev = self.ack_event(delivered * self.mtu as u64, ece);
         let cut = self.cc.as_mut().is_some_and(|cc| cc.on_ecn(&ev, may_cut));
@@ -136,14 +141,24 @@ impl RoceSource {
         cut
     }
 
-    /// A windowed sender's recovery ends once the cumulative ACK passes it.
-    fn end_recovery(&mut self) {
+    /// Takes one ACK's or NACK's cumulative ACK (a NACK also goes back N),
+    /// then, in echo mode, its ECN feedback, and ends a windowed sender's
+    /// recovery once the cumulative ACK passes it. Returns the bytes newly
+    /// acknowledged and whether the echo cut the window.
+    fn take_feedback(&mut self, pkt: &Packet, now: u64) -> (u64, bool) {
+        let (was_recovering, una) = (self.recovery.is_some(), self.una);
+        let acked = self.acknowledge(pkt.ack, now);
+        if pkt.kind == PacketKind::Nack {
+            self.next_psn = self.next_psn.min(pkt.ack);
+        }
+        let cut = self.echo && self.feed_echo(self.una - una, pkt.has(flags::ECE), was_recovering);
         if self.recovery.is_some_and(|r| self.una >= r) {
             self.recovery = None;
             if let Some(cc) = &mut self.cc {
                 cc.on_recovery_end();
             }
         }
+        (acked, cut)
     }
 
     /// The controller, for tests and traces.
@@ -398,13 +413,9 @@ impl Transport for RoceSource {
         match pkt.kind {
             PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.feed_cnp(now),
             PacketKind::Ack => {
-                let (was_recovering, una) = (self.recovery.is_some(), self.una);
-                let acked = self.acknowledge(pkt.ack, now);
                 // Echo mode: the ECN estimate before growth, as irn_dctcp
                 // orders them; an ACK that cut does not also grow the window.
-                let cut = self.echo
-                    && self.feed_echo(self.una - una, pkt.has(flags::ECE), was_recovering);
-                self.end_recovery();
+                let (acked, cut) = self.take_feedback(&pkt, now);
                 if acked == 0 {
                     return;
                 }
@@ -414,13 +425,7 @@ impl Transport for RoceSource {
                 self.try_send(cx);
             }
             PacketKind::Nack if self.windowed => {
-                let (was_recovering, una) = (self.recovery.is_some(), self.una);
-                let acked = self.acknowledge(pkt.ack, now);
-                // Go back N.
-                self.next_psn = self.next_psn.min(pkt.ack);
-                let cut = self.echo
-                    && self.feed_echo(self.una - una, pkt.has(flags::ECE), was_recovering);
-                self.end_recovery();
+                let (acked, cut) = self.take_feedback(&pkt, now);
                 if acked > 0 && !cut {
                     self.feed_ack(acked, &pkt, cx);
                 }
