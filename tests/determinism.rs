@@ -89,7 +89,8 @@ fn every_rdma_scenario_is_identical_across_partitions() {
         ]),
     ));
     // RoCE under a window (T32's roce_aimd, roce_dctcp), over PFC as T32
-    // runs them and roce_aimd without PFC, where NACKs and timeouts cut it.
+    // runs them and roce_aimd without PFC, where NACKs and timeouts cut it;
+    // then RoCE, IRN and DCQCN with the fetching NIC.
     let rdma = psim_integration_tests::repo_root().join("scenarios/rdma");
     let cut = ["topology.k=4", "traffic.0.stop_us=300"];
     for (file, extra) in [
@@ -105,6 +106,11 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             "irn_pfc_dctcp.toml",
             ["traffic.0.protocol=roce_dctcp", "protocol.roce.pfc=true"],
         ),
+        // The fetching NIC (`nic_packets`): its notices run after each
+        // event, in the order the NIC let the packets go.
+        ("roce_pfc.toml", ["protocol.roce.nic_packets=1", "seed=2"]),
+        ("irn.toml", ["protocol.roce.nic_packets=1", "seed=2"]),
+        ("roce_dcqcn.toml", ["protocol.roce.nic_packets=2", "seed=2"]),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

@@ -234,3 +234,74 @@ fn irn_cw_variant_cuts_dcqcn_on_nacks_and_is_deterministic() {
     );
     assert!(dc > 0 && 2 * dc < dt, "drops: CW {dc}, thesis {dt}");
 }
+
+/// Host 0 sends three RoCE flows of 100 KB (100 packets of 1,064 B on the
+/// wire) to hosts 1–3 through one switch, all 10 Gb/s and 1 µs links, the
+/// NIC a 5 KB drop-tail FIFO, the switch a 10 MB one. `nic_packets` is the
+/// NIC's fetch (`[protocol.roce]`).
+fn three_flows_from_one_nic(dir: &std::path::Path, nic_packets: u32) -> String {
+    let file = dir.join("star.graph");
+    let g = "host h0 h1 h2 h3\nswitch s0\nlink h0 s0 10Gbps 1us\nlink h1 s0 10Gbps 1us\n\
+             link h2 s0 10Gbps 1us\nlink h3 s0 10Gbps 1us\n";
+    std::fs::write(&file, g).unwrap();
+    format!(
+        "seed = 1\n[topology]\nkind = \"graph\"\nfile = \"{}\"\n\
+         [switch.queue]\nkind = \"droptail\"\nqueue_bytes = 10000000\n\
+         [host.queue]\nkind = \"droptail\"\nqueue_bytes = 5000\n\
+         [protocol.roce]\nnic_packets = {nic_packets}\n\
+         [[traffic]]\nprotocol = \"roce\"\npattern = \"many_to_many\"\nsenders = [0]\n\
+         receivers = [1, 2, 3]\nsize_bytes = 100000\n",
+        file.display()
+    )
+}
+
+/// With `nic_packets = 1` the NIC holds one packet per flow, so its 5 KB
+/// never overflow: it serves the three flows in turn with no gap, and the
+/// last byte arrives when the NIC's 300 packets are out (300 × 851.2 ns),
+/// plus the switch's serialisation of the last one (851.2 ns) and two
+/// link delays: 258,211.2 ns; the flows end within two packet times of
+/// each other. Without the cap the three line-rate senders overrun the
+/// NIC's FIFO and lose packets there. With a cap of 8 the FIFO drops too,
+/// and each drop must give the sender its place back, or it would wait
+/// forever: every flow still completes. All the same for any partition.
+#[test]
+fn a_fetching_nic_serves_its_flows_in_turn_and_never_overflows() {
+    let dir = tempfile::tempdir().unwrap();
+    let scn = scenario(&three_flows_from_one_nic(dir.path(), 1), &[]);
+    let one = run(&scn, 1, 1);
+    let s = &one.outcome.summary;
+    assert!(s.conserved(), "{s:?}");
+    assert_eq!(s.packets.dropped, 0);
+    let finish: Vec<u64> = one
+        .flows
+        .iter()
+        .map(|f| f.finish_ps.expect("finished"))
+        .collect();
+    assert_eq!(finish.iter().max(), Some(&258_211_200));
+    let spread = finish.iter().max().unwrap() - finish.iter().min().unwrap();
+    assert!(spread <= 2 * 851_200, "{finish:?}");
+    assert_eq!(run(&scn, 3, 2).csv, one.csv);
+
+    let free = run(
+        &scenario(&three_flows_from_one_nic(dir.path(), 0), &[]),
+        1,
+        1,
+    );
+    assert!(
+        free.outcome.summary.packets.dropped > 0,
+        "the NIC's FIFO overflows"
+    );
+
+    let eight = scenario(&three_flows_from_one_nic(dir.path(), 8), &[]);
+    let r = run(&eight, 1, 1);
+    assert!(
+        r.outcome.summary.packets.dropped > 0,
+        "8 × 3 packets > 5 KB"
+    );
+    assert!(
+        r.flows.iter().all(|f| f.bytes_received == 100_000),
+        "{:?}",
+        r.flows
+    );
+    assert_eq!(run(&eight, 2, 2).csv, r.csv);
+}

@@ -169,6 +169,11 @@ pub struct Shard {
     /// Bounced packets waiting to be offered to the port back towards their
     /// source: (port, packet).
     bounced: Vec<(u16, Packet)>,
+    /// (node, flow) of each data packet of a NIC-fetched flow that a host's
+    /// NIC let go of during the current event: its sender hears it once
+    /// the event is done ([`Shard::nic_fetch`]). Empty between events, so
+    /// not checkpointed.
+    nic_freed: Vec<(u32, u64)>,
     /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
     /// Events processed so far (completion notices excluded: every shard
@@ -302,6 +307,7 @@ impl Shard {
             scratch: Vec::new(),
             reports: Vec::new(),
             bounced: Vec::new(),
+            nic_freed: Vec::new(),
             finished_out: Vec::new(),
             events_processed: 0,
             event_counts: EventCounts::default(),
@@ -432,6 +438,9 @@ impl Shard {
                 }
                 EventKind::Notice { .. } => unreachable!("handled above"),
             }
+            if !self.nic_freed.is_empty() {
+                self.nic_fetch(now);
+            }
             self.last_event_ps = now;
         }
         if let Some(max_rows) = self.trace.as_deref().and_then(|t| t.over_limit()) {
@@ -439,6 +448,23 @@ impl Shard {
                 .get_or_insert(ShardError::TraceTooLarge { max_rows });
         }
         self.horizon = end;
+    }
+
+    /// The senders whose packets a NIC let go of during this event hand it
+    /// their next ([`Transport::on_nic_sent`]), in the order it let them
+    /// go. What they hand over may start at once and queue more notices,
+    /// served in the same pass; each notice is one packet gone, so it ends.
+    fn nic_fetch(&mut self, now: u64) {
+        let mut i = 0;
+        while let Some(&(local, flow)) = self.nic_freed.get(i) {
+            i += 1;
+            let local = local as usize;
+            let host = self.nodes[local].host.as_deref();
+            if let Some(&slot) = host.and_then(|h| h.by_flow.get(&flow)) {
+                self.call_endpoint(local, slot, now, |ep, cx| ep.on_nic_sent(cx));
+            }
+        }
+        self.nic_freed.clear();
     }
 
     /// Cache hints for the events ahead in the current slot (see
@@ -859,6 +885,11 @@ impl Shard {
                 }
             }
         }
+        if offered.dropped > 0 && ingress.is_none() {
+            let node = &self.nodes[local];
+            let fetch = node.host.is_some() && self.shared.protocols.roce.nic_packets > 0;
+            nic_dropped(&self.reports, node.id, local, fetch, &mut self.nic_freed);
+        }
         if offered.bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
             let (topo, id) = (&self.shared.topo, self.nodes[local].id);
@@ -949,9 +980,16 @@ impl Shard {
         };
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;
+        let fetch = node.host.is_some() && self.shared.protocols.roce.nic_packets > 0;
+        if started.dropped > 0 {
+            nic_dropped(&self.reports, node.id, local, fetch, &mut self.nic_freed);
+        }
         let Some((pkt, done)) = started.sent else {
             return false;
         };
+        if fetch && fetched_here(&pkt, node.id) {
+            self.nic_freed.push((local as u32, pkt.flow));
+        }
         let from = started.ingress;
         if let (Some(xbar), Some(input)) = (node.crossbar.as_deref_mut(), from) {
             xbar.occupy(input, now, done);
@@ -1053,6 +1091,41 @@ impl Shard {
 
 /// Schedules an event that `node` creates for itself (timers, transmit
 /// completions): its key takes the node's next sequence number.
+/// Whether `pkt` is a data packet that a NIC-fetched sender on host `id`
+/// handed to the host's NIC (`[protocol.roce] nic_packets`).
+#[inline]
+fn fetched_here(pkt: &Packet, id: u32) -> bool {
+    pkt.kind == PacketKind::Data && pkt.proto.nic_fetched() && pkt.src == id
+}
+
+/// Queues a notice for each packet of a NIC-fetched sender that host
+/// `id`'s NIC queue dropped (on offer, by eviction or at dequeue): the
+/// sender's count of packets in the NIC must drop with it, or it would
+/// wait forever. `fetch`: the node is a host and fetching is on.
+fn nic_dropped(
+    reports: &[Report],
+    id: u32,
+    local: usize,
+    fetch: bool,
+    freed: &mut Vec<(u32, u64)>,
+) {
+    if !fetch {
+        return;
+    }
+    let gone = |o: Outcome| {
+        matches!(
+            o,
+            Outcome::Dropped | Outcome::Evicted | Outcome::DequeueDropped
+        )
+    };
+    for r in reports
+        .iter()
+        .filter(|r| gone(r.outcome) && fetched_here(&r.pkt, id))
+    {
+        freed.push((local as u32, r.pkt.flow));
+    }
+}
+
 fn schedule_own(events: &mut EventQueue, node: &mut Node, time: u64, kind: EventKind) {
     let seq = node.next_seq();
     events.push(own_key(node.id, time, seq), kind);

@@ -169,6 +169,11 @@ pub trait Transport {
     /// A host service granted this endpoint a turn (NDP: the pull pacer
     /// chose it, so it sends one PULL).
     fn on_grant(&mut self, _cx: &mut Ctx<'_>) {}
+    /// One of this sender's data packets left the host's NIC queue: it
+    /// started on the wire, or the queue dropped it. Only protocols whose
+    /// row sets [`ProtocolDef::NIC_FETCH`] hear it (RoCE's family: a NIC
+    /// fetches a QP's next packet when it can send it).
+    fn on_nic_sent(&mut self, _cx: &mut Ctx<'_>) {}
     /// When the endpoint next wants [`Transport::on_timer`].
     fn poll_at(&self) -> Option<u64> {
         None
@@ -199,6 +204,10 @@ impl<T: Transport + ?Sized> Transport for Box<T> {
     #[inline]
     fn on_grant(&mut self, cx: &mut Ctx<'_>) {
         (**self).on_grant(cx)
+    }
+    #[inline]
+    fn on_nic_sent(&mut self, cx: &mut Ctx<'_>) {
+        (**self).on_nic_sent(cx)
     }
     #[inline]
     fn poll_at(&self) -> Option<u64> {
@@ -237,6 +246,10 @@ pub trait ProtocolDef {
     /// Whether its sender takes data in messages (`app.rs`); a scenario
     /// that gives `app` to another protocol is refused.
     const MESSAGES: bool = false;
+    /// Whether its sender hands the NIC its packets only as the NIC sends
+    /// them, and so hears [`Transport::on_nic_sent`] for each of its data
+    /// packets that leaves the host's queue (`[protocol.roce] nic_packets`).
+    const NIC_FETCH: bool = false;
     /// Payload bytes per full packet, from the protocol's parameters.
     fn mtu(p: &ProtocolParams) -> u32;
     /// The sending endpoint of `flow`.
@@ -277,6 +290,10 @@ macro_rules! registry {
             #[inline]
             fn on_grant(&mut self, cx: &mut Ctx<'_>) {
                 match self { $( Endpoint::$E(e) => e.on_grant(cx), )* }
+            }
+            #[inline]
+            fn on_nic_sent(&mut self, cx: &mut Ctx<'_>) {
+                match self { $( Endpoint::$E(e) => e.on_nic_sent(cx), )* }
             }
             #[inline]
             fn poll_at(&self) -> Option<u64> {
@@ -324,6 +341,11 @@ macro_rules! registry {
             /// Whether its sender takes data in messages (`app.rs`).
             pub fn takes_messages(self) -> bool {
                 match self { $( Protocol::$P => <$def as ProtocolDef>::MESSAGES, )* }
+            }
+            /// Whether its sender hears [`Transport::on_nic_sent`].
+            #[inline]
+            pub fn nic_fetched(self) -> bool {
+                match self { $( Protocol::$P => <$def as ProtocolDef>::NIC_FETCH, )* }
             }
             /// Payload bytes per full packet.
             pub fn mtu(self, p: &ProtocolParams) -> u32 {

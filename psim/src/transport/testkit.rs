@@ -62,6 +62,10 @@ pub struct Host<T: Transport = Endpoint> {
     rng: crate::rng::Rng,
     timer_at: Option<u64>,
     service_at: Option<(u64, u32)>,
+    /// The NIC keeps the data packets a NIC-fetched sender hands it
+    /// ([`Self::nic_sent`] lets one go); false: it sends each at once, so
+    /// `[protocol.roce] nic_packets` never holds a sender back.
+    pub nic_holds: bool,
 }
 
 impl<T: Transport> Host<T> {
@@ -74,6 +78,7 @@ impl<T: Transport> Host<T> {
             rng: crate::rng::stream_rng(3, id as u64),
             timer_at: None,
             service_at: None,
+            nic_holds: false,
         }
     }
 
@@ -98,7 +103,16 @@ impl<T: Transport> Host<T> {
     /// One endpoint input, then the host's follow-up as in the shard: the
     /// endpoint's deadline, then the services' (which may draw from the rng).
     fn call(&mut self, now: u64, f: impl FnOnce(&mut T, &mut Ctx<'_>)) -> Vec<Packet> {
-        let ((), out) = self.raw(now, f);
+        let ((), mut out) = self.raw(now, f);
+        let mut i = 0;
+        while !self.nic_holds && i < out.len() {
+            let p = &out[i];
+            i += 1;
+            if p.kind == PacketKind::Data && p.proto.nic_fetched() && p.src == self.id {
+                let ((), more) = self.raw(now, |ep, cx| ep.on_nic_sent(cx));
+                out.extend(more);
+            }
+        }
         self.timer_at = self.ep.poll_at().map(|t| t.max(now));
         if let Some(d) = self.services.rearm(now, &mut self.rng) {
             self.service_at = Some(d);
@@ -110,6 +124,12 @@ impl<T: Transport> Host<T> {
     /// the host's follow-up (for unit tests of an endpoint's private steps).
     pub fn with<R>(&mut self, now: u64, f: impl FnOnce(&mut T, &mut Ctx<'_>) -> R) -> R {
         self.raw(now, f).0
+    }
+
+    /// The NIC (with [`Self::nic_holds`]) lets one of the sender's packets
+    /// go at `now`; returns what the sender hands it next.
+    pub fn nic_sent(&mut self, now: u64) -> Vec<Packet> {
+        self.call(now, |ep, cx| ep.on_nic_sent(cx))
     }
 
     /// Starts the flow at `now`; returns what the endpoint sent.

@@ -517,7 +517,7 @@ impl IrnSource {
     fn try_send(&mut self, cx: &mut Ctx<'_>) {
         let now = cx.now;
         self.base.take_messages(cx);
-        if !self.base.started || self.base.next_tx > now {
+        if !self.base.started || self.base.next_tx > now || !self.base.nic_ready() {
             return;
         }
         let psn = match self.lost() {
@@ -613,9 +613,15 @@ impl Transport for IrnSource {
         self.try_send(cx);
     }
 
+    fn on_nic_sent(&mut self, cx: &mut Ctx<'_>) {
+        self.base.nic_sent();
+        self.try_send(cx);
+    }
+
     fn poll_at(&self) -> Option<u64> {
         let b = &self.base;
         let tx = match self.lost() {
+            _ if !b.nic_ready() => None,
             Some(_) => Some(b.next_tx.max(self.fetch_ready)),
             None => self.may_send_new().then_some(b.next_tx),
         };
@@ -781,6 +787,7 @@ impl ProtocolDef for IrnDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -799,6 +806,7 @@ impl ProtocolDef for IrnDcqcnDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -819,6 +827,7 @@ impl ProtocolDef for IrnAimdDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -841,6 +850,7 @@ impl ProtocolDef for IrnDctcpDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -863,6 +873,7 @@ impl ProtocolDef for IrnTimelyDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }

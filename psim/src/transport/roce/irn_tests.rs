@@ -764,3 +764,23 @@ fn a_nack_that_carries_a_cnp_cuts_dcqcn() {
     assert_eq!(run(false), line);
     assert!(run(true) < line, "{}", run(true));
 }
+
+/// IRN's sender under `nic_packets = 1`: one packet in the NIC at a time,
+/// new or resent; the next goes as the NIC lets one go.
+#[test]
+fn irn_hands_the_nic_one_packet_at_a_time_with_nic_packets_1() {
+    let mut p = params(|_| {});
+    p.roce.nic_packets = 1;
+    let mut h = source(&p, 10_000);
+    h.nic_holds = true;
+    assert_eq!(h.start(0).len(), 1);
+    assert!(h.advance(10 * US).is_empty(), "the NIC holds PSN 0");
+    assert_eq!(psns(&[(0, h.nic_sent(10 * US).remove(0))]), [1]);
+    assert!(h.advance(20 * US).is_empty());
+    // A NACK for PSN 0 (SACK 1) enters recovery: the resend takes the place
+    // PSN 1 leaves, once the fetch delay is over.
+    h.deliver(21 * US, feedback(PacketKind::Nack, 0, 1));
+    let out = h.nic_sent(30 * US);
+    assert_eq!((out[0].seq, out[0].has(flags::RETX)), (0, true));
+    assert!(h.advance(40 * US).is_empty());
+}

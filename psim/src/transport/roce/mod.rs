@@ -25,6 +25,16 @@
 //!   timeout (`rto_us`, when `timeout` is on and `pfc` off) rewinds to the
 //!   first unacknowledged PSN. No window unless `window_packets` is set
 //!   (RoCE has none, [TH] §4.3.1 / TA8 note).
+//! - **The NIC fetches** (every sender here, IRN's too; with `nic_packets`
+//!   set): a sender hands the
+//!   host's NIC queue at most `nic_packets` packets of its flow at a time,
+//!   and the next one when one of them starts on the wire (or is dropped
+//!   there). So the NIC serves its QPs in turn, as a NIC's transmit
+//!   scheduler does, and nothing piles up behind a PFC pause or a
+//!   go-back-N rewind: a resent PSN waits behind at most `nic_packets`
+//!   older ones, not behind everything the pacing let out. (TIMELY's
+//!   host-scheduled segments go to the NIC whole, as bursts: the segment
+//!   scheduler already paces them, so the cap does not apply.)
 //!
 //! Packet encoding: `seq` is the PSN (packets, not bytes); data carries
 //! `mtu_bytes` of payload (the last packet less) plus the 64-byte header
@@ -45,6 +55,7 @@
 //! | `nack_interval_us` | 500 | `HPCC`, `ALI`, `R3` (`CW`: 4) |
 //! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
 //! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
+//! | `nic_packets` (0 = no cap) | 0 | 1 is the NIC of [TH] Ch. 4's simulator, whose QPs poll the MAC (spec thesis.md §1.10), and `HPCC`'s (its NIC scheduler takes a packet from a ready QP when the link is free). 0 until the thesis's targets are rerun with it (docs/rdma.md, "The NIC") |
 
 mod irn;
 #[cfg(test)]
@@ -96,6 +107,9 @@ pub struct RoceParams {
     pub cnp_interval: Option<Micros>,
     /// Cap on PSNs sent and not acknowledged; 0: none.
     pub window_packets: u32,
+    /// The most packets of one flow (QP) waiting in the host's NIC queue;
+    /// 0: no cap.
+    pub nic_packets: u32,
 }
 
 impl Default for RoceParams {
@@ -109,6 +123,7 @@ impl Default for RoceParams {
             nack_interval: Micros::from_ps(500_000_000),
             cnp_interval: None,
             window_packets: 0,
+            nic_packets: 0,
         }
     }
 }
@@ -205,6 +220,7 @@ impl ProtocolDef for RoceDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }
@@ -226,6 +242,7 @@ impl ProtocolDef for DcqcnDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }
@@ -256,6 +273,7 @@ impl ProtocolDef for TimelyDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }

@@ -56,6 +56,11 @@ pub struct RoceSource {
     recovery: Option<u64>,
     /// No ECN cut until the cumulative ACK reaches this PSN: one per window.
     ecn_cut_until: u64,
+    /// The most of this flow's packets in the host's NIC queue (`nic_packets`;
+    /// 0: no cap).
+    nic_cap: u32,
+    /// This flow's packets in the host's NIC queue now.
+    nic_held: u32,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -99,6 +104,8 @@ impl RoceSource {
             echo: false,
             recovery: None,
             ecn_cut_until: 0,
+            nic_cap: p.nic_packets,
+            nic_held: 0,
             stats: SourceStats::default(),
         }
     }
@@ -183,6 +190,19 @@ impl RoceSource {
             && self.next_psn < self.send_limit()
             && (self.window == 0 || self.next_psn - self.una < self.window)
             && self.window_open()
+            && self.nic_ready()
+    }
+
+    /// Whether the NIC takes another packet of this flow now: fewer than
+    /// `nic_packets` of them wait in its queue (host-scheduled segments go
+    /// whole, uncapped).
+    pub(super) fn nic_ready(&self) -> bool {
+        self.nic_cap == 0 || self.nic_held < self.nic_cap || self.host_scheduled()
+    }
+
+    /// One of this flow's packets left the NIC's queue.
+    pub(super) fn nic_sent(&mut self) {
+        self.nic_held = self.nic_held.saturating_sub(1);
     }
 
     /// The flow starts: pacing from now, and the application's first message.
@@ -302,6 +322,7 @@ impl RoceSource {
         });
         self.stats.bytes_sent += payload as u64;
         self.stats.packets_sent += 1;
+        self.nic_held += 1;
         self.high = self.high.max(psn + 1);
         self.next_tx = match &mut self.pacer {
             // A host-scheduled burst sets it once, for the whole segment.
@@ -504,6 +525,11 @@ impl Transport for RoceSource {
                 cx.services.segments.busy_until(nic_free);
             }
         }
+        self.try_send(cx);
+    }
+
+    fn on_nic_sent(&mut self, cx: &mut Ctx<'_>) {
+        self.nic_sent();
         self.try_send(cx);
     }
 

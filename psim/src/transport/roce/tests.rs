@@ -557,3 +557,48 @@ fn windowed_roce_needs_acks_and_marks() {
         .check_with_scenario(&[Protocol::RoceAimd], "droptail", false)
         .is_ok());
 }
+
+/// `nic_packets = 2`, the NIC holding what it is handed: the sender hands
+/// it PSNs 0 and 1 at their paced times, then waits without a timer (only
+/// the RTO), and hands over one more PSN each time the NIC lets one go,
+/// at once when its pacing time has passed. A go-back-N rewind resends
+/// only through the same two places.
+#[test]
+fn the_nic_takes_at_most_nic_packets_of_a_flow_and_the_next_as_one_leaves() {
+    let p = params(|r| r.nic_packets = 2);
+    let mut h = source(&p, Protocol::Roce, 10_000);
+    h.nic_holds = true;
+    assert_eq!(h.start(0).len(), 1);
+    expect_out!(h.advance(10 * US), [(GAP, Data { seq: 1 })]);
+    assert_eq!(
+        h.next_wake(),
+        Some(320 * US),
+        "only the RTO: no pacing timer while the NIC is full"
+    );
+    let out = h.nic_sent(10 * US);
+    assert_eq!(out.len(), 1);
+    assert_eq!(
+        out[0].seq, 2,
+        "handed over at once: its pacing time has passed"
+    );
+    assert!(h.advance(20 * US).is_empty(), "full again");
+    // Both go: the next leaves at once, the one after it a packet time later.
+    assert_eq!(h.nic_sent(20 * US)[0].seq, 3);
+    assert_eq!(
+        h.nic_sent(20 * US).len(),
+        0,
+        "paced: not before 20 µs + GAP"
+    );
+    expect_out!(h.advance(30 * US), [(20 * US + GAP, Data { seq: 4 })]);
+    // A NACK for PSN 1 rewinds; the resend waits for a place in the NIC.
+    assert!(h
+        .deliver(40 * US, as_feedback(data(1), PacketKind::Nack, 1))
+        .is_empty());
+    let resent = h.nic_sent(41 * US);
+    assert_eq!((resent[0].seq, resent[0].has(flags::RETX)), (1, true));
+    // With no cap (the default) the same sender never waits for the NIC.
+    let mut free = source(&params(|_| {}), Protocol::Roce, 10_000);
+    free.nic_holds = true;
+    free.start(0);
+    assert_eq!(free.advance(10 * US).len(), 9, "PSNs 1..=9 at line rate");
+}

@@ -82,6 +82,7 @@ impl ProtocolDef for RoceAimdDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -104,6 +105,7 @@ impl ProtocolDef for RoceDctcpDef {
     const CLASS: SwitchClass = SwitchClass::Other;
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
+    const NIC_FETCH: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
