@@ -596,8 +596,8 @@ fn the_nic_takes_at_most_nic_packets_of_a_flow_and_the_next_as_one_leaves() {
         .is_empty());
     let resent = h.nic_sent(41 * US);
     assert_eq!((resent[0].seq, resent[0].has(flags::RETX)), (1, true));
-    // With no cap (the default) the same sender never waits for the NIC.
-    let mut free = source(&params(|_| {}), Protocol::Roce, 10_000);
+    // With no cap (0) the same sender never waits for the NIC.
+    let mut free = source(&params(|r| r.nic_packets = 0), Protocol::Roce, 10_000);
     free.nic_holds = true;
     free.start(0);
     assert_eq!(free.advance(10 * US).len(), 9, "PSNs 1..=9 at line rate");
