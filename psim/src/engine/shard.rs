@@ -174,6 +174,9 @@ pub struct Shard {
     /// the event is done ([`Shard::nic_fetch`]). Empty between events, so
     /// not checkpointed.
     nic_freed: Vec<(u32, u64)>,
+    /// Whether hosts' NICs fetch (`[protocol.roce] nic_packets` > 0), read
+    /// once here: transmit tests it on every packet.
+    nic_fetch: bool,
     /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
     /// Events processed so far (completion notices excluded: every shard
@@ -292,6 +295,7 @@ impl Shard {
             .min()
             .unwrap_or(1_000_000);
         let shift = EventQueue::shift_for_delay(min_delay);
+        let nic_fetch = shared.protocols.roce.nic_packets > 0;
         Shard {
             id,
             shared,
@@ -308,6 +312,7 @@ impl Shard {
             reports: Vec::new(),
             bounced: Vec::new(),
             nic_freed: Vec::new(),
+            nic_fetch,
             finished_out: Vec::new(),
             events_processed: 0,
             event_counts: EventCounts::default(),
@@ -454,6 +459,7 @@ impl Shard {
     /// their next ([`Transport::on_nic_sent`]), in the order it let them
     /// go. What they hand over may start at once and queue more notices,
     /// served in the same pass; each notice is one packet gone, so it ends.
+    #[inline(never)]
     fn nic_fetch(&mut self, now: u64) {
         let mut i = 0;
         while let Some(&(local, flow)) = self.nic_freed.get(i) {
@@ -885,10 +891,11 @@ impl Shard {
                 }
             }
         }
-        if offered.dropped > 0 && ingress.is_none() {
+        if offered.dropped > 0 && ingress.is_none() && self.nic_fetch {
             let node = &self.nodes[local];
-            let fetch = node.host.is_some() && self.shared.protocols.roce.nic_packets > 0;
-            nic_dropped(&self.reports, node.id, local, fetch, &mut self.nic_freed);
+            if node.host.is_some() {
+                nic_dropped(&self.reports, node.id, local, &mut self.nic_freed);
+            }
         }
         if offered.bounced {
             // Return-to-sender: the discipline swapped the addresses; route it back.
@@ -980,16 +987,14 @@ impl Shard {
         };
         let started = p.start(&mut cx);
         self.counters.dropped += started.dropped;
-        let fetch = node.host.is_some() && self.shared.protocols.roce.nic_packets > 0;
-        if started.dropped > 0 {
-            nic_dropped(&self.reports, node.id, local, fetch, &mut self.nic_freed);
+        if self.nic_fetch && node.host.is_some() {
+            let sent = started.sent.as_ref().map(|(pkt, _)| pkt);
+            let freed = &mut self.nic_freed;
+            nic_started(&self.reports, node.id, local, started.dropped, sent, freed);
         }
         let Some((pkt, done)) = started.sent else {
             return false;
         };
-        if fetch && fetched_here(&pkt, node.id) {
-            self.nic_freed.push((local as u32, pkt.flow));
-        }
         let from = started.ingress;
         if let (Some(xbar), Some(input)) = (node.crossbar.as_deref_mut(), from) {
             xbar.occupy(input, now, done);
@@ -1089,8 +1094,6 @@ impl Shard {
     }
 }
 
-/// Schedules an event that `node` creates for itself (timers, transmit
-/// completions): its key takes the node's next sequence number.
 /// Whether `pkt` is a data packet that a NIC-fetched sender on host `id`
 /// handed to the host's NIC (`[protocol.roce] nic_packets`).
 #[inline]
@@ -1101,17 +1104,8 @@ fn fetched_here(pkt: &Packet, id: u32) -> bool {
 /// Queues a notice for each packet of a NIC-fetched sender that host
 /// `id`'s NIC queue dropped (on offer, by eviction or at dequeue): the
 /// sender's count of packets in the NIC must drop with it, or it would
-/// wait forever. `fetch`: the node is a host and fetching is on.
-fn nic_dropped(
-    reports: &[Report],
-    id: u32,
-    local: usize,
-    fetch: bool,
-    freed: &mut Vec<(u32, u64)>,
-) {
-    if !fetch {
-        return;
-    }
+/// wait forever. Called only where hosts' NICs fetch.
+fn nic_dropped(reports: &[Report], id: u32, local: usize, freed: &mut Vec<(u32, u64)>) {
     let gone = |o: Outcome| {
         matches!(
             o,
@@ -1126,6 +1120,29 @@ fn nic_dropped(
     }
 }
 
+/// The notices of one transmit start at a fetching host's NIC: the
+/// `dropped` packets it dropped at dequeue (in `reports`), then the one it
+/// put on the wire (`sent`). Out of line: transmit runs it only where NICs
+/// fetch.
+#[inline(never)]
+fn nic_started(
+    reports: &[Report],
+    id: u32,
+    local: usize,
+    dropped: u64,
+    sent: Option<&Packet>,
+    freed: &mut Vec<(u32, u64)>,
+) {
+    if dropped > 0 {
+        nic_dropped(reports, id, local, freed);
+    }
+    if let Some(pkt) = sent.filter(|pkt| fetched_here(pkt, id)) {
+        freed.push((local as u32, pkt.flow));
+    }
+}
+
+/// Schedules an event that `node` creates for itself (timers, transmit
+/// completions): its key takes the node's next sequence number.
 fn schedule_own(events: &mut EventQueue, node: &mut Node, time: u64, kind: EventKind) {
     let seq = node.next_seq();
     events.push(own_key(node.id, time, seq), kind);
