@@ -102,6 +102,14 @@ impl Packet {
     pub fn has(&self, flag: u8) -> bool {
         self.flags & flag != 0
     }
+
+    /// Whether this is a data packet that a NIC-fetched sender on host `id`
+    /// handed to that host's NIC (`[protocol.roce] nic_packets`), so the
+    /// sender hears when it leaves the NIC's queue.
+    #[inline]
+    pub fn nic_fetched_from(&self, id: u32) -> bool {
+        self.kind == PacketKind::Data && self.proto.nic_fetched() && self.src == id
+    }
 }
 
 /// A packet for unit tests: `kind` with `size` bytes on the wire (payload =

@@ -1094,13 +1094,6 @@ impl Shard {
     }
 }
 
-/// Whether `pkt` is a data packet that a NIC-fetched sender on host `id`
-/// handed to the host's NIC (`[protocol.roce] nic_packets`).
-#[inline]
-fn fetched_here(pkt: &Packet, id: u32) -> bool {
-    pkt.kind == PacketKind::Data && pkt.proto.nic_fetched() && pkt.src == id
-}
-
 /// Queues a notice for each packet of a NIC-fetched sender that host
 /// `id`'s NIC queue dropped (on offer, by eviction or at dequeue): the
 /// sender's count of packets in the NIC must drop with it, or it would
@@ -1114,7 +1107,7 @@ fn nic_dropped(reports: &[Report], id: u32, local: usize, freed: &mut Vec<(u32, 
     };
     for r in reports
         .iter()
-        .filter(|r| gone(r.outcome) && fetched_here(&r.pkt, id))
+        .filter(|r| gone(r.outcome) && r.pkt.nic_fetched_from(id))
     {
         freed.push((local as u32, r.pkt.flow));
     }
@@ -1136,7 +1129,7 @@ fn nic_started(
     if dropped > 0 {
         nic_dropped(reports, id, local, freed);
     }
-    if let Some(pkt) = sent.filter(|pkt| fetched_here(pkt, id)) {
+    if let Some(pkt) = sent.filter(|pkt| pkt.nic_fetched_from(id)) {
         freed.push((local as u32, pkt.flow));
     }
 }

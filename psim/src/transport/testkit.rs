@@ -104,11 +104,12 @@ impl<T: Transport> Host<T> {
     /// endpoint's deadline, then the services' (which may draw from the rng).
     fn call(&mut self, now: u64, f: impl FnOnce(&mut T, &mut Ctx<'_>)) -> Vec<Packet> {
         let ((), mut out) = self.raw(now, f);
+        // An instant NIC: each fetched packet leaves at once (a handed-over
+        // packet may bring more, served in the same pass).
         let mut i = 0;
         while !self.nic_holds && i < out.len() {
-            let p = &out[i];
             i += 1;
-            if p.kind == PacketKind::Data && p.proto.nic_fetched() && p.src == self.id {
+            if out[i - 1].nic_fetched_from(self.id) {
                 let ((), more) = self.raw(now, |ep, cx| ep.on_nic_sent(cx));
                 out.extend(more);
             }

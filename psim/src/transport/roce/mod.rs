@@ -26,10 +26,9 @@
 //!   first unacknowledged PSN. No window unless `window_packets` is set
 //!   (RoCE has none, [TH] §4.3.1 / TA8 note).
 //! - **The NIC fetches** (every sender here, IRN's too; with `nic_packets`
-//!   set): a sender hands the
-//!   host's NIC queue at most `nic_packets` packets of its flow at a time,
-//!   and the next one when one of them starts on the wire (or is dropped
-//!   there). So the NIC serves its QPs in turn, as a NIC's transmit
+//!   set): a sender hands the host's NIC queue at most `nic_packets`
+//!   packets of its flow at a time, and the next one when one of them
+//!   starts on the wire (or is dropped there). So the NIC serves its QPs in turn, as a NIC's transmit
 //!   scheduler does, and nothing piles up behind a PFC pause or a
 //!   go-back-N rewind: a resent PSN waits behind at most `nic_packets`
 //!   older ones, not behind everything the pacing let out. (TIMELY's
