@@ -106,11 +106,13 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             "irn_pfc_dctcp.toml",
             ["traffic.0.protocol=roce_dctcp", "protocol.roce.pfc=true"],
         ),
-        // The fetching NIC (`nic_packets`): its notices run after each
-        // event, in the order the NIC let the packets go.
-        ("roce_pfc.toml", ["protocol.roce.nic_packets=1", "seed=2"]),
-        ("irn.toml", ["protocol.roce.nic_packets=1", "seed=2"]),
+        // The fetching NIC (`nic_packets`, 1 by default, so every RDMA file
+        // above runs with it): its notices run after each event, in the
+        // order the NIC let the packets go. Also a NIC that prefetches, and
+        // none at all (the sender's pacing alone fills the NIC's queue).
         ("roce_dcqcn.toml", ["protocol.roce.nic_packets=2", "seed=2"]),
+        ("roce_pfc.toml", ["protocol.roce.nic_packets=0", "seed=2"]),
+        ("irn.toml", ["protocol.roce.nic_packets=0", "seed=2"]),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

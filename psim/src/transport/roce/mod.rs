@@ -25,8 +25,8 @@
 //!   timeout (`rto_us`, when `timeout` is on and `pfc` off) rewinds to the
 //!   first unacknowledged PSN. No window unless `window_packets` is set
 //!   (RoCE has none, [TH] §4.3.1 / TA8 note).
-//! - **The NIC fetches** (every sender here, IRN's too; with `nic_packets`
-//!   set): a sender hands the host's NIC queue at most `nic_packets`
+//! - **The NIC fetches** (every sender here, IRN's too; unless `nic_packets`
+//!   is 0): a sender hands the host's NIC queue at most `nic_packets`
 //!   packets of its flow at a time, and the next one when one of them
 //!   starts on the wire (or is dropped there). So the NIC serves its QPs in turn, as a NIC's transmit
 //!   scheduler does, and nothing piles up behind a PFC pause or a
@@ -54,7 +54,7 @@
 //! | `nack_interval_us` | 500 | `HPCC`, `ALI`, `R3` (`CW`: 4) |
 //! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
 //! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
-//! | `nic_packets` (0 = no cap) | 0 | 1 is the NIC of [TH] Ch. 4's simulator, whose QPs poll the MAC (spec thesis.md §1.10), and `HPCC`'s (its NIC scheduler takes a packet from a ready QP when the link is free). 0 until the thesis's targets are rerun with it (docs/rdma.md, "The NIC") |
+//! | `nic_packets` (0 = no cap) | 1 | the NIC of [TH] Ch. 4's simulator, whose QPs poll the MAC (spec thesis.md §1.10), and `HPCC`'s (its NIC scheduler takes a packet from a ready QP when the link is free). 0 gives the sender's pacing alone (docs/rdma.md, "The NIC") |
 
 mod irn;
 #[cfg(test)]
@@ -122,7 +122,7 @@ impl Default for RoceParams {
             nack_interval: Micros::from_ps(500_000_000),
             cnp_interval: None,
             window_packets: 0,
-            nic_packets: 0,
+            nic_packets: 1,
         }
     }
 }
