@@ -113,6 +113,21 @@ fn every_rdma_scenario_is_identical_across_partitions() {
         ("roce_dcqcn.toml", ["protocol.roce.nic_packets=2", "seed=2"]),
         ("roce_pfc.toml", ["protocol.roce.nic_packets=0", "seed=2"]),
         ("irn.toml", ["protocol.roce.nic_packets=0", "seed=2"]),
+        // The notification point's timer: deferred and delayed CNPs.
+        (
+            "roce_pfc_dcqcn.toml",
+            [
+                "protocol.roce.cnp_defer=true",
+                "protocol.roce.np_delay_us=5",
+            ],
+        ),
+        (
+            "irn_dcqcn.toml",
+            [
+                "protocol.roce.cnp_defer=true",
+                "protocol.roce.np_delay_us=5",
+            ],
+        ),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

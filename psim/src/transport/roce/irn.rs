@@ -744,6 +744,14 @@ impl Transport for IrnSink {
         }
     }
 
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        self.base.notify_timer(cx);
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        self.base.notify_at()
+    }
+
     fn sink_stats(&self) -> Option<&SinkStats> {
         Some(&self.base.stats)
     }

@@ -54,6 +54,8 @@
 //! | `nack_interval_us` | 500 | `HPCC`, `ALI`, `R3` (`CW`: 4) |
 //! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
 //! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
+//! | `cnp_defer` | false | a mark within the CNP interval waits, and one CNP leaves when the interval ends: the paper-style NP as `HT-DCQCN` runs it (spec rdma-scheduling-params.md §1.3). Off: such a mark is not answered (a least gap between CNPs, as the firmware's `min_time_between_cnps`); [TH] does not say |
+//! | `np_delay_us` | 0 | the receiver NIC's CNP generation delay: a CNP leaves that long after the mark that caused it (spec §1.6 pitfall 10: ~55 µs suspected on a Broadcom TD3 testbed, `ALI` #12). No public simulator models it |
 //! | `nic_packets` (0 = no cap) | 1 | the NIC of [TH] Ch. 4's simulator, whose QPs poll the MAC (spec thesis.md §1.10), and `HPCC`'s (its NIC scheduler takes a packet from a ready QP when the link is free). 0 gives the sender's pacing alone (docs/rdma.md, "The NIC") |
 
 mod irn;
@@ -109,6 +111,12 @@ pub struct RoceParams {
     /// The most packets of one flow (QP) waiting in the host's NIC queue;
     /// 0: no cap.
     pub nic_packets: u32,
+    /// The notification point remembers a mark that came within the CNP
+    /// interval and sends one CNP when the interval ends (`cnp_defer`).
+    pub cnp_defer: bool,
+    /// The receiver NIC's CNP generation delay (`np_delay_us`); 0: none.
+    #[serde(rename = "np_delay_us")]
+    pub np_delay: Micros,
 }
 
 impl Default for RoceParams {
@@ -123,6 +131,8 @@ impl Default for RoceParams {
             cnp_interval: None,
             window_packets: 0,
             nic_packets: 1,
+            cnp_defer: false,
+            np_delay: Micros::from_ps(0),
         }
     }
 }
@@ -137,6 +147,7 @@ impl RoceParams {
         if let Some(c) = self.cnp_interval {
             c.positive(&k("cnp_interval_us"))?;
         }
+        self.np_delay.zero_or_positive(&k("np_delay_us"))?;
         if self.ack_every == 0 && self.timeout && !self.pfc {
             return Err(bad(
                 &k("ack_every"),

@@ -1,6 +1,8 @@
 //! The RoCE receiver: in-order acceptance, NACK per gap, coalesced ACKs, and
 //! DCQCN's notification point (module documentation in `mod.rs`).
 
+use std::collections::VecDeque;
+
 use super::RoceParams;
 use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use crate::transport::{Ctx, SinkStats, Transport};
@@ -23,7 +25,11 @@ pub struct RoceSink {
     nacked: Option<(u64, u64)>,
     nack_interval: u64,
     cnp_interval: u64,
+    /// When the last CNP was decided (it leaves `np_delay` later).
     last_cnp: Option<u64>,
+    /// The notification point's options (`cnp_defer`, `np_delay_us`), only
+    /// when one is set: the default receiver stays as small as it was.
+    np: Option<Box<NpOptions>>,
     /// Echo mode (`roce_dctcp`): CE marks go back on ACKs and NACKs, not
     /// as CNPs.
     echo: bool,
@@ -35,6 +41,21 @@ pub struct RoceSink {
     pub nacks: u64,
     /// Counters.
     pub stats: SinkStats,
+}
+
+/// The notification point's options, boxed in [`RoceSink`] only when set.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct NpOptions {
+    /// `cnp_defer`: a mark within the interval waits for its end.
+    defer: bool,
+    /// `cnp_defer`: the mark waiting for the interval's end, as the
+    /// (PSN, send time) its CNP echoes.
+    deferred: Option<(u64, u64)>,
+    /// `np_delay_us`, ps.
+    np_delay: u64,
+    /// CNPs decided and waiting out `np_delay`: (departure time, PSN, send
+    /// time), in order (one per interval at most, so a handful).
+    delayed: VecDeque<(u64, u64, u64)>,
 }
 
 impl RoceSink {
@@ -54,6 +75,14 @@ impl RoceSink {
             nack_interval: p.nack_interval.ps,
             cnp_interval,
             last_cnp: None,
+            np: (p.cnp_defer || p.np_delay.ps > 0).then(|| {
+                Box::new(NpOptions {
+                    defer: p.cnp_defer,
+                    deferred: None,
+                    np_delay: p.np_delay.ps,
+                    delayed: VecDeque::new(),
+                })
+            }),
             echo: false,
             ce_pending: false,
             cnps: 0,
@@ -80,31 +109,97 @@ impl RoceSink {
 
     /// DCQCN's notification point: a CNP for a CE-marked `pkt`, at most one
     /// per interval (echo mode: the mark waits for the next ACK or NACK).
+    /// With `cnp_defer` a mark within the interval gets one CNP when the
+    /// interval ends; with `np_delay_us` every CNP leaves that much later.
     pub(super) fn notify(&mut self, pkt: &Packet, cx: &mut Ctx<'_>) {
         if self.echo {
             self.ce_pending |= pkt.has(flags::ECN_CE);
             return;
         }
+        if !pkt.has(flags::ECN_CE) {
+            return;
+        }
         let now = cx.now;
-        if pkt.has(flags::ECN_CE) && self.last_cnp.is_none_or(|t| now >= t + self.cnp_interval) {
-            self.last_cnp = Some(now);
-            self.cnps += 1;
-            cx.out.push(self.control(PacketKind::Ack, pkt, flags::ECE));
+        let mark = (pkt.seq, pkt.sent_ps);
+        if self.last_cnp.is_none_or(|t| now >= t + self.cnp_interval) {
+            self.send_cnp(now, mark, cx);
+        } else if let Some(np) = self.np.as_mut().filter(|np| np.defer) {
+            np.deferred.get_or_insert(mark);
+        }
+    }
+
+    /// Sends the CNP for `mark` (PSN, send time), decided at `at`, now or
+    /// after the NIC's delay.
+    fn send_cnp(&mut self, at: u64, mark: (u64, u64), cx: &mut Ctx<'_>) {
+        self.last_cnp = Some(at);
+        match self.np.as_mut().filter(|np| np.np_delay > 0) {
+            Some(np) => np.delayed.push_back((at + np.np_delay, mark.0, mark.1)),
+            None => self.emit_cnp(mark, cx),
+        }
+    }
+
+    /// The CNP answering the data packet of `mark` (PSN, send time).
+    fn emit_cnp(&mut self, (seq, sent_ps): (u64, u64), cx: &mut Ctx<'_>) {
+        self.cnps += 1;
+        let cnp = self.control_for(PacketKind::Ack, seq, sent_ps, flags::ECE);
+        cx.out.push(cnp);
+    }
+
+    /// When the deferred CNP is due: the end of the current interval.
+    fn deferred_at(&self) -> Option<u64> {
+        let t = self.last_cnp?;
+        self.np.as_ref()?.deferred.map(|_| t + self.cnp_interval)
+    }
+
+    /// The notification point's timer: a deferred CNP whose interval has
+    /// ended, and delayed CNPs whose time has come.
+    pub(super) fn notify_timer(&mut self, cx: &mut Ctx<'_>) {
+        let now = cx.now;
+        if let Some(at) = self.deferred_at().filter(|&at| at <= now) {
+            let np = self.np.as_mut().expect("deferred_at says one waits");
+            let mark = np.deferred.take().expect("deferred_at says one waits");
+            self.send_cnp(at, mark, cx);
+        }
+        while let Some(np) = self.np.as_mut() {
+            match np.delayed.front() {
+                Some(&(at, seq, sent_ps)) if at <= now => {
+                    np.delayed.pop_front();
+                    self.emit_cnp((seq, sent_ps), cx);
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// When the notification point next needs [`Self::notify_timer`]: only
+    /// while a CNP waits, so an idle flow holds no timer.
+    pub(super) fn notify_at(&self) -> Option<u64> {
+        let np = self.np.as_ref()?;
+        let delayed = np.delayed.front().map(|&(at, ..)| at);
+        match (self.deferred_at(), delayed) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
 
     /// A 64-byte control packet answering `data`.
     pub(super) fn control(&self, kind: PacketKind, data: &Packet, fl: u8) -> Packet {
+        self.control_for(kind, data.seq, data.sent_ps, fl)
+    }
+
+    /// A 64-byte control packet answering the data packet of PSN `seq`
+    /// sent at `sent_ps`.
+    fn control_for(&self, kind: PacketKind, seq: u64, sent_ps: u64, fl: u8) -> Packet {
         Packet {
             flow: self.flow,
             src: self.me,
             dst: self.peer,
-            seq: data.seq,
+            seq,
             ack: self.expected,
             size: HEADER_BYTES,
             payload: 0,
             path: self.path,
-            sent_ps: data.sent_ps,
+            sent_ps,
             kind,
             proto: self.proto,
             flags: fl,
@@ -152,6 +247,14 @@ impl Transport for RoceSink {
             let fl = self.echo_flags();
             cx.out.push(self.control(PacketKind::Ack, &pkt, fl));
         }
+    }
+
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        self.notify_timer(cx);
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        self.notify_at()
     }
 
     fn sink_stats(&self) -> Option<&SinkStats> {

@@ -166,6 +166,118 @@ fn cnps_are_spaced_by_the_cnp_interval() {
     recv!(s, at = 5 * US, dce(2) => [Ack, Ack]);
 }
 
+/// A CE-marked RoCE data packet of PSN `psn`.
+fn marked(psn: u64) -> Packet {
+    let mut d = data(psn);
+    d.flags |= flags::ECN_CE | flags::ECT;
+    d
+}
+
+/// Whether `p` is a CNP: an ACK carrying `ECE`.
+fn is_cnp(p: &Packet) -> bool {
+    p.kind == PacketKind::Ack && p.has(flags::ECE)
+}
+
+/// `cnp_defer` (the paper-style NP): a mark within the 50 µs interval is
+/// answered by one CNP when the interval ends, however many came; the next
+/// interval runs from that CNP; and with no mark waiting the receiver holds
+/// no timer. Without it such marks get nothing.
+#[test]
+fn a_deferred_cnp_leaves_when_the_interval_ends() {
+    let p = params(|r| r.cnp_defer = true);
+    let mut s = sink(&p);
+    let out = recv!(s, at = US, marked(0) => [Ack, Ack]);
+    assert!(is_cnp(&out[0]) && !is_cnp(&out[1]));
+    assert_eq!(s.next_wake(), None, "nothing waits");
+    recv!(s, at = 10 * US, marked(1) => [Ack { ack: 2 }]);
+    recv!(s, at = 20 * US, marked(2) => [Ack { ack: 3 }]);
+    assert_eq!(s.next_wake(), Some(51 * US), "the interval's end");
+    let sent = s.advance(200 * US);
+    assert_eq!(sent.len(), 1, "one CNP for both marks: {sent:?}");
+    assert_eq!(sent[0].0, 51 * US);
+    assert!(is_cnp(&sent[0].1));
+    assert_eq!(sent[0].1.seq, 1, "it answers the first mark that waited");
+    assert_eq!(s.next_wake(), None);
+    // The interval now runs from 51 µs: a mark at 60 µs waits until 101 µs,
+    // and one at 101 µs or later is answered at once.
+    recv!(s, at = 60 * US, marked(3) => [Ack { ack: 4 }]);
+    let sent = s.advance(101 * US);
+    assert_eq!(sent.iter().map(|x| x.0).collect::<Vec<_>>(), [101 * US]);
+    let out = recv!(s, at = 151 * US, marked(4) => [Ack, Ack]);
+    assert!(is_cnp(&out[0]));
+    // Without `cnp_defer` the same marks within the interval get nothing.
+    let mut s = sink(&params(|_| {}));
+    recv!(s, at = US, marked(0) => [Ack, Ack]);
+    recv!(s, at = 10 * US, marked(1) => [Ack]);
+    assert_eq!(s.next_wake(), None);
+    recv_nothing!(s, until = 200 * US);
+}
+
+/// `np_delay_us`: each CNP leaves that long after the mark that caused it;
+/// the interval still counts from the mark; the ACKs are not delayed.
+#[test]
+fn the_nics_cnp_delay_holds_each_cnp_back() {
+    let p = params(|r| r.np_delay = Micros::from_us(55.0));
+    let mut s = sink(&p);
+    let out = recv!(s, at = US, marked(0) => [Ack { ack: 1 }]);
+    assert!(!is_cnp(&out[0]));
+    recv!(s, at = 30 * US, marked(1) => [Ack { ack: 2 }]);
+    recv!(s, at = 51 * US, marked(2) => [Ack { ack: 3 }]);
+    assert_eq!(s.next_wake(), Some(56 * US));
+    let sent = s.advance(1_000 * US);
+    assert_eq!(
+        sent.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [56 * US, 106 * US],
+        "the marks at 1 and 51 µs, each 55 µs later: {sent:?}"
+    );
+    assert!(sent.iter().all(|x| is_cnp(&x.1)));
+    assert_eq!(sent.iter().map(|x| x.1.seq).collect::<Vec<_>>(), [0, 2]);
+    let Endpoint::RoceSink(rs) = &s.ep else {
+        panic!("a RoCE sink")
+    };
+    assert_eq!(rs.cnps, 2);
+    // With `cnp_defer` too: the deferred CNP is decided at the interval's
+    // end and leaves 55 µs after that.
+    let p = params(|r| {
+        r.np_delay = Micros::from_us(55.0);
+        r.cnp_defer = true;
+    });
+    let mut s = sink(&p);
+    recv!(s, at = US, marked(0) => [Ack]);
+    recv!(s, at = 2 * US, marked(1) => [Ack]);
+    let sent = s.advance(1_000 * US);
+    assert_eq!(
+        sent.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [56 * US, 106 * US]
+    );
+    assert_eq!(s.next_wake(), None);
+}
+
+/// IRN's receiver uses the same notification point, its timer included.
+#[test]
+fn irns_receiver_defers_and_delays_its_cnps_too() {
+    let p = params(|r| {
+        r.np_delay = Micros::from_us(5.0);
+        r.cnp_defer = true;
+    });
+    let irn = |psn| {
+        let mut d = marked(psn);
+        d.proto = Protocol::IrnDcqcn;
+        d
+    };
+    let mut s = Host::new(5, Protocol::sink(&irn(0), &p));
+    recv!(s, at = US, irn(0) => [Ack { ack: 1 }]);
+    recv!(s, at = 2 * US, irn(1) => [Ack { ack: 2 }]);
+    // irn_dcqcn's firmware style: a 4 µs interval. CNPs at 1 + 5 and at the
+    // interval's end, 5 µs, + 5.
+    let sent = s.advance(100 * US);
+    assert_eq!(
+        sent.iter().map(|x| x.0).collect::<Vec<_>>(),
+        [6 * US, 10 * US]
+    );
+    assert!(sent.iter().all(|x| is_cnp(&x.1)));
+}
+
 #[test]
 fn rto_resends_from_the_first_unacknowledged_psn_unless_pfc() {
     let p = params(|_| {});
@@ -393,6 +505,10 @@ fn bad_settings_name_their_key() {
     p.roce.ack_every = 0;
     let e = p.validate().unwrap_err();
     assert!(e.to_string().contains("protocol.roce.ack_every"), "{e}");
+    let mut p = ProtocolParams::default();
+    p.roce.np_delay = Micros::from_us(-1.0);
+    let e = p.validate().unwrap_err();
+    assert!(e.to_string().contains("protocol.roce.np_delay_us"), "{e}");
     let mut p = ProtocolParams::default();
     p.roce.mtu_bytes = 0;
     assert!(p
