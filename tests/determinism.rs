@@ -196,14 +196,28 @@ fn every_rdma_scenario_is_identical_across_partitions() {
 
 /// The record-and-replay scenarios of scenarios/ups/ (psim/src/replay.rs),
 /// cut to 1 ms of arrivals: the replay run's flows and its comparison with
-/// the original are byte-identical across shards and threads.
+/// the original are byte-identical across shards and threads. Each also
+/// runs with flows that end in a short packet and UPS's control side queue
+/// in both runs (`control_below_bytes`, which the shipped flows of whole
+/// packets never use).
 #[test]
 fn every_replay_scenario_is_identical_across_partitions() {
     let paths = psim_integration_tests::scenario_files("scenarios/ups");
     assert!(!paths.is_empty());
-    for path in paths {
-        let scn = Scenario::load(&path, &["traffic.0.stop_us=1000".into()])
-            .unwrap_or_else(|e| panic!("{e}"));
+    let side_queue = [
+        "traffic.0.size_quantum_bytes=1",
+        "switch.queue.control_below_bytes=1460",
+        "replay.control_below_bytes=1460",
+    ];
+    let runs = paths
+        .iter()
+        .flat_map(|p| [(p, &[][..]), (p, &side_queue[..])]);
+    for (path, extra) in runs {
+        let sets: Vec<String> = std::iter::once("traffic.0.stop_us=1000")
+            .chain(extra.iter().copied())
+            .map(String::from)
+            .collect();
+        let scn = Scenario::load(path, &sets).unwrap_or_else(|e| panic!("{e}"));
         let reference = run(&scn, 1, 1);
         let replay = |r: &psim_integration_tests::Ran| {
             r.outcome.manifest.packets.get("replay").cloned().unwrap()

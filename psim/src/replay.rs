@@ -106,6 +106,10 @@ pub struct ReplayFile {
     /// the scenario file) instead of running the original.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_record: Option<String>,
+    /// The replay's switch ports send packets under this many bytes first,
+    /// FIFO (`lstf`'s `control_below_bytes`, the UPS `lstf.cc` side queue).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_below_bytes: Option<u32>,
 }
 
 /// Default T, µs ([TH] Table 5.1).
@@ -126,6 +130,7 @@ impl Default for ReplayFile {
             nic: ReplayNic::Same,
             write_record: false,
             from_record: None,
+            control_below_bytes: None,
         }
     }
 }
@@ -149,6 +154,8 @@ pub struct ReplaySpec {
     pub write_record: bool,
     /// The output directory whose record to replay (resolved).
     pub from_record: Option<std::path::PathBuf>,
+    /// The replay's switch ports' control side queue, bytes.
+    pub control_below_bytes: Option<u32>,
 }
 
 impl ReplayFile {
@@ -200,6 +207,14 @@ impl ReplayFile {
                 ),
             ));
         }
+        crate::queue::lstf::validate_control_below("replay", self.control_below_bytes)?;
+        if self.control_below_bytes.is_some() && self.discipline != ReplayDiscipline::Lstf {
+            return Err(bad(
+                "replay.control_below_bytes",
+                self.control_below_bytes.unwrap_or(0),
+                "only the LSTF replay has the control side queue: remove it, or use discipline = \"lstf\"",
+            ));
+        }
         if let (true, Some(_)) = (self.write_record, &self.from_record) {
             return Err(bad(
                 "replay.write_record",
@@ -216,6 +231,7 @@ impl ReplayFile {
             nic: self.nic,
             write_record: self.write_record,
             from_record: self.from_record.as_ref().map(|d| base_dir.join(d)),
+            control_below_bytes: self.control_below_bytes,
         })
     }
 }
@@ -229,6 +245,7 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
         ReplayDiscipline::Lstf => QueueConfig::Lstf(LstfConfig {
             queue_packets: Some(spec.queue_packets),
             preemptive: spec.preemptive,
+            control_below_bytes: spec.control_below_bytes,
             ..LstfConfig::default()
         }),
         ReplayDiscipline::Priority => QueueConfig::Rank(RankConfig {

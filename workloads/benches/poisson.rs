@@ -19,6 +19,7 @@ fn workload() -> Workload {
         min_size_bytes: None,
         max_size_bytes: None,
         cdf_file: None,
+        size_quantum_bytes: None,
         start_us: 0.0,
         stop_us: None,
         exclude_hosts: Vec::new(),

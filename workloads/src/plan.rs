@@ -408,6 +408,7 @@ impl Ctx<'_> {
         min: Option<u64>,
         max: Option<u64>,
         file: &Option<String>,
+        quantum: Option<u64>,
     ) -> Result<SizeDist, WorkloadError> {
         let extra =
             |k: &str| self.conflict(format!("key `{k}` does not apply to size_dist = {name:?}"));
@@ -425,7 +426,7 @@ impl Ctx<'_> {
         if file.is_some() && name != SizeDistName::File {
             return Err(extra("cdf_file"));
         }
-        Ok(match name {
+        let dist = match name {
             SizeDistName::Websearch => SizeDist::websearch(),
             SizeDistName::FbHadoop => SizeDist::fb_hadoop(),
             SizeDistName::AliStorage => SizeDist::ali_storage(),
@@ -452,7 +453,19 @@ impl Ctx<'_> {
                 let f = file.as_ref().ok_or_else(|| missing("cdf_file"))?;
                 SizeDist::from_cdf_file(&self.path(f))?
             }
-        })
+        };
+        match quantum {
+            None | Some(1) => Ok(dist),
+            Some(0) => Err(self.invalid(
+                "size_quantum_bytes",
+                "must be > 0 (omit it to keep sizes as drawn)",
+            )),
+            Some(q) if q > 1 << 40 => {
+                Err(self.invalid("size_quantum_bytes", format!("{q} is above 2^40 bytes")))
+            }
+            Some(q) => SizeDist::rounded_up(dist, q)
+                .map_err(|reason| self.invalid("size_quantum_bytes", reason)),
+        }
     }
 }
 
@@ -669,6 +682,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                 s.min_size_bytes,
                 s.max_size_bytes,
                 &s.cdf_file,
+                s.size_quantum_bytes,
             )?;
             let link_bytes_per_s = env.host_link_bps as f64 / 8.0;
             let host_bytes_per_s = match s.load_of {
@@ -745,6 +759,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                     s.min_size_bytes,
                     s.max_size_bytes,
                     &s.cdf_file,
+                    s.size_quantum_bytes,
                 )?,
                 think_mean_ps: think as f64,
                 fixed_think: s.think_dist == ThinkDist::Fixed,

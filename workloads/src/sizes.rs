@@ -199,7 +199,20 @@ pub enum SizeDist {
     /// The IRN heavy-tailed mix (thesis §6 item 13): 50% uniform in 32 B..1 KB, 35% log-uniform
     /// in 1 KB..200 KB, 15% log-uniform in 200 KB..3 MB (decimal kilo and mega).
     IrnHeavy,
+    /// Another distribution's sizes rounded up to a whole multiple of `quantum` bytes
+    /// (`size_quantum_bytes`: a workload given in whole packets).
+    RoundedUp {
+        /// The distribution drawn from.
+        inner: Box<SizeDist>,
+        /// The multiple, bytes (at least 2).
+        quantum: u64,
+        /// The mean of the rounded sizes, bytes (computed once from `inner`'s CDF).
+        mean: f64,
+    },
 }
+
+/// Most multiples of the quantum that [`SizeDist::rounded_up`] sums over to find the mean.
+const MAX_QUANTA: u64 = 10_000_000;
 
 /// Bounds of the three IRN mixture components in bytes.
 const IRN_PARTS: [(f64, f64, f64); 3] = [
@@ -243,10 +256,40 @@ impl SizeDist {
         Ok(SizeDist::Cdf(EmpiricalCdf::parse(&text, path)?))
     }
 
+    /// `inner`'s sizes rounded up to a multiple of `quantum` (>= 2) bytes. The mean is
+    /// `quantum` x the sum over k >= 0 of P(size > k x quantum), from `inner`'s CDF; a
+    /// distribution whose largest size is more than [`MAX_QUANTA`] quanta is refused.
+    pub fn rounded_up(inner: SizeDist, quantum: u64) -> Result<SizeDist, String> {
+        let mut sum = 0.0;
+        let mut k = 0u64;
+        loop {
+            let above = 1.0 - inner.cdf_at(k * quantum);
+            if above <= 0.0 {
+                break;
+            }
+            if k >= MAX_QUANTA {
+                return Err(format!(
+                    "{quantum} bytes is too fine for this distribution: its largest size is \
+                     above {MAX_QUANTA} multiples of it"
+                ));
+            }
+            sum += above;
+            k += 1;
+        }
+        Ok(SizeDist::RoundedUp {
+            inner: Box::new(inner),
+            quantum,
+            mean: sum * quantum as f64,
+        })
+    }
+
     /// Draws one size in whole bytes (>= 1).
     pub(crate) fn sample(&self, rng: &mut Stream) -> u64 {
         let x = match self {
             SizeDist::Fixed(n) => return *n,
+            SizeDist::RoundedUp { inner, quantum, .. } => {
+                return inner.sample(rng).div_ceil(*quantum) * quantum
+            }
             SizeDist::Uniform { min, max } => return min + rng.below(max - min + 1),
             SizeDist::Cdf(c) => c.quantile(rng.unit()),
             SizeDist::IrnHeavy => {
@@ -275,6 +318,7 @@ impl SizeDist {
     pub fn mean_bytes(&self) -> f64 {
         match self {
             SizeDist::Fixed(n) => *n as f64,
+            SizeDist::RoundedUp { mean, .. } => *mean,
             SizeDist::Uniform { min, max } => (*min as f64 + *max as f64) / 2.0,
             SizeDist::Cdf(c) => c.mean(),
             SizeDist::IrnHeavy => IRN_PARTS
@@ -295,6 +339,7 @@ impl SizeDist {
     pub fn cdf_at(&self, x: u64) -> f64 {
         let xf = x as f64;
         match self {
+            SizeDist::RoundedUp { inner, quantum, .. } => inner.cdf_at(x / quantum * quantum),
             SizeDist::Fixed(n) => {
                 if x >= *n {
                     1.0
@@ -352,6 +397,52 @@ mod tests {
         // Ten equally likely sizes (the data file's header): mean 1,122,250 / 10.
         let fb = SizeDist::fb_web().mean_bytes();
         assert!((fb - 112_225.0).abs() < 1e-6, "{fb}");
+    }
+
+    /// Rounding up to a quantum, by hand: a fixed 1000 B becomes one 1396 B
+    /// quantum; uniform 1..=10 with a quantum of 4 gives 4 (for 1-4), 8 (5-8)
+    /// and 12 (9-10), mean (4 x 4 + 4 x 8 + 2 x 12) / 10 = 7.2, and
+    /// P(size <= 7) = P(drawn <= 4) = 0.4.
+    #[test]
+    fn rounding_up_to_a_quantum_by_hand() {
+        let d = SizeDist::rounded_up(SizeDist::Fixed(1000), 1396).unwrap();
+        assert_eq!(d.mean_bytes(), 1396.0);
+        assert_eq!((d.cdf_at(1395), d.cdf_at(1396)), (0.0, 1.0));
+        let mut rng = crate::rng::stream(7, &[1]);
+        assert_eq!(d.sample(&mut rng), 1396);
+        let d = SizeDist::rounded_up(SizeDist::Uniform { min: 1, max: 10 }, 4).unwrap();
+        assert!((d.mean_bytes() - 7.2).abs() < 1e-12, "{}", d.mean_bytes());
+        assert!((d.cdf_at(7) - 0.4).abs() < 1e-12);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..1000 {
+            seen.insert(d.sample(&mut rng));
+        }
+        assert_eq!(seen.into_iter().collect::<Vec<_>>(), [4, 8, 12]);
+    }
+
+    /// The rounded IRN mix: the sample mean of 200,000 draws is within 5
+    /// standard errors of the mean computed from the CDF, and that mean
+    /// exceeds the unrounded one by less than one quantum.
+    #[test]
+    fn the_rounded_mean_matches_the_draws() {
+        let q = 1396;
+        let d = SizeDist::rounded_up(SizeDist::IrnHeavy, q).unwrap();
+        let (plain, m) = (SizeDist::IrnHeavy.mean_bytes(), d.mean_bytes());
+        assert!(m > plain && m < plain + q as f64, "{plain} {m}");
+        let mut rng = crate::rng::stream(3, &[9]);
+        let n = 200_000;
+        let xs: Vec<f64> = (0..n).map(|_| d.sample(&mut rng) as f64).collect();
+        assert!(xs.iter().all(|x| x % q as f64 == 0.0));
+        let mean = xs.iter().sum::<f64>() / n as f64;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
+        let se = (var / n as f64).sqrt();
+        assert!((mean - m).abs() < 5.0 * se, "{mean} {m} {se}");
+    }
+
+    #[test]
+    fn a_quantum_too_fine_for_the_distribution_is_refused() {
+        let e = SizeDist::rounded_up(SizeDist::Fixed(1 << 40), 2).unwrap_err();
+        assert!(e.contains("too fine"), "{e}");
     }
 
     /// A step CDF (each size twice: a point mass, then a flat stretch)

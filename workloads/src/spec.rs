@@ -328,6 +328,10 @@ pub struct PoissonSpec {
     /// `size_dist = "file"`: path of a CDF in the project's format (relative to the scenario).
     #[serde(default)]
     pub cdf_file: Option<String>,
+    /// Round every drawn size up to a whole multiple of this many bytes (e.g. a packet's
+    /// payload, for workloads given in whole packets); the load accounts for it.
+    #[serde(default)]
+    pub size_quantum_bytes: Option<u64>,
     /// First arrivals are drawn from this time in µs (default 0).
     #[serde(default = "zero")]
     pub start_us: f64,
@@ -383,6 +387,9 @@ pub struct ClosedLoopSpec {
     /// `size_dist = "file"`: path of a CDF file.
     #[serde(default)]
     pub cdf_file: Option<String>,
+    /// Round every drawn size up to a whole multiple of this many bytes (as `poisson`).
+    #[serde(default)]
+    pub size_quantum_bytes: Option<u64>,
     /// Loops begin at this time in µs (default 0), each after one think time.
     #[serde(default = "zero")]
     pub start_us: f64,

@@ -654,6 +654,15 @@ fn bad_input_gets_clear_errors() {
     );
     assert!(m.contains("size_bytes"), "{m}");
 
+    let m = err_of(
+        "[[traffic]]\npattern = \"poisson\"\nload = 0.5\nsize_dist = \"irn_heavy\"\nsize_quantum_bytes = 0\n",
+        env(4, Some(1), d),
+    );
+    assert!(
+        m.contains("entry 0 (poisson)") && m.contains("size_quantum_bytes"),
+        "{m}"
+    );
+
     let m = parse("[[traffic]]\npattern = \"tornado\"\n")
         .unwrap_err()
         .to_string();

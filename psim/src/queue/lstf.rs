@@ -52,9 +52,18 @@
 //!   take the queue one packet over its capacity (it held buffer while on
 //!   the wire). ns-2's UPS code has no preemption; the thesis's extension
 //!   is not public, so the resume-not-restart choice is the proofs'.
-//! - Not modelled: `lstf.cc`'s control side queue (packets under 1460 B in
-//!   the first second go first: a route-setup warm-up hack that the TCP runs
-//!   turn off).
+//! - **`control_below_bytes`** (off by default) is `lstf.cc`'s control side
+//!   queue: a packet smaller than this many bytes on the wire goes ahead of
+//!   every other, first come, first served among its kind, and its slack is
+//!   left as it was (`lstf.cc` charges no wait to a control packet). The
+//!   authors meant it for route setup ("a hack to ensure same route
+//!   construction when ECMP is enabled"), but in their open-loop replay runs
+//!   it is on for the whole run (`control_packets_` 1 until
+//!   `control_packets_time_` = 1 s, the run's length), so the last, short
+//!   packet of every UDP flow takes it at every hop (`replay.control_below_bytes`,
+//!   docs/replay.md). Not modelled: its end after the first second (psim's
+//!   replays drain past it; the TCP runs turn it off). Under `preemptive`,
+//!   such a packet interrupts the packet on the wire, as any smaller key does.
 //!
 //! `fifo_plus` builds this queue with the accumulated queueing delay in
 //! `rank` instead of a slack (see `fifo_plus.rs`).
@@ -64,6 +73,7 @@
 //! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail`; the UPS runs set 100,000,000 (replay, tail delay), 3425 or 34,250 (TCP runs) (`UPS` scripts) |
 //! | `preemptive` | false | [TH] §5.1.3 ("we extended our simulator to support preemption"); the simulations default to non-preemptive |
 //! | `mode` | `"lstf"` | `"lstf"`: slack in `rank`, updated at dequeue ([TH] §5.4); `"edf"`: deadline in `rank`, static ([TH] App. A.4); `"fifo"`: arrival order, slack updated at dequeue (the UPS replay's host queue) |
+//! | `control_below_bytes` | none (off) | `lstf.cc`'s control side queue: packets under this wire size first, FIFO, slack untouched; the UPS UDP runs: 1460 (`control_packets_` 1, `control_packets_time_` 1 s, `ns-default.tcl`) |
 
 use super::ranked::{signed_key, RankStore};
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
@@ -117,6 +127,22 @@ pub struct LstfConfig {
     /// Interrupt the packet on the wire for an arrival of a smaller key.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub preemptive: bool,
+    /// Packets smaller than this on the wire go first, FIFO, their slack
+    /// untouched (`lstf.cc`'s control side queue); none: off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_below_bytes: Option<u32>,
+}
+
+/// Checks a `control_below_bytes` key: at least 1 when given.
+pub(crate) fn validate_control_below(key: &str, v: Option<u32>) -> Result<(), ConfigError> {
+    match v {
+        Some(0) => Err(crate::config::bad(
+            &format!("{key}.control_below_bytes"),
+            0,
+            "must be at least 1 (leave it out for no control side queue)",
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// The capacity of a UPS-family table: `queue_packets`/`queue_bytes`, else
@@ -144,7 +170,8 @@ impl DisciplineConfig for LstfConfig {
         c
     }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
-        ups_capacity(key, self.queue_packets, self.queue_bytes).map(drop)
+        ups_capacity(key, self.queue_packets, self.queue_bytes)?;
+        validate_control_below(key, self.control_below_bytes)
     }
     fn build(&self, _env: &QueueEnv) -> LstfQueue {
         let cap = ups_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
@@ -153,7 +180,9 @@ impl DisciplineConfig for LstfConfig {
             LstfMode::Edf => Form::Edf,
             LstfMode::Fifo => Form::Fifo,
         };
-        LstfQueue::new(cap, form).with_preemption(self.preemptive)
+        LstfQueue::new(cap, form)
+            .with_preemption(self.preemptive)
+            .with_control_below(self.control_below_bytes.unwrap_or(0))
     }
 }
 
@@ -165,6 +194,8 @@ pub struct LstfQueue {
     store: RankStore,
     /// Whether an arrival may interrupt the packet on the wire.
     preemptive: bool,
+    /// Packets under this many bytes go first, slack untouched (0: off).
+    control_below: u32,
     /// The last packet dequeued, while it may still come back (preemptive
     /// queues only): its key, when it was queued, and the wait charged to
     /// its header at that dequeue.
@@ -187,8 +218,22 @@ impl LstfQueue {
             form,
             store: RankStore::new(false),
             preemptive: false,
+            control_below: 0,
             last: None,
         }
+    }
+
+    /// The same queue with `lstf.cc`'s control side queue for packets
+    /// under `bytes` on the wire (0: none).
+    pub fn with_control_below(mut self, bytes: u32) -> Self {
+        self.control_below = bytes;
+        self
+    }
+
+    /// Whether `p` takes the control side queue.
+    #[inline]
+    fn is_control(&self, p: &Packet) -> bool {
+        p.size < self.control_below
     }
 
     /// The same queue, preemptive or not.
@@ -210,6 +255,11 @@ impl LstfQueue {
     /// The packet's key at arrival at `now` on a link of `rate_bps`.
     #[inline]
     fn key(&self, pkt: &Packet, now: u64, rate_bps: u64) -> u64 {
+        // The control side queue: below every slack, ties (arrival order)
+        // among its own.
+        if self.is_control(pkt) {
+            return 0;
+        }
         // FIFO's key is the arrival alone (equal keys go first come, first
         // served), so a short packet cannot pass a long one.
         let tx = match self.form {
@@ -243,7 +293,10 @@ impl Discipline for LstfQueue {
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
         let (key, slot) = self.store.best_keyed()?;
         let (mut p, since) = self.store.take(slot);
-        let waited = cx.now.saturating_sub(since);
+        let waited = match self.is_control(&p) {
+            true => 0,
+            false => cx.now.saturating_sub(since),
+        };
         self.charge(&mut p, waited as i64);
         if self.preemptive {
             self.last = Some(Dequeued { key, since, waited });
@@ -315,6 +368,64 @@ pub(crate) mod tests {
         assert_eq!((p.seq, slack(&p)), (2, 0));
         let p = k.at(2 * U).take(&mut q).unwrap();
         assert_eq!((p.seq, slack(&p)), (0, 3 * U as i64));
+    }
+
+    /// `control_below_bytes = 1000` (`lstf.cc`'s side queue): at t=0, 0
+    /// (1250 B, slack −U, the least), 1 (500 B, slack 9U) and 2 (999 B,
+    /// slack 5U) arrive; 3 (1000 B, not under the bound, slack −2U) at t=U.
+    /// Taken at U, 2U, 3U and 4U: the short ones first in arrival order
+    /// (1, then 2), their slacks untouched although they waited U and 2U;
+    /// then 3 (key U − 2U + T below 0's −U + T), waited 2U: −4U; then 0,
+    /// waited 4U: −5U.
+    #[test]
+    fn control_packets_go_first_in_arrival_order_with_their_slack_untouched() {
+        let (mut k, q) = (
+            Kit::new(0),
+            LstfQueue::new(Capacity::Packets(10), Form::Lstf),
+        );
+        let mut q = q.with_control_below(1000);
+        let short = |seq, size, r: i64| {
+            let mut p = data(seq, size);
+            p.rank = r as u64;
+            p
+        };
+        k.fill(
+            &mut q,
+            [
+                pkt(0, -(U as i64)),
+                short(1, 500, 9 * U as i64),
+                short(2, 999, 5 * U as i64),
+            ],
+        );
+        k.at(U).fill(&mut q, [short(3, 1000, -2 * U as i64)]);
+        let got: Vec<_> = (1..=4)
+            .map(|i| {
+                let p = k.at(i * U).take(&mut q).unwrap();
+                (p.seq, slack(&p))
+            })
+            .collect();
+        let u = U as i64;
+        assert_eq!(got, [(1, 9 * u), (2, 5 * u), (3, -4 * u), (0, -5 * u)]);
+        // Off (the default), 0 goes first: the same arrivals by slack alone.
+        let mut q = LstfQueue::new(Capacity::Packets(10), Form::Lstf);
+        k.at(0).fill(
+            &mut q,
+            [
+                pkt(0, -(U as i64)),
+                short(1, 500, 9 * U as i64),
+                short(2, 999, 5 * U as i64),
+            ],
+        );
+        assert_eq!(k.take(&mut q).unwrap().seq, 0);
+    }
+
+    #[test]
+    fn a_zero_control_bound_is_refused_by_name() {
+        let c: LstfConfig = toml::from_str("control_below_bytes = 0").unwrap();
+        let e = c.validate("switch.queue").unwrap_err().to_string();
+        assert!(e.contains("switch.queue.control_below_bytes"), "{e}");
+        let c: LstfConfig = toml::from_str("control_below_bytes = 1460").unwrap();
+        assert!(c.validate("switch.queue").is_ok());
     }
 
     /// `mode = "fifo"` serves in arrival order whatever the slacks, and

@@ -544,7 +544,7 @@ disciplines! {
     /// Traffic classes: a classifier, a discipline per class, a scheduler.
     Classes(Box<ClassQueue>, classes::ClassesConfig) = "classes",
     /// Uniformly random service order (UPS's Random).
-    Random(random::RandomQueue, CapacityConfig) = "random",
+    Random(random::RandomQueue, random::RandomConfig) = "random",
     /// Last in, first out (UPS's LIFO).
     Lifo(lifo::LifoQueue, CapacityConfig) = "lifo",
     /// pFabric: best rank's flow first, evict the worst rank.

@@ -7,17 +7,69 @@
 //! The draw uses the port's random stream ([`QueueCtx::rng`]), once per
 //! dequeue with two or more packets queued, so runs stay deterministic.
 //!
+//! `control_below_bytes` (off by default) is the control side queue of the
+//! UPS authors' `random-dequeue.cc`: a packet smaller than this on the wire
+//! goes ahead of the random draw, first come, first served among its kind.
+//! Their queue always has it (a "hack to ensure same route computation when
+//! ECMP is enabled", for packets under 1460 B), so in their open-loop
+//! replay runs the short last packet of every UDP flow skips the draw at
+//! every hop; `lstf`'s `control_below_bytes` is the replay's side of it
+//! (docs/replay.md).
+//!
 //! | parameter (`kind = "random"`) | default | source |
 //! |---|---|---|
-//! | `queue_packets`, or `queue_bytes` | 100 packets (the shared [`super::CapacityConfig`]) | as `droptail` (ns-3's `DropTailQueue` default) |
+//! | `queue_packets`, or `queue_bytes` | 100 packets | as `droptail` (ns-3's `DropTailQueue` default) |
+//! | `control_below_bytes` | none (off) | `random-dequeue.cc`: 1460, always on (UPS) |
 
-use super::{Capacity, Discipline, QueueCtx};
+use super::{Capacity, CapacityConfig, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use crate::config::ConfigError;
 use crate::packet::Packet;
 use rand::RngExt;
+use std::collections::VecDeque;
 
-impl From<Capacity> for RandomQueue {
-    fn from(cap: Capacity) -> Self {
-        RandomQueue::new(cap)
+/// `kind = "random"`.
+#[derive(Clone, Debug, Default, PartialEq, serde::Deserialize, serde::Serialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RandomConfig {
+    /// Capacity in packets (default 100, as drop-tail's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_packets: Option<u32>,
+    /// Capacity in bytes, instead of packets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue_bytes: Option<u64>,
+    /// Packets smaller than this on the wire skip the draw, FIFO (UPS's
+    /// control side queue); none: off.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub control_below_bytes: Option<u32>,
+}
+
+impl RandomConfig {
+    fn capacity(&self) -> CapacityConfig {
+        CapacityConfig {
+            queue_packets: self.queue_packets,
+            queue_bytes: self.queue_bytes,
+        }
+    }
+}
+
+impl DisciplineConfig for RandomConfig {
+    type Queue = RandomQueue;
+    fn validate(&self, key: &str) -> Result<(), ConfigError> {
+        self.capacity().validate(key)?;
+        super::lstf::validate_control_below(key, self.control_below_bytes)
+    }
+    fn build(&self, env: &QueueEnv) -> RandomQueue {
+        let mut q = RandomQueue::new(self.capacity().build(env));
+        q.control_below = self.control_below_bytes.unwrap_or(0);
+        q
+    }
+    fn resolved(&self, env: &QueueEnv) -> Self {
+        let c = self.capacity().resolved(env);
+        RandomConfig {
+            queue_packets: c.queue_packets,
+            queue_bytes: c.queue_bytes,
+            ..self.clone()
+        }
     }
 }
 
@@ -27,6 +79,10 @@ pub struct RandomQueue {
     cap: Capacity,
     q: Vec<Packet>,
     bytes: u64,
+    /// Packets under this many bytes skip the draw (0: none do).
+    control_below: u32,
+    /// Those packets, in arrival order.
+    control: VecDeque<Packet>,
 }
 
 impl RandomQueue {
@@ -36,21 +92,35 @@ impl RandomQueue {
             cap,
             q: Vec::new(),
             bytes: 0,
+            control_below: 0,
+            control: VecDeque::new(),
         }
+    }
+
+    fn len(&self) -> usize {
+        self.q.len() + self.control.len()
     }
 }
 
 impl Discipline for RandomQueue {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
-        if self.cap.fits(self.q.len() as u32, self.bytes, pkt.size) {
+        if self.cap.fits(self.len() as u32, self.bytes, pkt.size) {
             cx.queued(&pkt);
             self.bytes += pkt.size as u64;
-            self.q.push(pkt);
+            if pkt.size < self.control_below {
+                self.control.push_back(pkt);
+            } else {
+                self.q.push(pkt);
+            }
         } else {
             cx.dropped(pkt);
         }
     }
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
+        if let Some(p) = self.control.pop_front() {
+            self.bytes -= p.size as u64;
+            return Some(p);
+        }
         let i = match self.q.len() {
             0 => return None,
             1 => 0,
@@ -62,7 +132,7 @@ impl Discipline for RandomQueue {
         Some(p)
     }
     fn len_packets(&self) -> u32 {
-        self.q.len() as u32
+        self.len() as u32
     }
     fn len_bytes(&self) -> u64 {
         self.bytes
@@ -104,6 +174,39 @@ mod tests {
         for c in first {
             assert!((c as f64 - mean).abs() < 5.0 * sigma, "{first:?}");
         }
+    }
+
+    /// With `control_below_bytes = 1000`, packets under 1000 B leave first
+    /// in arrival order (no draw), the others after them in random order.
+    #[test]
+    fn control_packets_skip_the_draw_in_arrival_order() {
+        let (mut k, mut q) = (Kit::new(0), RandomQueue::new(Capacity::Packets(10)));
+        q.control_below = 1000;
+        k.fill(
+            &mut q,
+            [
+                data(0, 1460),
+                data(1, 999),
+                data(2, 1460),
+                data(3, 64),
+                data(4, 1000),
+            ],
+        );
+        assert_eq!(
+            (q.len_packets(), q.len_bytes()),
+            (5, 1460 * 2 + 999 + 64 + 1000)
+        );
+        let out = k.drain_seqs(&mut q);
+        assert_eq!(out[..2], [1, 3]);
+        let mut rest = out[2..].to_vec();
+        rest.sort();
+        assert_eq!(rest, [0, 2, 4]);
+        assert_eq!((q.len_packets(), q.len_bytes()), (0, 0));
+        // The capacity counts both queues: a third packet is dropped at 2.
+        let mut q = RandomQueue::new(Capacity::Packets(2));
+        q.control_below = 1000;
+        k.fill(&mut q, [data(0, 100), data(1, 1460)]);
+        assert_eq!(k.offer(&mut q, data(2, 100)), [(Dropped, 2)]);
     }
 
     #[test]
