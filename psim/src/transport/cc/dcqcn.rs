@@ -57,11 +57,31 @@
 //! | `alpha_first` | (timer order) | false | [DCQCN] order, cut then α (DQ1); `R3`: true |
 //! | `clamp_target` | false | true | `HPCC` `ClampTargetRate`; [DCQCN] (Rt := Rc at every cut) |
 //! | `rate_on_first_cnp` | 1.0 | (not used) | `HPCC` (DQ3; CX-4 uses 0) |
+//! | `r3_increase` | (not allowed) | false | `R3` `qbb-net-device.cc`'s increase path, below |
 //!
-//! Not modelled: `R3`'s "target/8" quirk and its T/2 hyper-increase
-//! period, ISK's 1/1024 fixed point, and the shift of a pending departure
-//! when the rate changes (`HPCC` `ChangeRate`): the sender's next departure
-//! keeps the gap computed at the previous one.
+//! **`r3_increase`** (paper style only) runs the increase path as `R3`'s
+//! code does, where it differs from `HT-DCQCN`'s (the default above):
+//! - a stage counter is raised *before* its event is judged, and the event
+//!   follows the controller's phase (fast recovery, additive, hyper) as
+//!   `R3` keeps it: in fast recovery a counter below F only averages Rc
+//!   toward Rt, else it selects; in additive increase the timer selects
+//!   (additive while either counter is below F, else hyper) and the byte
+//!   counter adds R_AI; in hyper increase both add R_HAI × (min(t, b) − F
+//!   + 1);
+//! - in hyper increase the rate timer runs at T/2 and the byte counter at
+//!   B/2;
+//! - the "target/8" quirk: when either counter is 1 and Rt > 10 Rc, Rt is
+//!   divided by 8 instead of raised (`R3` issue 40 asks where the 8 comes
+//!   from; unanswered);
+//! - Rt is not capped at the line rate (Rc is).
+//!
+//! With the byte counter off (0) b follows t, as above (`R3` has no off:
+//! its config's 300 MB keeps b at 0, i.e. additive increase for ever; set
+//! `byte_counter_bytes` so to match it).
+//!
+//! Not modelled: ISK's 1/1024 fixed point, and the shift of a pending
+//! departure when the rate changes (`HPCC` `ChangeRate`): the sender's next
+//! departure keeps the gap computed at the previous one.
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 use crate::config::ConfigError;
@@ -123,6 +143,9 @@ pub struct DcqcnParams {
     /// Firmware: Rc and Rt := this fraction of Rc at the first CNP.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate_on_first_cnp: Option<f64>,
+    /// Paper style: the increase path as `R3`'s code runs it (module docs).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub r3_increase: bool,
 }
 
 /// Every constant of one controller, resolved from the section and the NIC rate.
@@ -156,6 +179,8 @@ pub struct DcqcnConfig {
     pub clamp_target: bool,
     /// Fraction of Rc kept at the first CNP (firmware).
     pub rate_on_first_cnp: f64,
+    /// `R3`'s increase path (paper style).
+    pub r3_increase: bool,
     /// Line rate, b/s.
     pub line: f64,
 }
@@ -206,6 +231,13 @@ impl DcqcnParams {
         }
         if self.fast_recovery_stages == Some(0) {
             return Err(bad(&k("fast_recovery_stages"), 0, "must be at least 1"));
+        }
+        if self.r3_increase && self.style != Style::Paper {
+            return Err(bad(
+                &k("r3_increase"),
+                true,
+                "R3's increase path is the paper style's: set style = \"paper\", or remove it",
+            ));
         }
         Ok(())
     }
@@ -269,10 +301,16 @@ impl DcqcnParams {
             alpha_first: self.alpha_first,
             clamp_target: r.clamp_target.expect(set),
             rate_on_first_cnp: r.rate_on_first_cnp.expect(set),
+            r3_increase: self.r3_increase,
             line,
         }
     }
 }
+
+/// `r3_increase`'s phases: fast recovery, additive and hyper increase.
+const R3_FAST: u8 = 0;
+const R3_ACTIVE: u8 = 1;
+const R3_HYPER: u8 = 2;
 
 /// One flow's reaction point.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -297,6 +335,8 @@ pub struct Dcqcn {
     b_stage: u32,
     /// Bytes left before the next byte-counter event.
     bytes_left: u64,
+    /// `r3_increase`: the phase, [`R3_FAST`], [`R3_ACTIVE`] or [`R3_HYPER`].
+    r3_phase: u8,
     /// Time up to which ticks have been applied.
     now: u64,
     /// CNPs received.
@@ -320,6 +360,7 @@ impl Dcqcn {
             t_stage: 0,
             b_stage: 0,
             bytes_left: c.byte_counter,
+            r3_phase: R3_FAST,
             now: 0,
             cnps: 0,
         }
@@ -368,8 +409,8 @@ impl Dcqcn {
                 self.next_dec += self.c.decrease_period;
                 self.next_inc = Some(t + self.c.rate_timer);
             } else {
-                self.increase_step();
-                self.next_inc = Some(t + self.c.rate_timer);
+                let period = self.increase_step();
+                self.next_inc = Some(t + period);
             }
         }
     }
@@ -409,6 +450,10 @@ impl Dcqcn {
             return;
         }
         self.bytes_left = self.c.byte_counter;
+        if self.c.r3_increase {
+            self.r3_byte_event();
+            return;
+        }
         self.increase(self.b_stage, self.t_stage);
         self.b_stage += 1;
     }
@@ -441,6 +486,7 @@ impl Dcqcn {
                 self.t_stage = 0;
                 self.b_stage = 0;
                 self.bytes_left = self.c.byte_counter;
+                self.r3_phase = R3_FAST;
                 let g = self.c.g;
                 if self.c.alpha_first {
                     self.alpha = (1.0 - g) * self.alpha + g;
@@ -485,10 +531,89 @@ impl Dcqcn {
         true
     }
 
-    /// One rate-timer event.
-    fn increase_step(&mut self) {
+    /// One rate-timer event; the time to the next one.
+    fn increase_step(&mut self) -> u64 {
+        if self.c.r3_increase {
+            return self.r3_timer_event();
+        }
         self.increase(self.t_stage, self.b_stage);
         self.t_stage += 1;
+        self.c.rate_timer
+    }
+
+    /// `r3_increase`: the byte counter's stage (the timer's when it is off).
+    fn r3_b(&self) -> u32 {
+        match self.c.byte_counter {
+            0 => self.t_stage,
+            _ => self.b_stage,
+        }
+    }
+
+    /// `r3_increase`: a rate-timer event, by the phase it finds; the time
+    /// to the next (T/2 in hyper increase).
+    fn r3_timer_event(&mut self) -> u64 {
+        self.t_stage += 1;
+        match self.r3_phase {
+            R3_HYPER => {
+                self.r3_hyper();
+                self.c.rate_timer / 2
+            }
+            R3_ACTIVE => {
+                self.r3_select();
+                self.c.rate_timer
+            }
+            _ => {
+                if self.t_stage < self.c.f {
+                    self.r3_adjust(0.0);
+                } else {
+                    self.r3_select();
+                }
+                self.c.rate_timer
+            }
+        }
+    }
+
+    /// `r3_increase`: a byte-counter event (the counter already refilled
+    /// to B; B/2 in hyper increase).
+    fn r3_byte_event(&mut self) {
+        self.b_stage += 1;
+        match self.r3_phase {
+            R3_HYPER => {
+                self.bytes_left = self.c.byte_counter / 2;
+                self.r3_hyper();
+            }
+            R3_ACTIVE => self.r3_adjust(self.c.r_ai),
+            _ if self.b_stage < self.c.f => self.r3_adjust(0.0),
+            _ => self.r3_select(),
+        }
+    }
+
+    /// `r3_increase`: additive while either stage is below F, else hyper.
+    fn r3_select(&mut self) {
+        if self.r3_b() < self.c.f || self.t_stage < self.c.f {
+            self.r3_adjust(self.c.r_ai);
+            self.r3_phase = R3_ACTIVE;
+        } else {
+            self.r3_hyper();
+        }
+    }
+
+    /// `r3_increase`: hyper increase, R_HAI × (min(t, b) − F + 1).
+    fn r3_hyper(&mut self) {
+        let n = (self.t_stage.min(self.r3_b()) + 1).saturating_sub(self.c.f);
+        self.r3_adjust(n as f64 * self.c.r_hai);
+        self.r3_phase = R3_HYPER;
+    }
+
+    /// `r3_increase`: Rt += `inc` (or the target/8 quirk), then Rc halves
+    /// its gap to Rt, capped at the line rate; Rt is not capped.
+    fn r3_adjust(&mut self, inc: f64) {
+        if (self.r3_b() == 1 || self.t_stage == 1) && self.rt > 10.0 * self.rc {
+            self.rt /= 8.0;
+        } else {
+            self.rt += inc;
+        }
+        self.rc = ((self.rc + self.rt) / 2.0).min(self.c.line);
     }
 
     /// An increase event with the firing counter's stage `own` and the other's `other`.
@@ -633,6 +758,97 @@ mod tests {
         assert_eq!(d.target(), rt0 + ai + hai + 2.0 * hai);
     }
 
+    fn r3(f: u32, byte_counter: u64, clamp: bool) -> DcqcnParams {
+        DcqcnParams {
+            r3_increase: true,
+            fast_recovery_stages: Some(f),
+            byte_counter_bytes: Some(byte_counter),
+            clamp_target: Some(clamp),
+            ..paper(false)
+        }
+    }
+
+    /// `r3_increase` by hand, F = 1, B = 10 kB, T = 55 µs, at 40 Gb/s
+    /// (R_AI 40 Mb/s, R_HAI 200 Mb/s). A CNP at 0: Rt := Rc = 40G, Rc cut
+    /// to 20G. 10 kB sent at 1 µs: b = 1, fast recovery with b ≥ F selects:
+    /// t = 0 < F, so additive. The timer at 55 µs: t = 1, additive phase
+    /// selects: both ≥ F, hyper by R_HAI × (1 − 1 + 1). 10 kB at 60 µs: b
+    /// = 2, hyper by R_HAI × min(2, 1), and the counter refills to B/2: the
+    /// next event comes 5,000 B later, at 62 µs. The timer at 110 µs (T: it
+    /// was armed in the additive phase): t = 2, hyper by 2 R_HAI, and the
+    /// next timer comes T/2 later, at 137.5 µs: 3 R_HAI. Rc halves its gap
+    /// to Rt each time, capped at 40G; Rt runs past it.
+    #[test]
+    fn r3_increase_by_hand() {
+        let mut d = ctl(r3(1, 10_000, true));
+        let (ai, hai, line) = (d.c.r_ai, d.c.r_hai, LINE as f64);
+        assert_eq!((ai, hai), (40e6, 200e6));
+        d.on_cnp(0);
+        let (mut rt, mut rc) = (line, line / 2.0);
+        assert_eq!((d.target(), d.rate()), (rt, rc));
+        let step = |rt: &mut f64, rc: &mut f64, inc: f64| {
+            *rt += inc;
+            *rc = ((*rc + *rt) / 2.0).min(line);
+        };
+        d.on_transmit(10_000, US);
+        step(&mut rt, &mut rc, ai);
+        assert_eq!((d.target(), d.rate()), (rt, rc), "additive by bytes");
+        d.advance(55 * US);
+        step(&mut rt, &mut rc, hai);
+        assert_eq!((d.target(), d.rate()), (rt, rc), "hyper by the timer");
+        d.on_transmit(10_000, 60 * US);
+        step(&mut rt, &mut rc, hai);
+        assert_eq!((d.target(), d.rate()), (rt, rc), "hyper by bytes");
+        d.on_transmit(4_999, 61 * US);
+        assert_eq!(d.target(), rt, "B/2 = 5,000 B not yet sent");
+        d.on_transmit(1, 62 * US);
+        step(&mut rt, &mut rc, hai);
+        assert_eq!((d.target(), d.rate()), (rt, rc), "B/2 reached");
+        d.advance(110 * US - 1);
+        assert_eq!(d.target(), rt);
+        d.advance(110 * US);
+        step(&mut rt, &mut rc, 2.0 * hai);
+        assert_eq!((d.target(), d.rate()), (rt, rc), "t = 2: 2 R_HAI");
+        d.advance(137_500_000 - 1);
+        assert_eq!(d.target(), rt, "T/2 not yet");
+        d.advance(137_500_000);
+        step(&mut rt, &mut rc, 3.0 * hai);
+        assert_eq!((d.target(), d.rate()), (rt, rc), "T/2 later: 3 R_HAI");
+        assert!(rt > line && rc == line, "Rt uncapped, Rc capped");
+    }
+
+    /// The target/8 quirk: without the clamp Rt stays at 40G while four
+    /// CNPs (α = 1, cut first) take Rc to 2.5G. The first timer event, at
+    /// t = 1, finds Rt > 10 Rc: Rt := 5G, Rc := 3.75G. Without
+    /// `r3_increase` it is fast recovery: Rt kept, Rc := 21.25G.
+    #[test]
+    fn r3_divides_a_far_target_by_eight() {
+        for (r3_on, rt, rc) in [(true, 5e9, 3.75e9), (false, 40e9, 21.25e9)] {
+            let mut d = ctl(DcqcnParams {
+                r3_increase: r3_on,
+                ..r3(5, 0, false)
+            });
+            for k in 0..4 {
+                d.on_cnp(k * US);
+            }
+            assert_eq!((d.target(), d.rate()), (40e9, 2.5e9));
+            d.advance(3 * US + 55 * US);
+            assert_eq!((d.target(), d.rate()), (rt, rc), "r3_increase {r3_on}");
+        }
+    }
+
+    #[test]
+    fn r3_increase_needs_the_paper_style() {
+        let e = DcqcnParams {
+            r3_increase: true,
+            ..Default::default()
+        }
+        .validate("protocol.dcqcn")
+        .unwrap_err();
+        assert!(e.to_string().contains("protocol.dcqcn.r3_increase"), "{e}");
+        assert!(r3(5, 0, true).validate("protocol.dcqcn").is_ok());
+    }
+
     #[test]
     fn firmware_cuts_at_the_first_decrease_check_and_recovers_per_timer() {
         let mut d = ctl(DcqcnParams::default());
@@ -707,8 +923,8 @@ mod tests {
                     }
                     self.dec_at = Some(t + c.decrease_period);
                 } else {
-                    self.d.increase_step();
-                    self.inc_at = Some(t + c.rate_timer);
+                    let period = self.d.increase_step();
+                    self.inc_at = Some(t + period);
                 }
             }
         }
@@ -752,6 +968,8 @@ mod tests {
                 rate_timer: Some(Micros::from_us(55.0)),
                 ..Default::default()
             },
+            // R3's increase path: T/2 timers in hyper increase.
+            r3(2, 0, true),
         ] {
             let mut lazy = ctl(p.clone());
             let mut per = Periodic {
