@@ -106,8 +106,9 @@ pub struct ReplayFile {
     /// the scenario file) instead of running the original.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub from_record: Option<String>,
-    /// The replay's switch ports send packets under this many bytes first,
-    /// FIFO (`lstf`'s `control_below_bytes`, the UPS `lstf.cc` side queue).
+    /// The replay's LSTF ports (the NICs too with `nic = "same"`) send
+    /// packets under this many bytes first, FIFO (`lstf`'s
+    /// `control_below_bytes`, the UPS `lstf.cc` side queue).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_below_bytes: Option<u32>,
 }
@@ -154,7 +155,7 @@ pub struct ReplaySpec {
     pub write_record: bool,
     /// The output directory whose record to replay (resolved).
     pub from_record: Option<std::path::PathBuf>,
-    /// The replay's switch ports' control side queue, bytes.
+    /// The replay's LSTF ports' control side queue, bytes.
     pub control_below_bytes: Option<u32>,
 }
 
