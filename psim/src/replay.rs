@@ -208,11 +208,11 @@ impl ReplayFile {
                 ),
             ));
         }
-        crate::queue::lstf::validate_control_below("replay", self.control_below_bytes)?;
-        if self.control_below_bytes.is_some() && self.discipline != ReplayDiscipline::Lstf {
+        crate::queue::validate_control_below("replay", self.control_below_bytes)?;
+        if let (Some(b), ReplayDiscipline::Priority) = (self.control_below_bytes, self.discipline) {
             return Err(bad(
                 "replay.control_below_bytes",
-                self.control_below_bytes.unwrap_or(0),
+                b,
                 "only the LSTF replay has the control side queue: remove it, or use discipline = \"lstf\"",
             ));
         }

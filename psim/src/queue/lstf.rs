@@ -133,18 +133,6 @@ pub struct LstfConfig {
     pub control_below_bytes: Option<u32>,
 }
 
-/// Checks a `control_below_bytes` key: at least 1 when given.
-pub(crate) fn validate_control_below(key: &str, v: Option<u32>) -> Result<(), ConfigError> {
-    match v {
-        Some(0) => Err(crate::config::bad(
-            &format!("{key}.control_below_bytes"),
-            0,
-            "must be at least 1 (leave it out for no control side queue)",
-        )),
-        _ => Ok(()),
-    }
-}
-
 /// The capacity of a UPS-family table: `queue_packets`/`queue_bytes`, else
 /// [`DEFAULT_QUEUE_PACKETS`].
 pub(crate) fn ups_capacity(
@@ -171,7 +159,7 @@ impl DisciplineConfig for LstfConfig {
     }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         ups_capacity(key, self.queue_packets, self.queue_bytes)?;
-        validate_control_below(key, self.control_below_bytes)
+        super::validate_control_below(key, self.control_below_bytes)
     }
     fn build(&self, _env: &QueueEnv) -> LstfQueue {
         let cap = ups_capacity("", self.queue_packets, self.queue_bytes).expect("validated");

@@ -610,6 +610,19 @@ pub(crate) fn capacity(
     }
 }
 
+/// Checks a `control_below_bytes` key (UPS's control side queue, `random`
+/// and `lstf`, and `[replay]`): at least 1 when given.
+pub(crate) fn validate_control_below(key: &str, v: Option<u32>) -> Result<(), ConfigError> {
+    match v {
+        Some(0) => Err(bad(
+            &format!("{key}.control_below_bytes"),
+            0,
+            "must be at least 1 (leave it out for no control side queue)",
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// The table of a discipline whose only keys are its capacity (`lifo`,
 /// `random`): `queue_packets` or `queue_bytes`, default 100 packets as
 /// drop-tail's. It builds the capacity; the queue is made from it

@@ -56,7 +56,7 @@ impl DisciplineConfig for RandomConfig {
     type Queue = RandomQueue;
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         self.capacity().validate(key)?;
-        super::lstf::validate_control_below(key, self.control_below_bytes)
+        super::validate_control_below(key, self.control_below_bytes)
     }
     fn build(&self, env: &QueueEnv) -> RandomQueue {
         let mut q = RandomQueue::new(self.capacity().build(env));

@@ -307,10 +307,17 @@ impl DcqcnParams {
     }
 }
 
-/// `r3_increase`'s phases: fast recovery, additive and hyper increase.
-const R3_FAST: u8 = 0;
-const R3_ACTIVE: u8 = 1;
-const R3_HYPER: u8 = 2;
+/// `r3_increase`'s phase, as `R3` keeps it (its `m_rpStage`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+enum R3Phase {
+    /// Fast recovery.
+    #[default]
+    Fast,
+    /// Additive increase.
+    Active,
+    /// Hyper increase.
+    Hyper,
+}
 
 /// One flow's reaction point.
 #[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
@@ -335,8 +342,8 @@ pub struct Dcqcn {
     b_stage: u32,
     /// Bytes left before the next byte-counter event.
     bytes_left: u64,
-    /// `r3_increase`: the phase, [`R3_FAST`], [`R3_ACTIVE`] or [`R3_HYPER`].
-    r3_phase: u8,
+    /// `r3_increase`: the phase.
+    r3_phase: R3Phase,
     /// Time up to which ticks have been applied.
     now: u64,
     /// CNPs received.
@@ -360,7 +367,7 @@ impl Dcqcn {
             t_stage: 0,
             b_stage: 0,
             bytes_left: c.byte_counter,
-            r3_phase: R3_FAST,
+            r3_phase: R3Phase::Fast,
             now: 0,
             cnps: 0,
         }
@@ -486,7 +493,7 @@ impl Dcqcn {
                 self.t_stage = 0;
                 self.b_stage = 0;
                 self.bytes_left = self.c.byte_counter;
-                self.r3_phase = R3_FAST;
+                self.r3_phase = R3Phase::Fast;
                 let g = self.c.g;
                 if self.c.alpha_first {
                     self.alpha = (1.0 - g) * self.alpha + g;
@@ -554,15 +561,15 @@ impl Dcqcn {
     fn r3_timer_event(&mut self) -> u64 {
         self.t_stage += 1;
         match self.r3_phase {
-            R3_HYPER => {
+            R3Phase::Hyper => {
                 self.r3_hyper();
                 self.c.rate_timer / 2
             }
-            R3_ACTIVE => {
+            R3Phase::Active => {
                 self.r3_select();
                 self.c.rate_timer
             }
-            _ => {
+            R3Phase::Fast => {
                 if self.t_stage < self.c.f {
                     self.r3_adjust(0.0);
                 } else {
@@ -578,13 +585,13 @@ impl Dcqcn {
     fn r3_byte_event(&mut self) {
         self.b_stage += 1;
         match self.r3_phase {
-            R3_HYPER => {
+            R3Phase::Hyper => {
                 self.bytes_left = self.c.byte_counter / 2;
                 self.r3_hyper();
             }
-            R3_ACTIVE => self.r3_adjust(self.c.r_ai),
-            _ if self.b_stage < self.c.f => self.r3_adjust(0.0),
-            _ => self.r3_select(),
+            R3Phase::Active => self.r3_adjust(self.c.r_ai),
+            R3Phase::Fast if self.b_stage < self.c.f => self.r3_adjust(0.0),
+            R3Phase::Fast => self.r3_select(),
         }
     }
 
@@ -592,7 +599,7 @@ impl Dcqcn {
     fn r3_select(&mut self) {
         if self.r3_b() < self.c.f || self.t_stage < self.c.f {
             self.r3_adjust(self.c.r_ai);
-            self.r3_phase = R3_ACTIVE;
+            self.r3_phase = R3Phase::Active;
         } else {
             self.r3_hyper();
         }
@@ -602,7 +609,7 @@ impl Dcqcn {
     fn r3_hyper(&mut self) {
         let n = (self.t_stage.min(self.r3_b()) + 1).saturating_sub(self.c.f);
         self.r3_adjust(n as f64 * self.c.r_hai);
-        self.r3_phase = R3_HYPER;
+        self.r3_phase = R3Phase::Hyper;
     }
 
     /// `r3_increase`: Rt += `inc` (or the target/8 quirk), then Rc halves
