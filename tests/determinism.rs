@@ -128,6 +128,16 @@ fn every_rdma_scenario_is_identical_across_partitions() {
                 "protocol.roce.np_delay_us=5",
             ],
         ),
+        // DCQCN's shift of a pending departure at each rate change: the
+        // sender's wakes at its controller's timer-driven changes.
+        (
+            "roce_dcqcn.toml",
+            ["protocol.dcqcn.shift_pending_departure=true", "seed=3"],
+        ),
+        (
+            "irn_dcqcn.toml",
+            ["protocol.dcqcn.shift_pending_departure=true", "seed=3"],
+        ),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

@@ -58,6 +58,7 @@
 //! | `clamp_target` | false | true | `HPCC` `ClampTargetRate`; [DCQCN] (Rt := Rc at every cut) |
 //! | `rate_on_first_cnp` | 1.0 | (not used) | `HPCC` (DQ3; CX-4 uses 0) |
 //! | `r3_increase` | (not allowed) | false | `R3` `qbb-net-device.cc`'s increase path, below |
+//! | `shift_pending_departure` | false | false | `HPCC` (no shift for DCQCN); forks' `ChangeRate` after increase events (below) |
 //!
 //! **`r3_increase`** (paper style only) runs the increase path as `R3`'s
 //! code does, where it differs from `HT-DCQCN`'s (the default above):
@@ -79,9 +80,21 @@
 //! its config's 300 MB keeps b at 0, i.e. additive increase for ever; set
 //! `byte_counter_bytes` so to match it).
 //!
-//! Not modelled: ISK's 1/1024 fixed point, and the shift of a pending
-//! departure when the rate changes (`HPCC` `ChangeRate`): the sender's next
-//! departure keeps the gap computed at the previous one.
+//! **`shift_pending_departure`** (off by default). After each packet the
+//! sender's next departure is one packet's time at the current rate later.
+//! By default a later change of Rc leaves that departure where it is, as
+//! the original `HPCC` code does for DCQCN (its Mellanox functions assign
+//! the rate; only HPCC's own update calls `ChangeRate`). Some forks call
+//! `ChangeRate` after DCQCN's increase events as well: the pending
+//! departure moves by the difference of one packet's time at the new and
+//! the old rate. On, every change of Rc does that (a cut, an increase by
+//! the timer or the byte counter); the sender wakes at a timer-driven
+//! change only while a departure waits for it (`next_rate_change`), so an
+//! idle flow still costs nothing. It matters at low rates: at the 100 Mb/s
+//! floor a 1 KB packet's gap is 85 µs, which an increase would otherwise
+//! not shorten.
+//!
+//! Not modelled: ISK's 1/1024 fixed point.
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 use crate::config::ConfigError;
@@ -146,6 +159,10 @@ pub struct DcqcnParams {
     /// Paper style: the increase path as `R3`'s code runs it (module docs).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub r3_increase: bool,
+    /// Every change of Rc shifts the sender's pending departure to one
+    /// packet's time at the new rate after the last departure (module docs).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shift_pending_departure: bool,
 }
 
 /// Every constant of one controller, resolved from the section and the NIC rate.
@@ -181,6 +198,8 @@ pub struct DcqcnConfig {
     pub rate_on_first_cnp: f64,
     /// `R3`'s increase path (paper style).
     pub r3_increase: bool,
+    /// A change of Rc shifts the pending departure.
+    pub shift_pending_departure: bool,
     /// Line rate, b/s.
     pub line: f64,
 }
@@ -302,6 +321,7 @@ impl DcqcnParams {
             clamp_target: r.clamp_target.expect(set),
             rate_on_first_cnp: r.rate_on_first_cnp.expect(set),
             r3_increase: self.r3_increase,
+            shift_pending_departure: self.shift_pending_departure,
             line,
         }
     }
@@ -384,6 +404,24 @@ impl Dcqcn {
     /// α.
     pub fn alpha(&self) -> f64 {
         self.alpha
+    }
+
+    /// Whether a change of Rc shifts the sender's pending departure
+    /// (`shift_pending_departure`).
+    pub fn shifts_pending_departure(&self) -> bool {
+        self.c.shift_pending_departure
+    }
+
+    /// The next time a timer may change Rc: a firmware decrease check with
+    /// a CNP waiting for it, or the rate-increase timer (α ticks leave Rc
+    /// alone). None before the first CNP. Lets a sender that shifts its
+    /// pending departure wake for it, and only while a departure waits.
+    pub fn next_rate_change(&self) -> Option<u64> {
+        if !self.started {
+            return None;
+        }
+        let d = (self.c.style == Style::Firmware && self.dec_flag).then_some(self.next_dec);
+        [d, self.next_inc].into_iter().flatten().min()
     }
 
     /// Applies every timer tick due up to `now` (ties: α, decrease, increase).
@@ -898,6 +936,27 @@ mod tests {
         assert!(d.alpha() > 0.99 / 256.0);
         d.advance(10_004 * US + PS_PER_NS);
         assert_eq!(d.rate(), before * (1.0 - d.alpha() / 2.0));
+    }
+
+    /// The times a sender must wake at to see Rc change: a decrease check
+    /// only while a CNP waits for it, the increase timer, never an α tick.
+    #[test]
+    fn next_rate_change_names_the_timer_that_changes_rc() {
+        let mut d = ctl(DcqcnParams::default());
+        assert_eq!(d.next_rate_change(), None, "no timer before the first CNP");
+        d.on_cnp(0);
+        let check = 4 * US + PS_PER_NS;
+        assert_eq!(d.next_rate_change(), Some(check));
+        d.advance(check);
+        // The check cut and started the rate timer (T = 300 µs); later
+        // checks find no CNP and are not named.
+        assert_eq!(d.next_rate_change(), Some(check + 300 * US));
+        d.on_cnp(10 * US);
+        assert_eq!(d.next_rate_change(), Some(12 * US + PS_PER_NS));
+        let mut p = ctl(paper(false));
+        p.on_cnp(5 * US);
+        // Paper style: the cut was at the CNP; next is the increase, T = 55 µs.
+        assert_eq!(p.next_rate_change(), Some(60 * US));
     }
 
     /// A reference with periodic timers: every α tick, decrease check and

@@ -517,6 +517,7 @@ impl IrnSource {
     fn try_send(&mut self, cx: &mut Ctx<'_>) {
         let now = cx.now;
         self.base.take_messages(cx);
+        self.base.follow_rate(now, cx.nic_bps);
         if !self.base.started || self.base.next_tx > now || !self.base.nic_ready() {
             return;
         }
@@ -550,11 +551,13 @@ impl Transport for IrnSource {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         match pkt.kind {
-            PacketKind::Ack if pkt.has(flags::ECE) && !self.base.echo => self.base.feed_cnp(now),
+            PacketKind::Ack if pkt.has(flags::ECE) && !self.base.echo => {
+                self.base.feed_cnp(now, cx.nic_bps)
+            }
             PacketKind::Ack | PacketKind::Nack => {
                 if pkt.kind == PacketKind::Nack && pkt.has(flags::ECE) && !self.base.echo {
                     // `cnp_on_nack`: the NACK carries a CNP as well.
-                    self.base.feed_cnp(now);
+                    self.base.feed_cnp(now, cx.nic_bps);
                 }
                 let (was_recovering, una, sacked) =
                     (self.recovery.is_some(), self.base.una, self.n_sacked);
@@ -625,7 +628,10 @@ impl Transport for IrnSource {
             Some(_) => Some(b.next_tx.max(self.fetch_ready)),
             None => self.may_send_new().then_some(b.next_tx),
         };
-        [tx, self.rto_at, b.app_wake()].into_iter().flatten().min()
+        [b.departure_wake(tx), self.rto_at, b.app_wake()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn source_stats(&self) -> Option<&SourceStats> {

@@ -784,3 +784,29 @@ fn irn_hands_the_nic_one_packet_at_a_time_with_nic_packets_1() {
     assert_eq!((out[0].seq, out[0].has(flags::RETX)), (0, true));
     assert!(h.advance(40 * US).is_empty());
 }
+
+/// `shift_pending_departure` over IRN's sender: the same hand-worked
+/// timeline as the go-back-N sender's test in tests.rs (a CNP at 0.1 µs
+/// halves a paper-style DCQCN to 5 Gb/s, and a 1 µs rate timer lifts it to
+/// 7.5, 8.75, 9.375 Gb/s at 1.1, 2.1, 3.1 µs): each change moves the
+/// pending departure to one packet's time at the new rate after the last.
+#[test]
+fn irn_dcqcn_shifts_its_pending_departure_too() {
+    let mut p = params(|_| {});
+    p.dcqcn.style = crate::transport::cc::dcqcn::Style::Paper;
+    p.dcqcn.rate_timer = Some(Micros::from_us(1.0));
+    p.dcqcn.shift_pending_departure = true;
+    p.validate().unwrap();
+    let Endpoint::IrnSource(src) = Protocol::IrnDcqcn.source(&flow(Some(10_000), 1), &p) else {
+        panic!("an IRN source")
+    };
+    let mut h = Host::new(0, *src);
+    assert_eq!(h.start(0).len(), 1);
+    let mut cnp = feedback(PacketKind::Ack, 0, 0);
+    cnp.flags |= flags::ECE;
+    assert!(h.deliver(US / 10, cnp).is_empty());
+    let out = h.advance(4 * US + US / 2);
+    let t: Vec<u64> = out.iter().map(|x| x.0).collect();
+    assert_eq!(t[..4], [1_134_934, 2_107_734, 3_080_534, 3_988_481]);
+    assert_eq!(psns(&out)[..4], [1, 2, 3, 4]);
+}

@@ -19,7 +19,9 @@
 //!   remembered, unlike `HT-DCQCN`'s deferred CNP and `R3`'s periodic one).
 //! - **Sender** ([`RoceSource`]): sends PSNs in order, paced at the
 //!   controller's rate (the NIC rate for plain RoCE): after a packet of w
-//!   wire bytes at rate r the next may leave w·8/r later. It holds one timer,
+//!   wire bytes at rate r the next may leave w·8/r later (DCQCN's
+//!   `shift_pending_departure` moves that when the rate changes meanwhile,
+//!   `cc/dcqcn.rs`). It holds one timer,
 //!   for the next departure only while it has something to send, or for the
 //!   RTO. A NACK(e) acknowledges up to e and rewinds to e (go back N); a
 //!   timeout (`rto_us`, when `timeout` is on and `pfc` off) rewinds to the

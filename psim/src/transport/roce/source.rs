@@ -61,6 +61,14 @@ pub struct RoceSource {
     nic_cap: u32,
     /// This flow's packets in the host's NIC queue now.
     nic_held: u32,
+    /// DCQCN's `shift_pending_departure`: a change of rate moves `next_tx`
+    /// to one packet's time at the new rate after the last departure.
+    shift: bool,
+    /// The last paced departure: its time, its wire bytes and the rate its
+    /// gap was computed at (0: none yet), for the shift.
+    gap_from: u64,
+    gap_wire: u64,
+    gap_rate: u64,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -77,6 +85,8 @@ impl RoceSource {
         pacer: Option<SegmentPacer>,
     ) -> Self {
         let mtu = p.mtu_bytes;
+        let shift = pacer.is_none()
+            && matches!(&cc, Some(Controller::Dcqcn(d)) if d.shifts_pending_departure());
         RoceSource {
             flow: flow.id,
             src: flow.src,
@@ -106,6 +116,10 @@ impl RoceSource {
             ecn_cut_until: 0,
             nic_cap: p.nic_packets,
             nic_held: 0,
+            shift,
+            gap_from: 0,
+            gap_wire: 0,
+            gap_rate: 0,
             stats: SourceStats::default(),
         }
     }
@@ -256,6 +270,7 @@ impl RoceSource {
             }
             return;
         }
+        self.follow_rate(cx.now, cx.nic_bps);
         if !self.has_data() || self.next_tx > cx.now {
             return;
         }
@@ -271,6 +286,36 @@ impl RoceSource {
         if self.rto_at.is_none() {
             self.rto_at = self.rto.map(|r| cx.now + r);
         }
+    }
+
+    /// `shift_pending_departure` (DCQCN, packet-paced senders): the
+    /// controller's timers caught up to `now`, and if the rate has changed
+    /// since the last departure's gap was set, the pending departure moves
+    /// to that departure's time plus one packet's time at the new rate.
+    /// This is the forks' `ChangeRate` (next += new gap - old gap), the same
+    /// for any number of changes while the departure waits.
+    pub(super) fn follow_rate(&mut self, now: u64, nic_bps: u64) {
+        if !self.shift {
+            return;
+        }
+        let r = self.rate(now, nic_bps);
+        if self.gap_rate != 0 && r != self.gap_rate {
+            self.next_tx = self.gap_from + tx_time_ps(self.gap_wire, r.max(1));
+            self.gap_rate = r;
+        }
+    }
+
+    /// When to wake for a departure pending at `tx`: then, or earlier at
+    /// the controller's next timer-driven rate change when that may shift
+    /// it (`shift_pending_departure`). No departure pending, no wake: an
+    /// idle flow costs nothing.
+    pub(super) fn departure_wake(&self, tx: Option<u64>) -> Option<u64> {
+        let t = tx?;
+        let change = match &self.cc {
+            Some(Controller::Dcqcn(d)) if self.shift => d.next_rate_change(),
+            _ => None,
+        };
+        Some(change.map_or(t, |c| c.min(t)))
     }
 
     /// The rate to pace at now: the controller's (its lazy timers caught
@@ -330,10 +375,13 @@ impl RoceSource {
             Some(p) => p.next_departure(now, size as u64, rate),
             None => now + tx_time_ps(size as u64, rate.max(1)),
         };
+        (self.gap_from, self.gap_wire, self.gap_rate) = (now, size as u64, rate);
         if let Some(Controller::Dcqcn(d)) = &mut self.cc {
             // DCQCN's byte counter (the controller trait has no hook for sent bytes).
             d.on_transmit(size as u64, now);
         }
+        // A byte-counter increase just now shifts the gap just set.
+        self.follow_rate(now, cx.nic_bps);
     }
 
     /// Payload bytes of PSNs `from..to`.
@@ -368,13 +416,15 @@ impl RoceSource {
         }
     }
 
-    /// A CNP: only the rate controller cares.
-    pub(super) fn feed_cnp(&mut self, now: u64) {
+    /// A CNP: only the rate controller cares (and, with
+    /// `shift_pending_departure`, the pending departure).
+    pub(super) fn feed_cnp(&mut self, now: u64, nic_bps: u64) {
         let ev = self.ack_event(0, true);
         if let Some(cc) = &mut self.cc {
             cc.on_timer(now);
             cc.on_ecn(&ev, true);
         }
+        self.follow_rate(now, nic_bps);
     }
 
     /// Tells the controller that `acked` bytes were acknowledged by `pkt`,
@@ -432,7 +482,7 @@ impl Transport for RoceSource {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let now = cx.now;
         match pkt.kind {
-            PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.feed_cnp(now),
+            PacketKind::Ack if pkt.has(flags::ECE) && !self.echo => self.feed_cnp(now, cx.nic_bps),
             PacketKind::Ack => {
                 // Echo mode: the ECN estimate before growth, as irn_dctcp
                 // orders them; an ACK that cut does not also grow the window.
@@ -535,7 +585,7 @@ impl Transport for RoceSource {
 
     fn poll_at(&self) -> Option<u64> {
         let tx = (self.has_data() && !self.host_scheduled()).then_some(self.next_tx);
-        [tx, self.rto_at, self.app_wake()]
+        [self.departure_wake(tx), self.rto_at, self.app_wake()]
             .into_iter()
             .flatten()
             .min()

@@ -718,3 +718,52 @@ fn the_nic_takes_at_most_nic_packets_of_a_flow_and_the_next_as_one_leaves() {
     free.start(0);
     assert_eq!(free.advance(10 * US).len(), 9, "PSNs 1..=9 at line rate");
 }
+
+/// A CNP for the sender of flow 1 at any time.
+fn cnp() -> Packet {
+    let mut c = as_feedback(data(0), PacketKind::Ack, 0);
+    c.flags |= flags::ECE;
+    c
+}
+
+/// Paper-style DCQCN (each CNP cuts at once; F = 5, so the first increases
+/// are fast recovery) with a 1 µs rate timer, 10 packets of 1064 wire bytes
+/// on a 10 Gb/s NIC; a CNP at 0.1 µs halves Rc to 5 Gb/s (α = 1, the cut
+/// before the α update), and the rate timer then lifts Rc to (Rc + 10)/2 at
+/// 1.1, 2.1, 3.1 µs: 7.5, 8.75, 9.375 Gb/s.
+fn shifting_dcqcn(shift: bool) -> Vec<(u64, Packet)> {
+    let mut p = ProtocolParams::default();
+    p.dcqcn.style = Style::Paper;
+    p.dcqcn.rate_timer = Some(Micros::from_us(1.0));
+    p.dcqcn.shift_pending_departure = shift;
+    p.validate().unwrap();
+    let mut h = source(&p, Protocol::Dcqcn, 10_000);
+    let mut sent: Vec<(u64, Packet)> = h.start(0).into_iter().map(|x| (0, x)).collect();
+    assert!(h.deliver(US / 10, cnp()).is_empty());
+    sent.extend(h.advance(4 * US + US / 2));
+    sent
+}
+
+/// `[protocol.dcqcn] shift_pending_departure`: every change of the rate
+/// moves the pending departure to one packet's time at the new rate after
+/// the last one; off, the gap set at each departure stands. Times by hand
+/// from 1064 B × 8 / rate, rounded up to the picosecond.
+#[test]
+fn a_rate_change_shifts_the_pending_departure_only_when_asked() {
+    let off = shifting_dcqcn(false);
+    // Off: PSN 1 keeps its line-rate gap (0.8512 µs) although the CNP came
+    // first; PSN 2 follows at 5 Gb/s (1.7024 µs); PSN 3 at 8.75 Gb/s (the
+    // increase at 2.1 µs, 0.9728 µs).
+    let t: Vec<u64> = off.iter().map(|x| x.0).collect();
+    assert_eq!(t[..4], [0, GAP, GAP + 1_702_400, GAP + 1_702_400 + 972_800]);
+    let on = shifting_dcqcn(true);
+    let t: Vec<u64> = on.iter().map(|x| x.0).collect();
+    // On: the cut at 0.1 µs moves PSN 1 to 0 + 1.7024 µs; the increase to
+    // 7.5 Gb/s at 1.1 µs pulls it back to 0 + 1.134934 µs (after 1.1 µs, so
+    // it waits for that time). PSN 2's gap at 7.5 Gb/s would end at 2.269868
+    // µs; the increase to 8.75 Gb/s at 2.1 µs makes it 1.134934 + 0.9728 µs.
+    // PSN 3 leaves at 2.107734 + 0.9728 µs, before the next increase (3.1 µs),
+    // which then moves PSN 4 to 3.080534 + 0.907947 µs (9.375 Gb/s).
+    assert_eq!(t[..5], [0, 1_134_934, 2_107_734, 3_080_534, 3_988_481]);
+    assert!(on.iter().map(|x| x.1.seq).eq(0..on.len() as u64));
+}
