@@ -113,6 +113,22 @@ fn the_control_side_queue_still_replays_one_point_exactly() {
     .map(|e| e.to_string())
     .unwrap_or_default();
     assert!(e.contains("replay.control_below_bytes"), "{e}");
+    // Its end time (`lstf.cc`'s `control_packets_time_`) needs the side
+    // queue, and a positive time: refused by key otherwise.
+    for sets in [
+        &["replay.control_below_until_us=100"][..],
+        &[
+            "replay.control_below_bytes=1500",
+            "replay.control_below_until_us=0",
+        ][..],
+    ] {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let e = Scenario::from_str(INCAST, &repo_root().join("inline.toml"), &sets)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert!(e.contains("replay.control_below_until_us"), "{sets:?}: {e}");
+    }
 }
 
 fn internet2(sets: &[&str]) -> Scenario {

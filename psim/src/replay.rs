@@ -54,6 +54,7 @@ use crate::queue::lstf::{LstfConfig, LstfMode};
 use crate::queue::rank::RankConfig;
 use crate::queue::QueueConfig;
 use crate::topo::Topology;
+use crate::transport::config::Micros;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -111,6 +112,13 @@ pub struct ReplayFile {
     /// `control_below_bytes`, the UPS `lstf.cc` side queue).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_below_bytes: Option<u32>,
+    /// Arrivals from this time on skip that side queue (`lstf`'s
+    /// `control_below_until_us`, `lstf.cc`'s `control_packets_time_`).
+    #[serde(
+        rename = "control_below_until_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub control_below_until: Option<Micros>,
 }
 
 /// Default T, µs ([TH] Table 5.1).
@@ -132,6 +140,7 @@ impl Default for ReplayFile {
             write_record: false,
             from_record: None,
             control_below_bytes: None,
+            control_below_until: None,
         }
     }
 }
@@ -157,6 +166,8 @@ pub struct ReplaySpec {
     pub from_record: Option<std::path::PathBuf>,
     /// The replay's LSTF ports' control side queue, bytes.
     pub control_below_bytes: Option<u32>,
+    /// When that side queue closes to arrivals, ps.
+    pub control_below_until_ps: Option<u64>,
 }
 
 impl ReplayFile {
@@ -209,6 +220,11 @@ impl ReplayFile {
             ));
         }
         crate::queue::validate_control_below("replay", self.control_below_bytes)?;
+        crate::queue::validate_control_until(
+            "replay",
+            self.control_below_bytes,
+            self.control_below_until,
+        )?;
         if let (Some(b), ReplayDiscipline::Priority) = (self.control_below_bytes, self.discipline) {
             return Err(bad(
                 "replay.control_below_bytes",
@@ -233,6 +249,7 @@ impl ReplayFile {
             write_record: self.write_record,
             from_record: self.from_record.as_ref().map(|d| base_dir.join(d)),
             control_below_bytes: self.control_below_bytes,
+            control_below_until_ps: self.control_below_until.map(|u| u.ps),
         })
     }
 }
@@ -247,6 +264,7 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
             queue_packets: Some(spec.queue_packets),
             preemptive: spec.preemptive,
             control_below_bytes: spec.control_below_bytes,
+            control_below_until: spec.control_below_until_ps.map(Micros::from_ps),
             ..LstfConfig::default()
         }),
         ReplayDiscipline::Priority => QueueConfig::Rank(RankConfig {

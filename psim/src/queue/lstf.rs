@@ -61,9 +61,11 @@
 //!   it is on for the whole run (`control_packets_` 1 until
 //!   `control_packets_time_` = 1 s, the run's length), so the last, short
 //!   packet of every UDP flow takes it at every hop (`replay.control_below_bytes`,
-//!   docs/replay.md). Not modelled: its end after the first second (psim's
-//!   replays drain past it; the TCP runs turn it off). Under `preemptive`,
-//!   such a packet interrupts the packet on the wire, as any smaller key does.
+//!   docs/replay.md). **`control_below_until_us`** ends it as `lstf.cc`
+//!   does: a packet that arrives at or after that time joins the others
+//!   whatever its size (those already in the side queue still go first).
+//!   Under `preemptive`, a side-queue packet interrupts the packet on the
+//!   wire, as any smaller key does.
 //!
 //! `fifo_plus` builds this queue with the accumulated queueing delay in
 //! `rank` instead of a slack (see `fifo_plus.rs`).
@@ -74,11 +76,13 @@
 //! | `preemptive` | false | [TH] §5.1.3 ("we extended our simulator to support preemption"); the simulations default to non-preemptive |
 //! | `mode` | `"lstf"` | `"lstf"`: slack in `rank`, updated at dequeue ([TH] §5.4); `"edf"`: deadline in `rank`, static ([TH] App. A.4); `"fifo"`: arrival order, slack updated at dequeue (the UPS replay's host queue) |
 //! | `control_below_bytes` | none (off) | `lstf.cc`'s control side queue: packets under this wire size first, FIFO, slack untouched; the UPS UDP runs: 1460 (`control_packets_` 1, `control_packets_time_` 1 s, `ns-default.tcl`) |
+//! | `control_below_until_us` (with `control_below_bytes` only) | none (for ever) | `lstf.cc`'s `control_packets_time_`: arrivals from then on skip the side queue; the UPS runs: 1,000,000 (1 s, `ns-default.tcl`) |
 
 use super::ranked::{signed_key, RankStore};
 use super::{capacity, Capacity, Discipline, DisciplineConfig, QueueCtx, QueueEnv};
 use crate::config::ConfigError;
 use crate::packet::Packet;
+use crate::transport::config::Micros;
 use crate::units::tx_time_ps;
 use serde::{Deserialize, Serialize};
 
@@ -131,6 +135,13 @@ pub struct LstfConfig {
     /// untouched (`lstf.cc`'s control side queue); none: off.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub control_below_bytes: Option<u32>,
+    /// Arrivals from this time on skip the control side queue
+    /// (`lstf.cc`'s `control_packets_time_`); none: it never closes.
+    #[serde(
+        rename = "control_below_until_us",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub control_below_until: Option<Micros>,
 }
 
 /// The capacity of a UPS-family table: `queue_packets`/`queue_bytes`, else
@@ -159,7 +170,8 @@ impl DisciplineConfig for LstfConfig {
     }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         ups_capacity(key, self.queue_packets, self.queue_bytes)?;
-        super::validate_control_below(key, self.control_below_bytes)
+        super::validate_control_below(key, self.control_below_bytes)?;
+        super::validate_control_until(key, self.control_below_bytes, self.control_below_until)
     }
     fn build(&self, _env: &QueueEnv) -> LstfQueue {
         let cap = ups_capacity("", self.queue_packets, self.queue_bytes).expect("validated");
@@ -170,7 +182,10 @@ impl DisciplineConfig for LstfConfig {
         };
         LstfQueue::new(cap, form)
             .with_preemption(self.preemptive)
-            .with_control_below(self.control_below_bytes.unwrap_or(0))
+            .with_control_below(
+                self.control_below_bytes.unwrap_or(0),
+                self.control_below_until.map_or(u64::MAX, |u| u.ps),
+            )
     }
 }
 
@@ -182,8 +197,10 @@ pub struct LstfQueue {
     store: RankStore,
     /// Whether an arrival may interrupt the packet on the wire.
     preemptive: bool,
-    /// Packets under this many bytes go first, slack untouched (0: off).
+    /// Packets under this many bytes go first, slack untouched (0: off)...
     control_below: u32,
+    /// ...if they arrive before this time, ps (u64::MAX: for ever).
+    control_until: u64,
     /// The last packet dequeued, while it may still come back (preemptive
     /// queues only): its key, when it was queued, and the wait charged to
     /// its header at that dequeue.
@@ -207,21 +224,30 @@ impl LstfQueue {
             store: RankStore::new(false),
             preemptive: false,
             control_below: 0,
+            control_until: u64::MAX,
             last: None,
         }
     }
 
     /// The same queue with `lstf.cc`'s control side queue for packets
-    /// under `bytes` on the wire (0: none).
-    pub fn with_control_below(mut self, bytes: u32) -> Self {
+    /// under `bytes` on the wire (0: none) that arrive before `until_ps`.
+    pub fn with_control_below(mut self, bytes: u32, until_ps: u64) -> Self {
         self.control_below = bytes;
+        self.control_until = until_ps;
         self
     }
 
-    /// Whether `p` takes the control side queue.
+    /// Whether `p`, arriving at `now`, takes the control side queue.
     #[inline]
-    fn is_control(&self, p: &Packet) -> bool {
-        p.size < self.control_below
+    fn is_control(&self, p: &Packet, now: u64) -> bool {
+        p.size < self.control_below && now < self.control_until
+    }
+
+    /// Whether a packet queued under `key` came through the side queue
+    /// (its key is 0, which no slack, deadline or arrival time reaches).
+    #[inline]
+    fn was_control(&self, key: u64) -> bool {
+        self.control_below > 0 && key == 0
     }
 
     /// The same queue, preemptive or not.
@@ -245,7 +271,7 @@ impl LstfQueue {
     fn key(&self, pkt: &Packet, now: u64, rate_bps: u64) -> u64 {
         // The control side queue: below every slack, ties (arrival order)
         // among its own.
-        if self.is_control(pkt) {
+        if self.is_control(pkt, now) {
             return 0;
         }
         // FIFO's key is the arrival alone (equal keys go first come, first
@@ -281,7 +307,7 @@ impl Discipline for LstfQueue {
     fn dequeue(&mut self, cx: &mut QueueCtx<'_>) -> Option<Packet> {
         let (key, slot) = self.store.best_keyed()?;
         let (mut p, since) = self.store.take(slot);
-        let waited = match self.is_control(&p) {
+        let waited = match self.was_control(key) {
             true => 0,
             false => cx.now.saturating_sub(since),
         };
@@ -371,7 +397,7 @@ pub(crate) mod tests {
             Kit::new(0),
             LstfQueue::new(Capacity::Packets(10), Form::Lstf),
         );
-        let mut q = q.with_control_below(1000);
+        let mut q = q.with_control_below(1000, u64::MAX);
         let short = |seq, size, r: i64| {
             let mut p = data(seq, size);
             p.rank = r as u64;
@@ -405,6 +431,59 @@ pub(crate) mod tests {
             ],
         );
         assert_eq!(k.take(&mut q).unwrap().seq, 0);
+    }
+
+    /// `control_below_until_us` (`lstf.cc`'s `control_packets_time_`) at
+    /// 2U: 1 (500 B, slack 9U) arrives at 0 and takes the side queue; 2
+    /// (500 B, slack 9U) and 0 (1250 B, slack −U) arrive at 2U, when it has
+    /// closed. Taken at 3U, 4U and 5U: 1 first, slack untouched; then 0
+    /// (key 2U − U + T), waited 2U: −3U; then 2 (key 2U + 9U + T), short
+    /// but queued by its slack, so charged its 3U wait: 6U.
+    #[test]
+    fn the_control_side_queue_closes_to_arrivals_at_its_end_time() {
+        let (mut k, q) = (
+            Kit::new(0),
+            LstfQueue::new(Capacity::Packets(10), Form::Lstf),
+        );
+        let mut q = q.with_control_below(1000, 2 * U);
+        let short = |seq| {
+            let mut p = data(seq, 500);
+            p.rank = 9 * U;
+            p
+        };
+        k.fill(&mut q, [short(1)]);
+        k.at(2 * U).fill(&mut q, [short(2), pkt(0, -(U as i64))]);
+        let got: Vec<_> = (3..=5)
+            .map(|i| {
+                let p = k.at(i * U).take(&mut q).unwrap();
+                (p.seq, slack(&p))
+            })
+            .collect();
+        let u = U as i64;
+        assert_eq!(got, [(1, 9 * u), (0, -3 * u), (2, 6 * u)]);
+    }
+
+    #[test]
+    fn a_control_end_needs_the_side_queue_and_a_positive_time() {
+        for (t, ok) in [
+            ("control_below_until_us = 5", false),
+            (
+                "control_below_bytes = 1460\ncontrol_below_until_us = 0",
+                false,
+            ),
+            (
+                "control_below_bytes = 1460\ncontrol_below_until_us = 1e6",
+                true,
+            ),
+        ] {
+            let c: LstfConfig = toml::from_str(t).unwrap();
+            let r = c.validate("switch.queue");
+            assert_eq!(r.is_ok(), ok, "{t}: {r:?}");
+            if let Err(e) = r {
+                let e = e.to_string();
+                assert!(e.contains("switch.queue.control_below_until_us"), "{e}");
+            }
+        }
     }
 
     #[test]

@@ -54,6 +54,7 @@ use crate::config::{bad, ConfigError};
 use crate::net::PacketPool;
 use crate::packet::Packet;
 use crate::rng::Rng;
+use crate::transport::config::Micros;
 
 /// A capacity limit, in packets or in bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -619,6 +620,26 @@ pub(crate) fn validate_control_below(key: &str, v: Option<u32>) -> Result<(), Co
             0,
             "must be at least 1 (leave it out for no control side queue)",
         )),
+        _ => Ok(()),
+    }
+}
+
+/// Checks a `control_below_until_us` key (`lstf` and `[replay]`): positive,
+/// and only beside `control_below_bytes`.
+pub(crate) fn validate_control_until(
+    key: &str,
+    bytes: Option<u32>,
+    until: Option<Micros>,
+) -> Result<(), ConfigError> {
+    match (bytes, until) {
+        (None, Some(u)) => Err(bad(
+            &format!("{key}.control_below_until_us"),
+            u.ps as f64 / 1e6,
+            "applies only with control_below_bytes",
+        )),
+        (Some(_), Some(u)) => u
+            .positive(&format!("{key}.control_below_until_us"))
+            .map(drop),
         _ => Ok(()),
     }
 }
