@@ -35,6 +35,9 @@
 //! itself; a tick at exactly the time of a CNP comes before it. An idle
 //! flow costs nothing, and the rates equal those of periodic timers (see
 //! the test `lazy_timers_match_periodic_ones`).
+//! (`HPCC`'s ns-3 queue runs a rate-timer event before a decrease check
+//! due at the same time, as it was scheduled first; psim runs the check
+//! first: a known difference, docs/rdma.md "Lazy timers".)
 //!
 //! The sender must call `on_timer(now)` before `on_ecn` (a CNP) so that the
 //! CNP is applied at the right time, and reports its transmissions through
