@@ -31,13 +31,11 @@
 //! **Lazy timers** (XM1): no timer event is ever scheduled. Each input (a
 //! CNP, a transmission, the sender's next departure through
 //! `on_timer(now)`) first applies every tick that fell due up to `now`, in
-//! time order (α tick, decrease check, increase timer at equal times), then
-//! itself; a tick at exactly the time of a CNP comes before it. An idle
-//! flow costs nothing, and the rates equal those of periodic timers (see
-//! the test `lazy_timers_match_periodic_ones`).
-//! (`HPCC`'s ns-3 queue runs a rate-timer event before a decrease check
-//! due at the same time, as it was scheduled first; psim runs the check
-//! first: a known difference, docs/rdma.md "Lazy timers".)
+//! time order (at equal times the tick scheduled first, as the simulators'
+//! event queues run them: `Dcqcn::tie_rank`), then itself; a tick at
+//! exactly the time of a CNP comes before it. An idle flow costs nothing,
+//! and the rates equal those of periodic timers (see the test
+//! `lazy_timers_match_periodic_ones`).
 //!
 //! The sender must call `on_timer(now)` before `on_ecn` (a CNP) so that the
 //! CNP is applied at the right time, and reports its transmissions through
@@ -330,6 +328,14 @@ impl DcqcnParams {
     }
 }
 
+/// A DCQCN timer, for ordering ticks due at the same time.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Tick {
+    Alpha,
+    Decrease,
+    Increase,
+}
+
 /// `r3_increase`'s phase, as `R3` keeps it (its `m_rpStage`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum R3Phase {
@@ -427,7 +433,9 @@ impl Dcqcn {
         [d, self.next_inc].into_iter().flatten().min()
     }
 
-    /// Applies every timer tick due up to `now` (ties: α, decrease, increase).
+    /// Applies every timer tick due up to `now`, in time order; at equal
+    /// times, in the order the timers' own simulators run them (see
+    /// [`Self::tie_rank`]).
     pub fn advance(&mut self, now: u64) {
         if now < self.now {
             return;
@@ -449,10 +457,16 @@ impl Dcqcn {
             if t > now {
                 return;
             }
-            if t == a {
+            let due = [(a, Tick::Alpha), (d, Tick::Decrease), (i, Tick::Increase)];
+            let first = due
+                .into_iter()
+                .filter(|&(at, _)| at == t)
+                .min_by_key(|&(_, k)| self.tie_rank(k))
+                .map(|(_, k)| k);
+            if first == Some(Tick::Alpha) {
                 self.alpha_step();
                 self.next_alpha += self.c.alpha_timer;
-            } else if t == d {
+            } else if first == Some(Tick::Decrease) {
                 self.decrease_step();
                 self.next_dec += self.c.decrease_period;
                 self.next_inc = Some(t + self.c.rate_timer);
@@ -461,6 +475,27 @@ impl Dcqcn {
                 self.next_inc = Some(t + period);
             }
         }
+    }
+
+    /// The order of timer ticks due at the same time: the one scheduled
+    /// first runs first, as in the event queues of `HPCC` (ns-3) and `R3`,
+    /// which run events of equal time in the order they were scheduled. A
+    /// periodic tick at t was scheduled at t − its period, so the longest
+    /// period goes first: in the firmware style, a rate-timer event (T =
+    /// 300 µs, scheduled at the last cut) before a decrease check due at
+    /// the same time (each 300 µs after a cut lands on a check, as T is a
+    /// multiple of the 4 µs period). Equal periods (the paper style's α and
+    /// rate timers, 55 µs, both restarted by each CNP) go α, decrease,
+    /// increase, the order a CNP starts them in. The rate timer's period is
+    /// taken as T (`r3_increase`'s T/2 in hyper increase only changes
+    /// the order against an α timer shorter than T/2).
+    fn tie_rank(&self, k: Tick) -> (std::cmp::Reverse<u64>, Tick) {
+        let period = match k {
+            Tick::Alpha => self.c.alpha_timer,
+            Tick::Decrease => self.c.decrease_period,
+            Tick::Increase => self.c.rate_timer,
+        };
+        (std::cmp::Reverse(period), k)
     }
 
     /// A CNP at `now` (after the ticks due by then).
@@ -964,36 +999,56 @@ mod tests {
 
     /// A reference with periodic timers: every α tick, decrease check and
     /// increase timer is an explicit event, as a simulator with one event per
-    /// period would run them, sharing only the per-event arithmetic.
+    /// period would run them, sharing only the per-event arithmetic. Events
+    /// of equal time run in the order they were scheduled (`seq`), as
+    /// ns-3's and OMNeT++'s queues run them.
     struct Periodic {
         d: Dcqcn,
-        alpha_at: Option<u64>,
-        dec_at: Option<u64>,
-        inc_at: Option<u64>,
+        /// Each timer's pending event: (time, scheduling order).
+        alpha_at: Option<(u64, u64)>,
+        dec_at: Option<(u64, u64)>,
+        inc_at: Option<(u64, u64)>,
+        seq: u64,
     }
 
     impl Periodic {
+        fn new(d: Dcqcn) -> Self {
+            Periodic {
+                d,
+                alpha_at: None,
+                dec_at: None,
+                inc_at: None,
+                seq: 0,
+            }
+        }
+        fn at(&mut self, t: u64) -> Option<(u64, u64)> {
+            self.seq += 1;
+            Some((t, self.seq))
+        }
         fn run_to(&mut self, until: u64) {
             let c = self.d.c;
             loop {
                 let cand = [self.alpha_at, self.dec_at, self.inc_at];
-                let Some(t) = cand.iter().flatten().min().copied() else {
+                let Some(next) = cand.iter().flatten().min().copied() else {
                     return;
                 };
+                let t = next.0;
                 if t > until {
                     return;
                 }
-                if self.alpha_at == Some(t) {
+                if self.alpha_at == Some(next) {
                     self.d.alpha_step();
-                    self.alpha_at = Some(t + c.alpha_timer);
-                } else if self.dec_at == Some(t) {
+                    self.alpha_at = self.at(t + c.alpha_timer);
+                } else if self.dec_at == Some(next) {
+                    // A check reschedules itself first, then cuts and
+                    // restarts the rate timer (`HPCC` CheckRateDecreaseMlx).
+                    self.dec_at = self.at(t + c.decrease_period);
                     if self.d.decrease_step() {
-                        self.inc_at = Some(t + c.rate_timer);
+                        self.inc_at = self.at(t + c.rate_timer);
                     }
-                    self.dec_at = Some(t + c.decrease_period);
                 } else {
                     let period = self.d.increase_step();
-                    self.inc_at = Some(t + period);
+                    self.inc_at = self.at(t + period);
                 }
             }
         }
@@ -1004,13 +1059,13 @@ mod tests {
             let c = self.d.c;
             match c.style {
                 Style::Firmware if first => {
-                    self.alpha_at = Some(now + c.alpha_timer);
-                    self.dec_at = Some(now + c.decrease_period + PS_PER_NS);
+                    self.alpha_at = self.at(now + c.alpha_timer);
+                    self.dec_at = self.at(now + c.decrease_period + PS_PER_NS);
                 }
                 Style::Firmware => {}
                 Style::Paper => {
-                    self.alpha_at = Some(now + c.alpha_timer);
-                    self.inc_at = Some(now + c.rate_timer);
+                    self.alpha_at = self.at(now + c.alpha_timer);
+                    self.inc_at = self.at(now + c.rate_timer);
                 }
             }
         }
@@ -1019,8 +1074,11 @@ mod tests {
     #[test]
     fn lazy_timers_match_periodic_ones() {
         // CNP times: a burst, gaps of various lengths (some on tick boundaries), a long idle.
+        // Firmware: the cut at 1111 µs + 1 ns starts a rate timer due at
+        // 1411 µs + 1 ns, on a decrease check that the CNP at 1409 µs arms.
         let script: Vec<u64> = [
-            3, 5, 9, 9, 20, 21, 60, 61, 64, 300, 301, 305, 1000, 1004, 1055, 1110, 2500, 2501, 9000,
+            3, 5, 9, 9, 20, 21, 60, 61, 64, 300, 301, 305, 1000, 1004, 1055, 1110, 1409, 2500,
+            2501, 9000,
         ]
         .iter()
         .map(|us| us * US)
@@ -1041,12 +1099,7 @@ mod tests {
             r3(2, 0, true),
         ] {
             let mut lazy = ctl(p.clone());
-            let mut per = Periodic {
-                d: ctl(p.clone()),
-                alpha_at: None,
-                dec_at: None,
-                inc_at: None,
-            };
+            let mut per = Periodic::new(ctl(p.clone()));
             let mut lowest = f64::INFINITY;
             for &t in &script {
                 lazy.on_cnp(t);
