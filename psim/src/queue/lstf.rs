@@ -363,6 +363,20 @@ pub(crate) mod tests {
         p.rank as i64
     }
 
+    /// One packet taken at each of the times `units` × U: (seq, slack).
+    fn take_at_units(
+        k: &mut Kit,
+        q: &mut LstfQueue,
+        units: std::ops::RangeInclusive<u64>,
+    ) -> Vec<(u64, i64)> {
+        units
+            .map(|i| {
+                let p = k.at(i * U).take(q).unwrap();
+                (p.seq, slack(&p))
+            })
+            .collect()
+    }
+
     /// By hand (T = U; key = arrival + slack + T):
     /// - t=0: 0 (slack 5U, key 6U) and 1 (2U, key 3U) arrive; take: 1,
     ///   waited 0, leaves with slack 2U.
@@ -412,12 +426,7 @@ pub(crate) mod tests {
             ],
         );
         k.at(U).fill(&mut q, [short(3, 1000, -2 * U as i64)]);
-        let got: Vec<_> = (1..=4)
-            .map(|i| {
-                let p = k.at(i * U).take(&mut q).unwrap();
-                (p.seq, slack(&p))
-            })
-            .collect();
+        let got = take_at_units(&mut k, &mut q, 1..=4);
         let u = U as i64;
         assert_eq!(got, [(1, 9 * u), (2, 5 * u), (3, -4 * u), (0, -5 * u)]);
         // Off (the default), 0 goes first: the same arrivals by slack alone.
@@ -453,12 +462,7 @@ pub(crate) mod tests {
         };
         k.fill(&mut q, [short(1)]);
         k.at(2 * U).fill(&mut q, [short(2), pkt(0, -(U as i64))]);
-        let got: Vec<_> = (3..=5)
-            .map(|i| {
-                let p = k.at(i * U).take(&mut q).unwrap();
-                (p.seq, slack(&p))
-            })
-            .collect();
+        let got = take_at_units(&mut k, &mut q, 3..=5);
         let u = U as i64;
         assert_eq!(got, [(1, 9 * u), (0, -3 * u), (2, 6 * u)]);
     }

@@ -429,8 +429,17 @@ impl Dcqcn {
         if !self.started {
             return None;
         }
-        let d = (self.c.style == Style::Firmware && self.dec_flag).then_some(self.next_dec);
-        [d, self.next_inc].into_iter().flatten().min()
+        [self.armed_check(), self.next_inc]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    /// The next firmware decrease check that will act: only while a CNP
+    /// waits for it (a check without one changes nothing, so it is never
+    /// run).
+    fn armed_check(&self) -> Option<u64> {
+        (self.c.style == Style::Firmware && self.dec_flag).then_some(self.next_dec)
     }
 
     /// Applies every timer tick due up to `now`, in time order; at equal
@@ -445,34 +454,35 @@ impl Dcqcn {
             return;
         }
         loop {
-            let a = self.next_alpha;
-            let fw = self.c.style == Style::Firmware;
-            let d = if fw && self.dec_flag {
-                self.next_dec
-            } else {
-                u64::MAX
+            let due = [
+                (Some(self.next_alpha), Tick::Alpha),
+                (self.armed_check(), Tick::Decrease),
+                (self.next_inc, Tick::Increase),
+            ];
+            let Some((t, tick)) = due
+                .into_iter()
+                .filter_map(|(at, k)| Some((at?, k)))
+                .min_by_key(|&(at, k)| (at, self.tie_rank(k)))
+            else {
+                return;
             };
-            let i = self.next_inc.unwrap_or(u64::MAX);
-            let t = a.min(d).min(i);
             if t > now {
                 return;
             }
-            let due = [(a, Tick::Alpha), (d, Tick::Decrease), (i, Tick::Increase)];
-            let first = due
-                .into_iter()
-                .filter(|&(at, _)| at == t)
-                .min_by_key(|&(_, k)| self.tie_rank(k))
-                .map(|(_, k)| k);
-            if first == Some(Tick::Alpha) {
-                self.alpha_step();
-                self.next_alpha += self.c.alpha_timer;
-            } else if first == Some(Tick::Decrease) {
-                self.decrease_step();
-                self.next_dec += self.c.decrease_period;
-                self.next_inc = Some(t + self.c.rate_timer);
-            } else {
-                let period = self.increase_step();
-                self.next_inc = Some(t + period);
+            match tick {
+                Tick::Alpha => {
+                    self.alpha_step();
+                    self.next_alpha += self.c.alpha_timer;
+                }
+                Tick::Decrease => {
+                    self.decrease_step();
+                    self.next_dec += self.c.decrease_period;
+                    self.next_inc = Some(t + self.c.rate_timer);
+                }
+                Tick::Increase => {
+                    let period = self.increase_step();
+                    self.next_inc = Some(t + period);
+                }
             }
         }
     }
