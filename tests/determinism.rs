@@ -138,6 +138,11 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             "irn_dcqcn.toml",
             ["protocol.dcqcn.shift_pending_departure=true", "seed=3"],
         ),
+        // DCQCN as ISK runs NV's parameters: integer rates, a CNP per mark.
+        (
+            "roce_pfc_dcqcn.toml",
+            ["protocol.dcqcn.style=isekai", "seed=3"],
+        ),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

@@ -6,7 +6,8 @@
 //! congestion estimate α. CNPs (from the receiver's notification point,
 //! `transport/roce/sink.rs`) cut the rate; timers and a byte counter raise
 //! it again through fast recovery, additive increase and hyper increase.
-//! Two styles exist, and both are here:
+//! Two families exist, and both are here, with a third reading of the
+//! firmware:
 //!
 //! - **`firmware`** (default; the thesis ran DCQCN "as implemented in
 //!   Mellanox CX-4", [TH] Ch. 4): timer-driven. A CNP only sets flags; an
@@ -18,6 +19,23 @@
 //!   and restarts the α-decay and rate-increase timers; `alpha_first`
 //!   picks whether α is updated before the cut (`R3`) or after it (the
 //!   paper and `HT-DCQCN`; DQ1).
+//! - **`isekai`**: NVIDIA's documented firmware parameters (the NV page's
+//!   defaults) run by the state machine of Google's Isekai simulator
+//!   (`ISK` `rdma_roce_cc_dcqcn.cc`; spec rdma-scheduling-params.md §1.4,
+//!   "ISK / NV differences"). Timers as the firmware style, but: α is kept
+//!   in 1/1024 steps (α := ⌊G·α/1024⌋ (+ 1024 − G on a CNP), at most
+//!   1023, G = 1024(1 − g) = 1019) and rates in whole Mb/s, each step
+//!   rounded down as `ISK`'s integers are; the first CNP sets Rc and Rt to
+//!   `rate_on_first_cnp` of the line rate and leaves no cut waiting, and
+//!   starts the rate timer too; the decrease check has no 1 ns offset (at
+//!   a tie it runs before the α tick, scheduled later); a cut removes
+//!   ⌊Rc·α₁₀₂₄/2¹¹⌋ (at most half, `min_dec_fac` 50, which α < 1 never
+//!   reaches); the target is clamped if `clamp_target`, or after any
+//!   increase since the last cut (timer or byte stage above 0,
+//!   `clamp_tgt_rate_after_time_inc` 1); the byte counter (B = 32,767 × 64
+//!   B) counts from the flow's first byte, before any CNP, and carries the
+//!   bytes past B; R_AI and R_HAI are 5 and 50 Mb/s at any NIC rate. The
+//!   receiver sends a CNP for every marked packet (`cnp_interval_us` 0).
 //!
 //! Increase events (the rate timer, every `rate_timer_us`, and the byte
 //! counter, every `byte_counter_bytes` sent) use the stage counts t (timer)
@@ -42,24 +60,24 @@
 //! [`Dcqcn::on_transmit`] (the byte counter; `CongestionControl` has no hook
 //! for sent bytes).
 //!
-//! | key (`[protocol.dcqcn]`) | firmware default | paper default | source |
-//! |---|---|---|---|
-//! | `style` | `"firmware"` | | [TH] Ch. 4 (CX-4); `HPCC` "Mellanox's version" |
-//! | `g` | 1/256 | 1/256 | `HPCC`/`CW` run.py; [DCQCN] (2nd-hand), `HT-DCQCN` |
-//! | `alpha_timer_us` | 1 | 55 | `HPCC` run.py / NV `dce_tcp_rtt`; [DCQCN] (2nd-hand), `R3` |
-//! | `decrease_period_us` | 4 | (not used) | `HPCC`, NV `rate_reduce_monitor_period` |
-//! | `rate_timer_us` (T) | 300 | 55 | `HPCC` run.py, ISK `rpg_time_reset`; [DCQCN] (2nd-hand) |
-//! | `byte_counter_bytes` (B, 0 = off) | 0 | 10 MB | `HPCC` (none); [DCQCN] via `HT-DCQCN`, `R3` issue 9 |
-//! | `fast_recovery_stages` (F) | 1 | 5 | `HPCC` run.py, ISK `rpg_threshold`; [DCQCN] |
-//! | `rate_ai_mbps` (R_AI) | 5 Mb/s per 25 Gb/s of NIC rate | 40 Mb/s per 40 Gb/s | `HPCC` run.py (5×B/25) = NV 5 Mb/s at 25G; [DCQCN] 40 at 40G (2nd-hand) |
-//! | `rate_hai_mbps` (R_HAI) | 50 Mb/s per 25 Gb/s | 200 Mb/s per 40 Gb/s | `HPCC` run.py; `R3` config.txt |
-//! | `min_rate_mbps` | 100 | 100 | `HPCC`, `CW` (run.py's 1000 is a template value, XM3) |
-//! | `initial_alpha` | 1 (set at the first CNP) | 1 | `HPCC`; `HT-DCQCN` (`R3`: 0.5) |
-//! | `alpha_first` | (timer order) | false | [DCQCN] order, cut then α (DQ1); `R3`: true |
-//! | `clamp_target` | false | true | `HPCC` `ClampTargetRate`; [DCQCN] (Rt := Rc at every cut) |
-//! | `rate_on_first_cnp` | 1.0 | (not used) | `HPCC` (DQ3; CX-4 uses 0) |
-//! | `r3_increase` | (not allowed) | false | `R3` `qbb-net-device.cc`'s increase path, below |
-//! | `shift_pending_departure` | false | false | `HPCC` (no shift for DCQCN); forks' `ChangeRate` after increase events (below) |
+//! | key (`[protocol.dcqcn]`) | firmware default | paper default | isekai default | source |
+//! |---|---|---|---|---|
+//! | `style` | `"firmware"` | | | [TH] Ch. 4 (CX-4); `HPCC` "Mellanox's version" |
+//! | `g` | 1/256 | 1/256 | 5/1024 (a multiple of 1/1024) | `HPCC`/`CW` run.py; [DCQCN] (2nd-hand), `HT-DCQCN`; NV `dce_tcp_g` 1019 |
+//! | `alpha_timer_us` | 1 | 55 | 1 | `HPCC` run.py / NV `dce_tcp_rtt`; [DCQCN] (2nd-hand), `R3` |
+//! | `decrease_period_us` | 4 | (not used) | 4 | `HPCC`, NV `rate_reduce_monitor_period` |
+//! | `rate_timer_us` (T) | 300 | 55 | 300 | `HPCC` run.py, NV `rpg_time_reset`; [DCQCN] (2nd-hand) |
+//! | `byte_counter_bytes` (B, 0 = off) | 0 | 10 MB | 2,097,088 | `HPCC` (none); [DCQCN] via `HT-DCQCN`, `R3` issue 9; NV `rpg_byte_reset` 32,767 × 64 B (`ISK`) |
+//! | `fast_recovery_stages` (F) | 1 | 5 | 1 | `HPCC` run.py, NV `rpg_threshold`; [DCQCN] |
+//! | `rate_ai_mbps` (R_AI) | 5 Mb/s per 25 Gb/s of NIC rate | 40 Mb/s per 40 Gb/s | 5 (whole Mb/s) | `HPCC` run.py (5×B/25) = NV 5 Mb/s at 25G; [DCQCN] 40 at 40G (2nd-hand); NV `rpg_ai_rate` |
+//! | `rate_hai_mbps` (R_HAI) | 50 Mb/s per 25 Gb/s | 200 Mb/s per 40 Gb/s | 50 (whole Mb/s) | `HPCC` run.py; `R3` config.txt; NV `rpg_hai_rate` |
+//! | `min_rate_mbps` | 100 | 100 | 1 (whole Mb/s) | `HPCC`, `CW` (run.py's 1000 is a template value, XM3); NV `rpg_min_rate` |
+//! | `initial_alpha` | 1 (set at the first CNP) | 1 | 1023/1024 | `HPCC`; `HT-DCQCN` (`R3`: 0.5); NV `initial_alpha_value` |
+//! | `alpha_first` | (timer order) | false | (timer order) | [DCQCN] order, cut then α (DQ1); `R3`: true |
+//! | `clamp_target` | false | true | false | `HPCC` `ClampTargetRate`; [DCQCN] (Rt := Rc at every cut); NV `clamp_tgt_rate` |
+//! | `rate_on_first_cnp` | 1.0 | (not used) | 0.85 of the line rate | `HPCC` (DQ3; CX-4 uses 0); `ISK`'s 85,000 Mb/s at its 100 Gb/s line rate (HPCC issue 11) |
+//! | `r3_increase` | (not allowed) | false | (not allowed) | `R3` `qbb-net-device.cc`'s increase path, below |
+//! | `shift_pending_departure` | false | false | false | `HPCC` (no shift for DCQCN); forks' `ChangeRate` after increase events (below) |
 //!
 //! **`r3_increase`** (paper style only) runs the increase path as `R3`'s
 //! code does, where it differs from `HT-DCQCN`'s (the default above):
@@ -95,14 +113,17 @@
 //! floor a 1 KB packet's gap is 85 µs, which an increase would otherwise
 //! not shorten.
 //!
-//! Not modelled: ISK's 1/1024 fixed point.
+//! `ISK` runs each timer's work in a second event of the same time (a
+//! zero-delay QP-context lookup); that keeps the timers' order, so psim
+//! runs the work at the tick.
 
 use super::{AckEvent, CcMetrics, CongestionControl, Loss};
 use crate::config::ConfigError;
 use crate::transport::config::{bad, Micros};
 use crate::units::PS_PER_NS;
 
-/// The two families of DCQCN implementations (docs/references.md DQ1).
+/// The two families of DCQCN implementations (docs/references.md DQ1),
+/// and `ISK`'s reading of the NVIDIA firmware's parameters.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Style {
@@ -111,6 +132,21 @@ pub enum Style {
     Firmware,
     /// [DCQCN] paper / QCN: each CNP cuts at once.
     Paper,
+    /// NVIDIA's documented parameters run as `ISK` runs them: timers as
+    /// the firmware style, with α in 1/1024 steps, whole Mb/s rates, a
+    /// first CNP that sets the rate, and a byte counter (module docs).
+    Isekai,
+}
+
+impl Style {
+    /// The style's value among (firmware, paper, isekai) defaults.
+    fn pick<T>(self, firmware: T, paper: T, isekai: T) -> T {
+        match self {
+            Style::Firmware => firmware,
+            Style::Paper => paper,
+            Style::Isekai => isekai,
+        }
+    }
 }
 
 /// `[protocol.dcqcn]`; unset keys take the style's default (table above).
@@ -252,6 +288,30 @@ impl DcqcnParams {
         if self.fast_recovery_stages == Some(0) {
             return Err(bad(&k("fast_recovery_stages"), 0, "must be at least 1"));
         }
+        if self.style == Style::Isekai {
+            if let Some(g) = self.g {
+                if (g * 1024.0).fract() != 0.0 {
+                    return Err(bad(
+                        &k("g"),
+                        g,
+                        "the isekai style keeps alpha in 1/1024 steps: give a multiple of 1/1024 (NV's dce_tcp_g = 1019 is g = 5/1024)",
+                    ));
+                }
+            }
+            for (name, v) in [
+                ("rate_ai_mbps", self.rate_ai_mbps),
+                ("rate_hai_mbps", self.rate_hai_mbps),
+                ("min_rate_mbps", self.min_rate_mbps),
+            ] {
+                if let Some(x) = v.filter(|x| x.fract() != 0.0) {
+                    return Err(bad(
+                        &k(name),
+                        x,
+                        "the isekai style keeps rates in whole Mb/s: give a whole number",
+                    ));
+                }
+            }
+        }
         if self.r3_increase && self.style != Style::Paper {
             return Err(bad(
                 &k("r3_increase"),
@@ -266,27 +326,33 @@ impl DcqcnParams {
     /// `config`, and [`Self::resolve`]). R_AI and R_HAI stay unset when not
     /// given: their default scales with each NIC's rate.
     pub fn resolved(&self) -> Self {
-        let fw = self.style == Style::Firmware;
-        let us = |v: Option<Micros>, fw_us: u64, paper_us: u64| {
-            Some(v.unwrap_or(Micros::from_ps(
-                if fw { fw_us } else { paper_us } * 1_000_000,
-            )))
+        let style = self.style;
+        let pick = |fw, paper, isk| style.pick(fw, paper, isk);
+        let us = |v: Option<Micros>, fw: u64, paper: u64, isk: u64| {
+            Some(v.unwrap_or(Micros::from_ps(pick(fw, paper, isk) * 1_000_000)))
         };
         DcqcnParams {
-            g: Some(self.g.unwrap_or(1.0 / 256.0)),
-            alpha_timer: us(self.alpha_timer, 1, 55),
-            decrease_period: us(self.decrease_period, 4, 4),
-            rate_timer: us(self.rate_timer, 300, 55),
-            byte_counter_bytes: Some(self.byte_counter_bytes.unwrap_or(if fw {
-                0
-            } else {
-                10_000_000
-            })),
-            fast_recovery_stages: Some(self.fast_recovery_stages.unwrap_or(if fw { 1 } else { 5 })),
-            min_rate_mbps: Some(self.min_rate_mbps.unwrap_or(100.0)),
-            initial_alpha: Some(self.initial_alpha.unwrap_or(1.0)),
-            clamp_target: Some(self.clamp_target.unwrap_or(!fw)),
-            rate_on_first_cnp: Some(self.rate_on_first_cnp.unwrap_or(1.0)),
+            g: Some(
+                self.g
+                    .unwrap_or(style.pick(1.0 / 256.0, 1.0 / 256.0, 5.0 / 1024.0)),
+            ),
+            alpha_timer: us(self.alpha_timer, 1, 55, 1),
+            decrease_period: us(self.decrease_period, 4, 4, 4),
+            rate_timer: us(self.rate_timer, 300, 55, 300),
+            byte_counter_bytes: Some(self.byte_counter_bytes.unwrap_or(style.pick(
+                0,
+                10_000_000,
+                ISEKAI_BYTE_RESET * 64,
+            ))),
+            fast_recovery_stages: Some(self.fast_recovery_stages.unwrap_or(style.pick(1, 5, 1))),
+            min_rate_mbps: Some(self.min_rate_mbps.unwrap_or(style.pick(100.0, 100.0, 1.0))),
+            initial_alpha: Some(self.initial_alpha.unwrap_or(style.pick(
+                1.0,
+                1.0,
+                1023.0 / 1024.0,
+            ))),
+            clamp_target: Some(self.clamp_target.unwrap_or(style.pick(false, true, false))),
+            rate_on_first_cnp: Some(self.rate_on_first_cnp.unwrap_or(style.pick(1.0, 1.0, 0.85))),
             ..self.clone()
         }
     }
@@ -294,15 +360,15 @@ impl DcqcnParams {
     /// The constants for a NIC of `line_bps`.
     pub fn resolve(&self, line_bps: u64) -> DcqcnConfig {
         let r = self.resolved();
-        let fw = self.style == Style::Firmware;
         let ps = |v: Option<Micros>| v.expect("resolved").ps;
         let gbps = line_bps as f64 / 1e9;
         // Steps scale with the NIC rate (HPCC run.py: 5 and 50 Mb/s per 25 Gb/s;
-        // the paper's 40 Mb/s and R3's 200 Mb/s at 40 Gb/s).
-        let (ai, hai) = if fw {
-            (5.0 / 25.0, 50.0 / 25.0)
-        } else {
-            (1.0, 5.0)
+        // the paper's 40 Mb/s and R3's 200 Mb/s at 40 Gb/s); NV's are 5 and 50
+        // Mb/s whatever the rate.
+        let (ai, hai) = match self.style {
+            Style::Firmware => (5.0 / 25.0 * gbps, 50.0 / 25.0 * gbps),
+            Style::Paper => (gbps, 5.0 * gbps),
+            Style::Isekai => (5.0, 50.0),
         };
         let line = line_bps as f64;
         let set = "resolved";
@@ -314,8 +380,8 @@ impl DcqcnParams {
             rate_timer: ps(r.rate_timer),
             byte_counter: r.byte_counter_bytes.expect(set),
             f: r.fast_recovery_stages.expect(set),
-            r_ai: self.rate_ai_mbps.unwrap_or(ai * gbps) * 1e6,
-            r_hai: self.rate_hai_mbps.unwrap_or(hai * gbps) * 1e6,
+            r_ai: self.rate_ai_mbps.unwrap_or(ai) * 1e6,
+            r_hai: self.rate_hai_mbps.unwrap_or(hai) * 1e6,
             min_rate: (r.min_rate_mbps.expect(set) * 1e6).min(line),
             initial_alpha: r.initial_alpha.expect(set),
             alpha_first: self.alpha_first,
@@ -327,6 +393,9 @@ impl DcqcnParams {
         }
     }
 }
+
+/// `ISK`'s `byte_reset` (NV `rpg_byte_reset`), in 64-byte units.
+const ISEKAI_BYTE_RESET: u64 = 32_767;
 
 /// A DCQCN timer, for ordering ticks due at the same time.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -439,7 +508,7 @@ impl Dcqcn {
     /// waits for it (a check without one changes nothing, so it is never
     /// run).
     fn armed_check(&self) -> Option<u64> {
-        (self.c.style == Style::Firmware && self.dec_flag).then_some(self.next_dec)
+        (self.c.style != Style::Paper && self.dec_flag).then_some(self.next_dec)
     }
 
     /// Applies every timer tick due up to `now`, in time order; at equal
@@ -514,41 +583,56 @@ impl Dcqcn {
         let first = !self.started;
         self.cnp_step();
         match self.c.style {
-            Style::Firmware => {
-                if first {
-                    self.next_alpha = now + self.c.alpha_timer;
-                    // HPCC's +1 ns puts the check after an α tick of the same time (XM4).
-                    self.next_dec = now + self.c.decrease_period + PS_PER_NS;
-                } else if self.next_dec <= now {
-                    // Checks without a flag did nothing; skip to the first one after now.
-                    let behind = (now - self.next_dec) / self.c.decrease_period + 1;
-                    self.next_dec += behind * self.c.decrease_period;
-                }
-            }
             Style::Paper => {
                 self.next_alpha = now + self.c.alpha_timer;
+                self.next_inc = Some(now + self.c.rate_timer);
+            }
+            _ if !first => self.skip_idle_checks(now),
+            Style::Firmware => {
+                self.next_alpha = now + self.c.alpha_timer;
+                // HPCC's +1 ns puts the check after an α tick of the same time (XM4).
+                self.next_dec = now + self.c.decrease_period + PS_PER_NS;
+            }
+            // `ISK` starts all three timers at the first CNP, the check
+            // without HPCC's 1 ns (a tie with an α tick goes by `tie_rank`).
+            Style::Isekai => {
+                self.next_alpha = now + self.c.alpha_timer;
+                self.next_dec = now + self.c.decrease_period;
                 self.next_inc = Some(now + self.c.rate_timer);
             }
         }
     }
 
-    /// `bytes` sent at `now`: the byte counter.
+    /// Moves the next decrease check to the first one after `now`: checks
+    /// without a CNP flag did nothing, so they were never run.
+    fn skip_idle_checks(&mut self, now: u64) {
+        if self.next_dec <= now {
+            let behind = (now - self.next_dec) / self.c.decrease_period + 1;
+            self.next_dec += behind * self.c.decrease_period;
+        }
+    }
+
+    /// `bytes` sent at `now`: the byte counter. `ISK` counts from the
+    /// flow's first byte (before any CNP) and carries the bytes past B into
+    /// the next count; the others start at the first CNP and drop them.
     pub fn on_transmit(&mut self, bytes: u64, now: u64) {
         self.advance(now);
-        if !self.started || self.c.byte_counter == 0 {
+        let isekai = self.c.style == Style::Isekai;
+        if (!self.started && !isekai) || self.c.byte_counter == 0 {
             return;
         }
-        if bytes < self.bytes_left {
-            self.bytes_left -= bytes;
-            return;
+        let mut sent = bytes;
+        while sent >= self.bytes_left {
+            sent = if isekai { sent - self.bytes_left } else { 0 };
+            self.bytes_left = self.c.byte_counter;
+            if self.c.r3_increase {
+                self.r3_byte_event();
+            } else {
+                self.increase(self.b_stage, self.t_stage);
+                self.b_stage += 1;
+            }
         }
-        self.bytes_left = self.c.byte_counter;
-        if self.c.r3_increase {
-            self.r3_byte_event();
-            return;
-        }
-        self.increase(self.b_stage, self.t_stage);
-        self.b_stage += 1;
+        self.bytes_left -= sent;
     }
 
     /// What a CNP changes, without any timer bookkeeping.
@@ -567,6 +651,19 @@ impl Dcqcn {
                     self.rt = self.rc;
                 } else {
                     self.alpha_flag = true;
+                }
+            }
+            Style::Isekai => {
+                self.alpha_flag = true;
+                self.dec_flag = true;
+                if first {
+                    // α := its initial value, no flag: the first tick decays
+                    // it; Rc and Rt := the first-CNP rate, and no cut waits.
+                    self.alpha = to_1024(self.c.initial_alpha) as f64 / 1024.0;
+                    self.alpha_flag = false;
+                    self.rc = (self.c.line / 1e6 * self.c.rate_on_first_cnp).round() * 1e6;
+                    self.rt = self.rc;
+                    self.dec_flag = false;
                 }
             }
             Style::Paper => {
@@ -593,17 +690,32 @@ impl Dcqcn {
     }
 
     fn cut(&mut self) {
-        self.rc = (self.rc * (1.0 - self.alpha / 2.0)).max(self.c.min_rate);
+        self.rc = match self.c.style {
+            // `ISK`: Rc·α₁₀₂₄ >> 11 in whole Mb/s, at most half of Rc
+            // (`min_dec_fac` 50; with α ≤ 1023/1024 it never binds).
+            Style::Isekai => {
+                let (rc, a) = (to_mbps(self.rc), to_1024(self.alpha));
+                let cut = ((rc * a) >> 11).min(rc * 50 / 100);
+                ((rc - cut) as f64 * 1e6).max(self.c.min_rate)
+            }
+            _ => (self.rc * (1.0 - self.alpha / 2.0)).max(self.c.min_rate),
+        };
     }
 
-    /// One α tick: firmware folds in the CNP flag, paper only decays.
+    /// One α tick: firmware folds in the CNP flag, paper only decays;
+    /// `ISK` in 1/1024 steps, truncating, at most 1023/1024.
     fn alpha_step(&mut self) {
         let g = self.c.g;
-        let hit = self.c.style == Style::Firmware && self.alpha_flag;
-        self.alpha = if hit {
-            (1.0 - g) * self.alpha + g
-        } else {
-            (1.0 - g) * self.alpha
+        let hit = self.c.style != Style::Paper && self.alpha_flag;
+        self.alpha = match self.c.style {
+            Style::Isekai => {
+                let keep = 1024 - to_1024(g);
+                let a = keep * to_1024(self.alpha) / 1024;
+                let a = if hit { (a + 1024 - keep).min(1023) } else { a };
+                a as f64 / 1024.0
+            }
+            _ if hit => (1.0 - g) * self.alpha + g,
+            _ => (1.0 - g) * self.alpha,
         };
         self.alpha_flag = false;
     }
@@ -613,7 +725,12 @@ impl Dcqcn {
         if !self.dec_flag {
             return false;
         }
-        if self.c.clamp_target || self.t_stage != 0 {
+        // `HPCC` clamps after a timer increase; `ISK` after either kind.
+        let increased = match self.c.style {
+            Style::Isekai => self.t_stage > 0 || self.b_stage > 0,
+            _ => self.t_stage != 0,
+        };
+        if self.c.clamp_target || increased {
             self.rt = self.rc;
         }
         self.cut();
@@ -717,7 +834,7 @@ impl Dcqcn {
             // Fast recovery: Rt unchanged.
         } else if lo > f {
             let n = match self.c.style {
-                Style::Firmware => 1,
+                Style::Firmware | Style::Isekai => 1,
                 Style::Paper => lo - f,
             };
             self.rt += n as f64 * self.c.r_hai;
@@ -725,8 +842,21 @@ impl Dcqcn {
             self.rt += self.c.r_ai;
         }
         self.rt = self.rt.min(self.c.line);
-        self.rc = ((self.rc + self.rt) / 2.0).min(self.c.line);
+        self.rc = match self.c.style {
+            Style::Isekai => ((to_mbps(self.rc) + to_mbps(self.rt)) / 2) as f64 * 1e6,
+            _ => ((self.rc + self.rt) / 2.0).min(self.c.line),
+        };
     }
+}
+
+/// A rate in b/s as whole Mb/s, rounded down (`ISK`'s integer rates).
+fn to_mbps(bps: f64) -> u64 {
+    (bps / 1e6) as u64
+}
+
+/// A fraction in 1/1024 steps, rounded down (`ISK`'s α and gain).
+fn to_1024(x: f64) -> u64 {
+    (x * 1024.0) as u64
 }
 
 impl CongestionControl for Dcqcn {
@@ -986,6 +1116,85 @@ mod tests {
         assert_eq!(d.rate(), before * (1.0 - d.alpha() / 2.0));
     }
 
+    fn isekai() -> DcqcnParams {
+        DcqcnParams {
+            style: Style::Isekai,
+            ..Default::default()
+        }
+    }
+
+    const MBPS: f64 = 1e6;
+
+    /// The isekai style by hand at 40 Gb/s (40,000 Mb/s; B = 32,767 × 64
+    /// B, F = 1, R_AI 5 and R_HAI 50 Mb/s, g = 5/1024, α₀ = 1023/1024).
+    /// B + 100 bytes before any CNP: b = 1, 100 B carried. A CNP at 10 µs
+    /// sets Rc = Rt = 85% of line = 34,000 and starts all timers; no cut
+    /// waits. The rate timer at 310 µs: t = 0 but b = 1 ≥ F, additive: Rt
+    /// 34,005, Rc ⌊(34,000 + 34,005)/2⌋ = 34,002. B − 100 bytes more fire
+    /// the byte counter (the carry): t = 1, b = 1, additive: Rt 34,010, Rc
+    /// 34,006. α decays at 11..320 µs (310 ticks, ⌊1019 a / 1024⌋ each:
+    /// 1023 → 156), a CNP at 320.5 µs is folded in at 321 (⌊1019 · 156 /
+    /// 1024⌋ + 5 = 160), and the check at 322 µs, which runs before the α
+    /// tick of 322 (scheduled first), clamps Rt := 34,006 (t > 0) and cuts
+    /// ⌊34,006 · 160 / 2048⌋ = 2,656: Rc 31,350; then the tick: α 159. The
+    /// rate timer restarted at 322 fires at 622 (not 610): fast recovery,
+    /// Rc ⌊(31,350 + 34,006)/2⌋ = 32,678.
+    #[test]
+    fn isekai_by_hand() {
+        let mut d = ctl(isekai());
+        let b = 32_767 * 64;
+        assert_eq!(d.c.byte_counter, b);
+        let rates = |d: &Dcqcn| (d.target() / MBPS, d.rate() / MBPS);
+        d.on_transmit(b + 100, US);
+        assert_eq!(rates(&d), (40_000.0, 40_000.0));
+        d.on_cnp(10 * US);
+        assert_eq!(rates(&d), (34_000.0, 34_000.0));
+        assert_eq!(d.alpha(), 1023.0 / 1024.0);
+        d.advance(310 * US - 1);
+        assert_eq!(rates(&d), (34_000.0, 34_000.0), "no cut at the checks");
+        d.advance(310 * US);
+        assert_eq!(rates(&d), (34_005.0, 34_002.0), "additive by the early b");
+        d.on_transmit(b - 101, 311 * US);
+        assert_eq!(rates(&d), (34_005.0, 34_002.0));
+        d.on_transmit(1, 312 * US);
+        assert_eq!(rates(&d), (34_010.0, 34_006.0), "the carried 100 B count");
+        d.on_cnp(320 * US + US / 2);
+        d.advance(322 * US - 1);
+        assert_eq!(d.alpha(), 160.0 / 1024.0);
+        assert_eq!(rates(&d), (34_010.0, 34_006.0));
+        d.advance(322 * US);
+        assert_eq!(rates(&d), (34_006.0, 31_350.0), "clamp, then the cut");
+        assert_eq!(d.alpha(), 159.0 / 1024.0);
+        d.advance(622 * US - 1);
+        assert_eq!(rates(&d), (34_006.0, 31_350.0), "no increase at 610 µs");
+        d.advance(622 * US);
+        assert_eq!(rates(&d), (34_006.0, 32_678.0));
+    }
+
+    #[test]
+    fn isekai_refuses_values_off_its_integer_grid() {
+        let e = DcqcnParams {
+            g: Some(1.0 / 256.0 + 1e-3),
+            ..isekai()
+        }
+        .validate("protocol.dcqcn")
+        .unwrap_err();
+        assert!(e.to_string().contains("protocol.dcqcn.g"), "{e}");
+        let e = DcqcnParams {
+            rate_ai_mbps: Some(7.5),
+            ..isekai()
+        }
+        .validate("protocol.dcqcn")
+        .unwrap_err();
+        assert!(e.to_string().contains("protocol.dcqcn.rate_ai_mbps"), "{e}");
+        let ok = DcqcnParams {
+            g: Some(4.0 / 1024.0),
+            rate_ai_mbps: Some(8.0),
+            ..isekai()
+        };
+        assert!(ok.validate("protocol.dcqcn").is_ok());
+    }
+
     /// The times a sender must wake at to see Rc change: a decrease check
     /// only while a CNP waits for it, the increase timer, never an α tick.
     #[test]
@@ -1072,7 +1281,12 @@ mod tests {
                     self.alpha_at = self.at(now + c.alpha_timer);
                     self.dec_at = self.at(now + c.decrease_period + PS_PER_NS);
                 }
-                Style::Firmware => {}
+                Style::Isekai if first => {
+                    self.alpha_at = self.at(now + c.alpha_timer);
+                    self.dec_at = self.at(now + c.decrease_period);
+                    self.inc_at = self.at(now + c.rate_timer);
+                }
+                Style::Firmware | Style::Isekai => {}
                 Style::Paper => {
                     self.alpha_at = self.at(now + c.alpha_timer);
                     self.inc_at = self.at(now + c.rate_timer);
@@ -1107,6 +1321,7 @@ mod tests {
             },
             // R3's increase path: T/2 timers in hyper increase.
             r3(2, 0, true),
+            isekai(),
         ] {
             let mut lazy = ctl(p.clone());
             let mut per = Periodic::new(ctl(p.clone()));

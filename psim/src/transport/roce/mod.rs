@@ -54,7 +54,7 @@
 //! | `timeout` | true | [TH] §4.3.1 (a fixed timeout without PFC) |
 //! | `pfc` | false | [TH] §4.3.1: with PFC the timeout is disabled |
 //! | `nack_interval_us` | 500 | `HPCC`, `ALI`, `R3` (`CW`: 4) |
-//! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely) | paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
+//! | `cnp_interval_us` | 4 with `[protocol.dcqcn] style = "firmware"`, 50 with `"paper"` (and for roce, timely), 0 with `"isekai"` | isekai: `ISK` answers every marked packet. paper: [DCQCN] via `HT-DCQCN`, `R3` `CNP_INTERVAL`. Firmware: *inf*, the decrease-check period, so each check can see a fresh CNP; `HPCC` flags every marked packet (no interval). With 50 µs the firmware's 1 µs α timer decays α 50 times between CNPs and α stays near 0.02: cuts of 1% per 50 µs |
 //! | `window_packets` (0 = none) | 0 | RoCE has no window ([TH] §4.3.1) |
 //! | `cnp_defer` | false | a mark within the CNP interval waits, and one CNP leaves when the interval ends: the paper-style NP as `HT-DCQCN` runs it (spec rdma-scheduling-params.md §1.3). Off: such a mark is not answered (a least gap between CNPs, as the firmware's `min_time_between_cnps`); [TH] does not say |
 //! | `np_delay_us` | 0 | the receiver NIC's CNP generation delay: a CNP leaves that long after the mark that caused it (spec §1.6 pitfall 10: ~55 µs suspected on a Broadcom TD3 testbed, `ALI` #12). No public simulator models it |
@@ -215,6 +215,8 @@ impl RoceParams {
         let us = match style {
             Style::Firmware => 4,
             Style::Paper => 50,
+            // `ISK` sends a CNP for every marked packet.
+            Style::Isekai => 0,
         };
         self.cnp_interval.map_or(us * 1_000_000, |m| m.ps)
     }
