@@ -377,6 +377,14 @@ pub enum Metric {
         /// The values.
         of: Vec<Metric>,
     },
+    /// The mean of `of` over the seeds of the repeated runs it reads
+    /// (`repeat` on the run): `of` evaluated once per seed k, each repeated
+    /// run read at its seed k. Every repeated run `of` reads must take the
+    /// same number of seeds; runs that do not repeat are read as they are.
+    SeedMean {
+        /// The value.
+        of: Box<Metric>,
+    },
     /// `of` × `by`: a unit conversion.
     Scale {
         /// The value.
@@ -485,19 +493,60 @@ fn d_latency() -> f64 {
 /// NDP's header on the wire, bytes ([P] §3.2: 64 B headers).
 const HEADER_BYTES: u64 = 64;
 
+/// The runs a metric reads: a repeated run `X` is kept as `X#1`, `X#2`,
+/// ...; inside `seed_mean`, at seed k, `X` reads `X#k`.
+struct Runs<'a> {
+    all: &'a BTreeMap<String, RunData>,
+    seed: Option<usize>,
+}
+
+impl Runs<'_> {
+    fn get(&self, name: &str) -> Result<&RunData, String> {
+        let at_seed = self.seed.and_then(|k| self.all.get(&format!("{name}#{k}")));
+        at_seed.or_else(|| self.all.get(name)).ok_or_else(|| {
+            if self.all.contains_key(&format!("{name}#1")) {
+                format!("run `{name}` repeats over seeds: read it inside seed_mean")
+            } else {
+                format!("run `{name}` did not run")
+            }
+        })
+    }
+
+    /// How many seeds run `name` repeats over (0: it does not).
+    fn seeds(&self, name: &str) -> usize {
+        (1..)
+            .take_while(|k| self.all.contains_key(&format!("{name}#{k}")))
+            .count()
+    }
+}
+
 impl Metric {
     /// Every run this metric reads.
     pub fn runs(&self, into: &mut Vec<String>) {
+        self.runs_where(into, true);
+    }
+
+    /// The runs this metric reads outside any `seed_mean`.
+    pub fn bare_runs(&self, into: &mut Vec<String>) {
+        self.runs_where(into, false);
+    }
+
+    fn runs_where(&self, into: &mut Vec<String>, in_seed_means: bool) {
         match self {
             Metric::Ratio { a, b }
             | Metric::Diff { a, b }
             | Metric::RelChange { a, b }
             | Metric::Reduction { a, b } => {
-                a.runs(into);
-                b.runs(into);
+                a.runs_where(into, in_seed_means);
+                b.runs_where(into, in_seed_means);
             }
-            Metric::Scale { of, .. } => of.runs(into),
-            Metric::Mean { of } => of.iter().for_each(|m| m.runs(into)),
+            Metric::Scale { of, .. } => of.runs_where(into, in_seed_means),
+            Metric::Mean { of } => of.iter().for_each(|m| m.runs_where(into, in_seed_means)),
+            Metric::SeedMean { of } => {
+                if in_seed_means {
+                    of.runs_where(into, true);
+                }
+            }
             Metric::Goodput { run, since, .. } => {
                 into.push(run.clone());
                 into.extend(since.iter().cloned());
@@ -538,10 +587,15 @@ impl Metric {
 
     /// Evaluates the metric; an error names what is missing.
     pub fn eval(&self, runs: &BTreeMap<String, RunData>) -> Result<f64, String> {
-        let get = |name: &String| {
-            runs.get(name)
-                .ok_or_else(|| format!("run `{name}` did not run"))
-        };
+        self.eval_in(&Runs {
+            all: runs,
+            seed: None,
+        })
+    }
+
+    /// Evaluates the metric over `runs` (at one seed, inside `seed_mean`).
+    fn eval_in(&self, runs: &Runs) -> Result<f64, String> {
+        let get = |name: &String| runs.get(name);
         // A run whose packet trace the metric reads.
         let traced = |name: &String| {
             get(name).and_then(|d| {
@@ -938,7 +992,7 @@ impl Metric {
                 by_bytes,
             } => mean_of(flows(run, filter)?, *by_bytes, |f| f.rtt_mean_ps)
                 .ok_or_else(|| format!("no flow of run `{run}` measured an RTT"))?,
-            Metric::Reduction { a, b } => 1.0 - a.eval(runs)? / b.eval(runs)?,
+            Metric::Reduction { a, b } => 1.0 - a.eval_in(runs)? / b.eval_in(runs)?,
             Metric::Rc3Model {
                 packets,
                 rtt_ms,
@@ -953,20 +1007,37 @@ impl Metric {
                 packet_bytes: 1500.0,
             }
             .gain(*packets),
-            Metric::Ratio { a, b } => a.eval(runs)? / b.eval(runs)?,
-            Metric::Diff { a, b } => a.eval(runs)? - b.eval(runs)?,
-            Metric::Scale { of, by } => of.eval(runs)? * by,
+            Metric::Ratio { a, b } => a.eval_in(runs)? / b.eval_in(runs)?,
+            Metric::Diff { a, b } => a.eval_in(runs)? - b.eval_in(runs)?,
+            Metric::Scale { of, by } => of.eval_in(runs)? * by,
+            Metric::SeedMean { of } => {
+                let mut used = Vec::new();
+                of.runs(&mut used);
+                let mut counts = used.iter().map(|u| runs.seeds(u)).filter(|&n| n > 0);
+                let n = counts.next().ok_or("seed_mean reads no repeated run")?;
+                if counts.any(|c| c != n) {
+                    return Err("the runs seed_mean reads repeat over different seed counts".into());
+                }
+                let mut sum = 0.0;
+                for k in 1..=n {
+                    sum += of.eval_in(&Runs {
+                        all: runs.all,
+                        seed: Some(k),
+                    })?;
+                }
+                sum / n as f64
+            }
             Metric::Mean { of } => {
                 if of.is_empty() {
                     return Err("mean of no values".into());
                 }
                 let mut sum = 0.0;
                 for m in of {
-                    sum += m.eval(runs)?;
+                    sum += m.eval_in(runs)?;
                 }
                 sum / of.len() as f64
             }
-            Metric::RelChange { a, b } => (a.eval(runs)? / b.eval(runs)? - 1.0).abs(),
+            Metric::RelChange { a, b } => (a.eval_in(runs)? / b.eval_in(runs)? - 1.0).abs(),
         })
     }
 }
@@ -1129,6 +1200,67 @@ mod tests {
             .eval(&runs)
             .unwrap_err()
             .contains("no finished flow"));
+    }
+
+    /// `seed_mean` over repeated runs: `a` at seeds 1-3 (last FCTs 10, 20,
+    /// 60 us), `b` at seeds 1-3 (5, 10, 15 us) and `c` once (20 us). The
+    /// mean of a/b per seed is (2 + 2 + 4)/3; the ratio of the means is
+    /// 30/10 = 3; a/c per seed (0.5, 1, 3) averages 1.5. A repeated run read
+    /// bare, or runs of different seed counts, are errors that say so.
+    #[test]
+    fn seed_mean_reads_each_seed_of_a_repeated_run() {
+        let mut runs = BTreeMap::new();
+        let mut add = |name: &str, fct_us: u64| {
+            let r = one(vec![flow(1, 1000, fct_us, 1000)], 0)
+                .remove("r")
+                .unwrap();
+            runs.insert(name.to_string(), r);
+        };
+        for (k, (a, b)) in [(10, 5), (20, 10), (60, 15)].into_iter().enumerate() {
+            add(&format!("a#{}", k + 1), a);
+            add(&format!("b#{}", k + 1), b);
+        }
+        add("c", 20);
+        add("d#1", 1);
+        let last = |run: &str| {
+            Box::new(Metric::LastFct {
+                run: run.into(),
+                filter: Filter::default(),
+            })
+        };
+        let seed_mean = |of: Metric| Metric::SeedMean { of: Box::new(of) };
+        let v = |m: &Metric| m.eval(&runs);
+        let per_seed = seed_mean(Metric::Ratio {
+            a: last("a"),
+            b: last("b"),
+        });
+        assert!((v(&per_seed).unwrap() - 8.0 / 3.0).abs() < 1e-12);
+        let of_means = Metric::Ratio {
+            a: Box::new(seed_mean(*last("a"))),
+            b: Box::new(seed_mean(*last("b"))),
+        };
+        assert!((v(&of_means).unwrap() - 3.0).abs() < 1e-12);
+        let against_once = seed_mean(Metric::Ratio {
+            a: last("a"),
+            b: last("c"),
+        });
+        assert!((v(&against_once).unwrap() - 1.5).abs() < 1e-12);
+        let bare = v(&last("a")).unwrap_err();
+        assert!(bare.contains("repeats over seeds"), "{bare}");
+        let uneven = seed_mean(Metric::Ratio {
+            a: last("a"),
+            b: last("d"),
+        });
+        assert!(v(&uneven).unwrap_err().contains("different seed counts"));
+        assert!(v(&seed_mean(*last("c")))
+            .unwrap_err()
+            .contains("no repeated run"));
+        let mut bare_runs = Vec::new();
+        of_means.bare_runs(&mut bare_runs);
+        assert!(bare_runs.is_empty(), "{bare_runs:?}");
+        let mut all = Vec::new();
+        of_means.runs(&mut all);
+        assert_eq!(all, ["a", "b"]);
     }
 
     /// Mean FCT over flows and over bytes, the size, entry and priority

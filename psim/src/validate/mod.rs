@@ -206,7 +206,10 @@ pub fn select<'a>(all: &'a [Target], only: Option<&[String]>) -> Result<Vec<&'a 
 pub type RunCache = BTreeMap<(String, Vec<String>), (RunResult, RunData)>;
 
 /// Runs one target at `opts.scale` and evaluates its checks; a run already
-/// in `cache` (same scenario, same sets) is not run again.
+/// in `cache` (same scenario, same sets) is not run again. A repeated run
+/// (`repeat`) runs once per seed, kept for the checks as `NAME#K`, and is
+/// reported as one run: events and wall time summed, the latest end, and
+/// a CRC over its seeds' CRCs in seed order.
 pub fn run_target(
     t: &Target,
     opts: &Options,
@@ -219,68 +222,102 @@ pub fn run_target(
         let Some(sets) = r.sets_at(opts.scale) else {
             continue;
         };
-        let key = (r.scenario.clone(), sets.clone());
-        if let Some((done, d)) = cache.get(&key) {
-            log(&format!("{} {}: same run as {}", t.id, r.name, done.name));
-            runs.push(RunResult {
-                name: r.name.clone(),
-                ..done.clone()
-            });
-            data.insert(r.name.clone(), d.clone());
+        let Some(n) = r.seeds_at(opts.scale) else {
+            let (result, d) = run_once(t, r, &r.name, sets, opts, cache, log)?;
+            runs.push(result);
+            data.insert(r.name.clone(), d);
             continue;
-        }
-        let scn = Scenario::load(&opts.root.join(&r.scenario), &sets)
-            .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
-        let dir = opts.out.join(opts.scale.name()).join(&t.id).join(&r.name);
-        let started = Instant::now();
-        let outcome = crate::run::execute(&scn, opts.sim, &dir, true, &mut |_| {})
-            .map_err(|e| format!("{} run {}: {e}", t.id, r.name))?;
-        let flows =
-            crate::trace::read_flows(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        let traced = traced::read(&dir, &scn.topology)?;
-        let wall_s = started.elapsed().as_secs_f64();
-        let mut csv = Vec::new();
-        crate::trace::flows_to_csv(&flows, &mut csv)
-            .map_err(|e| format!("{}: {e}", dir.display()))?;
-        log(&format!(
-            "{} {}: {} simulated, {} flows, {wall_s:.1} s",
-            t.id,
-            r.name,
-            crate::units::fmt_ps(outcome.summary.sim_end_ps),
-            flows.len()
-        ));
-        if !opts.keep_runs {
-            std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        }
-        let result = RunResult {
+        };
+        let mut crcs = crc32fast::Hasher::new();
+        let mut sum = RunResult {
             name: r.name.clone(),
             command: r.command(opts.scale).expect("the run runs at this scale"),
-            sim_end_ps: outcome.summary.sim_end_ps,
-            events: outcome.summary.events,
-            wall_s,
-            flows_crc32: Some(crc32fast::hash(&csv)),
+            sim_end_ps: 0,
+            events: 0,
+            wall_s: 0.0,
+            flows_crc32: None,
         };
-        let d = RunData {
-            flows,
-            sim_end_ps: outcome.summary.sim_end_ps,
-            ports: outcome.summary.ports,
-            pulls: outcome.summary.pulls,
-            chip: outcome.summary.tofino,
-            traced,
-            replay: outcome
-                .manifest
-                .packets
-                .get("replay")
-                .and_then(|r| serde_json::from_value(r.clone()).ok()),
-        };
-        cache.insert(key, (result.clone(), d.clone()));
-        runs.push(result);
-        data.insert(r.name.clone(), d);
+        for k in 1..=n {
+            let name = format!("{}#{k}", r.name);
+            let seeded = [sets.clone(), vec![format!("seed={k}")]].concat();
+            let (one, d) = run_once(t, r, &name, seeded, opts, cache, log)?;
+            crcs.update(&one.flows_crc32.unwrap_or(0).to_le_bytes());
+            sum.sim_end_ps = sum.sim_end_ps.max(one.sim_end_ps);
+            sum.events += one.events;
+            sum.wall_s += one.wall_s;
+            data.insert(name, d);
+        }
+        sum.flows_crc32 = Some(crcs.finalize());
+        runs.push(sum);
     }
     Ok(TargetResult {
         runs,
         checks: evaluate(t, &data),
     })
+}
+
+/// Makes one run of `r` as `name` with `sets`, or takes it from `cache`.
+fn run_once(
+    t: &Target,
+    r: &targets::RunSpec,
+    name: &str,
+    sets: Vec<String>,
+    opts: &Options,
+    cache: &mut RunCache,
+    log: &mut dyn FnMut(&str),
+) -> Result<(RunResult, RunData), String> {
+    let key = (r.scenario.clone(), sets.clone());
+    if let Some((done, d)) = cache.get(&key) {
+        log(&format!("{} {name}: same run as {}", t.id, done.name));
+        let result = RunResult {
+            name: name.to_string(),
+            ..done.clone()
+        };
+        return Ok((result, d.clone()));
+    }
+    let scn = Scenario::load(&opts.root.join(&r.scenario), &sets)
+        .map_err(|e| format!("{} run {name}: {e}", t.id))?;
+    let dir = opts.out.join(opts.scale.name()).join(&t.id).join(name);
+    let started = Instant::now();
+    let outcome = crate::run::execute(&scn, opts.sim, &dir, true, &mut |_| {})
+        .map_err(|e| format!("{} run {name}: {e}", t.id))?;
+    let flows = crate::trace::read_flows(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let traced = traced::read(&dir, &scn.topology)?;
+    let wall_s = started.elapsed().as_secs_f64();
+    let mut csv = Vec::new();
+    crate::trace::flows_to_csv(&flows, &mut csv).map_err(|e| format!("{}: {e}", dir.display()))?;
+    log(&format!(
+        "{} {name}: {} simulated, {} flows, {wall_s:.1} s",
+        t.id,
+        crate::units::fmt_ps(outcome.summary.sim_end_ps),
+        flows.len()
+    ));
+    if !opts.keep_runs {
+        std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    let result = RunResult {
+        name: name.to_string(),
+        command: r.command(opts.scale).expect("the run runs at this scale"),
+        sim_end_ps: outcome.summary.sim_end_ps,
+        events: outcome.summary.events,
+        wall_s,
+        flows_crc32: Some(crc32fast::hash(&csv)),
+    };
+    let d = RunData {
+        flows,
+        sim_end_ps: outcome.summary.sim_end_ps,
+        ports: outcome.summary.ports,
+        pulls: outcome.summary.pulls,
+        chip: outcome.summary.tofino,
+        traced,
+        replay: outcome
+            .manifest
+            .packets
+            .get("replay")
+            .and_then(|r| serde_json::from_value(r.clone()).ok()),
+    };
+    cache.insert(key, (result.clone(), d.clone()));
+    Ok((result, d))
 }
 
 /// Evaluates every check of `t` over the runs in `data`.
@@ -292,7 +329,8 @@ pub fn evaluate(t: &Target, data: &BTreeMap<String, RunData>) -> Vec<CheckResult
             let key = format!("{}.{}", t.id, i + 1);
             let mut used = Vec::new();
             c.value.runs(&mut used);
-            if let Some(missing) = used.iter().find(|u| !data.contains_key(*u)) {
+            let present = |u: &String| data.contains_key(u) || data.contains_key(&format!("{u}#1"));
+            if let Some(missing) = used.iter().find(|u| !present(u)) {
                 return CheckResult {
                     key,
                     value: None,

@@ -67,6 +67,13 @@ pub fn render(
     );
     let _ = writeln!(
         s,
+        "Where a paper averages repetitions, the run repeats over seeds 1..n (`repeat = {{ quick = 5, full \
+         = 100 }}` on the run; each seed's command is listed with `--set seed=K`) and its checks read it \
+         through `seed_mean`, the mean of a value over the seeds; its CRC is over the seeds' CRCs in \
+         order, and its events and wall time are their sums.\n"
+    );
+    let _ = writeln!(
+        s,
         "The committed quick results (validation/results/quick.json) are made at 1 shard x 1 thread \
          (`--shards 1 --threads 1`) with a release build; each run records its event count, end time and a \
          CRC-32 of its flow table. CI reruns the quick set at 3 shards x 2 threads (tests/validate.rs), and \

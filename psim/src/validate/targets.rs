@@ -123,6 +123,21 @@ pub struct RunSpec {
     /// Run only at this scale (checks that read it are skipped at the other).
     #[serde(default)]
     pub only: Option<Scale>,
+    /// Repeat the run over seeds 1..=n (`repeat = { quick = 5, full = 100 }`),
+    /// as papers that average repetitions do; checks read it through
+    /// `seed_mean`.
+    #[serde(default)]
+    pub repeat: Option<Repeat>,
+}
+
+/// How many seeds a repeated run takes at each scale.
+#[derive(Deserialize, Debug, Clone, Copy, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct Repeat {
+    /// Seeds at quick scale.
+    pub quick: u32,
+    /// Seeds at full scale.
+    pub full: u32,
 }
 
 impl RunSpec {
@@ -139,7 +154,16 @@ impl RunSpec {
         Some(v)
     }
 
-    /// The `psim run` command line that reproduces this run.
+    /// The seeds a repeated run takes at `scale` (1..=n), or None.
+    pub fn seeds_at(&self, scale: Scale) -> Option<u32> {
+        self.repeat.map(|r| match scale {
+            Scale::Quick => r.quick,
+            Scale::Full => r.full,
+        })
+    }
+
+    /// The `psim run` command line that reproduces this run (a repeated
+    /// run: each seed's, with `seed=K`).
     pub fn command(&self, scale: Scale) -> Option<String> {
         let sets = self.sets_at(scale)?;
         let mut c = format!("psim run {}", self.scenario);
@@ -152,7 +176,10 @@ impl RunSpec {
                 c.push_str(&format!(" --set '{s}'"));
             }
         }
-        c.push_str(" --out DIR");
+        match self.seeds_at(scale) {
+            Some(n) => c.push_str(&format!(" --set seed=K --out DIR  # K = 1..{n}")),
+            None => c.push_str(" --out DIR"),
+        }
         Some(c)
     }
 }
@@ -329,13 +356,34 @@ pub fn load(path: &Path, root: &Path) -> Result<TargetsFile, String> {
                     t.id, r.name, r.scenario
                 )));
             }
+            if r.name.contains('#') {
+                return Err(err(format!(
+                    "target {} run {}: `#` is kept for the seeds of repeated runs",
+                    t.id, r.name
+                )));
+            }
+            if r.repeat.is_some_and(|n| n.quick == 0 || n.full == 0) {
+                return Err(err(format!(
+                    "target {} run {}: repeat needs at least one seed at each scale",
+                    t.id, r.name
+                )));
+            }
         }
+        let repeated = |u: &String| t.runs.iter().any(|r| &r.name == u && r.repeat.is_some());
         for c in &t.checks {
             let mut used = Vec::new();
             c.value.runs(&mut used);
             if let Some(u) = used.iter().find(|u| !names.contains(*u)) {
                 return Err(err(format!(
                     "target {} check {:?}: run `{u}` is not declared",
+                    t.id, c.name
+                )));
+            }
+            let mut bare = Vec::new();
+            c.value.bare_runs(&mut bare);
+            if let Some(u) = bare.iter().find(|u| repeated(u)) {
+                return Err(err(format!(
+                    "target {} check {:?}: run `{u}` repeats over seeds: read it inside seed_mean",
                     t.id, c.name
                 )));
             }
@@ -443,6 +491,7 @@ mod tests {
             quick: vec!["c=\"d\"".into()],
             full: Some(vec!["topology.k=12".into()]),
             only: None,
+            repeat: None,
         };
         assert_eq!(
             run.command(Scale::Quick).unwrap(),
@@ -450,5 +499,46 @@ mod tests {
         );
         assert!(run.command(Scale::Full).unwrap().contains("topology.k=12"));
         assert!(!run.command(Scale::Full).unwrap().contains("c="));
+        let repeated = RunSpec {
+            repeat: Some(Repeat { quick: 2, full: 5 }),
+            ..run
+        };
+        assert_eq!(
+            repeated.command(Scale::Full).unwrap(),
+            "psim run validation/scenarios/x.toml --set a.b=1 --set topology.k=12 \
+             --set seed=K --out DIR  # K = 1..5"
+        );
+    }
+
+    /// A repeated run must be read through `seed_mean`, and takes a seed
+    /// at each scale.
+    #[test]
+    fn a_repeated_run_read_bare_or_without_seeds_is_an_error() {
+        let r = root();
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.toml");
+        let target = |repeat: &str, value: &str| {
+            format!(
+                "[[target]]\nid = \"V1\"\nfigure = \"f\"\nsource = \"s\"\ntitle = \"t\"\n\
+                 claim = \"c\"\nstatus = \"reproduced\"\n[[target.run]]\nname = \"r\"\n\
+                 scenario = \"scenarios/rdma/irn.toml\"\nrepeat = {repeat}\n[[target.check]]\n\
+                 name = \"n\"\nvalue = {value}\npaper = \"p\"\nwhy = \"w\"\n"
+            )
+        };
+        let last = "{ fn = \"last_fct\", run = \"r\" }";
+        std::fs::write(&p, target("{ quick = 2, full = 3 }", last)).unwrap();
+        let e = load(&p, &r).unwrap_err();
+        assert!(
+            e.contains("run `r` repeats over seeds: read it inside seed_mean"),
+            "{e}"
+        );
+        let mean = format!("{{ fn = \"seed_mean\", of = {last} }}");
+        std::fs::write(&p, target("{ quick = 0, full = 3 }", &mean)).unwrap();
+        let e = load(&p, &r).unwrap_err();
+        assert!(e.contains("at least one seed"), "{e}");
+        // Well formed, it gets as far as the table's completeness.
+        std::fs::write(&p, target("{ quick = 2, full = 3 }", &mean)).unwrap();
+        let e = load(&p, &r).unwrap_err();
+        assert!(e.contains("target V2 is missing"), "{e}");
     }
 }
