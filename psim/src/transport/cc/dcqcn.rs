@@ -327,9 +327,8 @@ impl DcqcnParams {
     /// given: their default scales with each NIC's rate.
     pub fn resolved(&self) -> Self {
         let style = self.style;
-        let pick = |fw, paper, isk| style.pick(fw, paper, isk);
         let us = |v: Option<Micros>, fw: u64, paper: u64, isk: u64| {
-            Some(v.unwrap_or(Micros::from_ps(pick(fw, paper, isk) * 1_000_000)))
+            Some(v.unwrap_or(Micros::from_ps(style.pick(fw, paper, isk) * 1_000_000)))
         };
         DcqcnParams {
             g: Some(
