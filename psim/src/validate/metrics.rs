@@ -493,6 +493,16 @@ fn d_latency() -> f64 {
 /// NDP's header on the wire, bytes ([P] §3.2: 64 B headers).
 const HEADER_BYTES: u64 = 64;
 
+/// The name a repeated run `name` is kept under at seed `k`: `name#k`.
+pub fn seed_run(name: &str, k: usize) -> String {
+    format!("{name}#{k}")
+}
+
+/// Whether run `name` is in `runs`, once or repeated over seeds.
+pub fn ran(runs: &BTreeMap<String, RunData>, name: &str) -> bool {
+    runs.contains_key(name) || runs.contains_key(&seed_run(name, 1))
+}
+
 /// The runs a metric reads: a repeated run `X` is kept as `X#1`, `X#2`,
 /// ...; inside `seed_mean`, at seed k, `X` reads `X#k`.
 struct Runs<'a> {
@@ -502,9 +512,9 @@ struct Runs<'a> {
 
 impl Runs<'_> {
     fn get(&self, name: &str) -> Result<&RunData, String> {
-        let at_seed = self.seed.and_then(|k| self.all.get(&format!("{name}#{k}")));
+        let at_seed = self.seed.and_then(|k| self.all.get(&seed_run(name, k)));
         at_seed.or_else(|| self.all.get(name)).ok_or_else(|| {
-            if self.all.contains_key(&format!("{name}#1")) {
+            if ran(self.all, name) {
                 format!("run `{name}` repeats over seeds: read it inside seed_mean")
             } else {
                 format!("run `{name}` did not run")
@@ -515,7 +525,7 @@ impl Runs<'_> {
     /// How many seeds run `name` repeats over (0: it does not).
     fn seeds(&self, name: &str) -> usize {
         (1..)
-            .take_while(|k| self.all.contains_key(&format!("{name}#{k}")))
+            .take_while(|&k| self.all.contains_key(&seed_run(name, k)))
             .count()
     }
 }

@@ -238,7 +238,7 @@ pub fn run_target(
             flows_crc32: None,
         };
         for k in 1..=n {
-            let name = format!("{}#{k}", r.name);
+            let name = metrics::seed_run(&r.name, k as usize);
             let seeded = [sets.clone(), vec![format!("seed={k}")]].concat();
             let (one, d) = run_once(t, r, &name, seeded, opts, cache, log)?;
             crcs.update(&one.flows_crc32.unwrap_or(0).to_le_bytes());
@@ -329,8 +329,7 @@ pub fn evaluate(t: &Target, data: &BTreeMap<String, RunData>) -> Vec<CheckResult
             let key = format!("{}.{}", t.id, i + 1);
             let mut used = Vec::new();
             c.value.runs(&mut used);
-            let present = |u: &String| data.contains_key(u) || data.contains_key(&format!("{u}#1"));
-            if let Some(missing) = used.iter().find(|u| !present(u)) {
+            if let Some(missing) = used.iter().find(|u| !metrics::ran(data, u)) {
                 return CheckResult {
                     key,
                     value: None,

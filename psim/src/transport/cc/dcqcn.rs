@@ -622,13 +622,18 @@ impl Dcqcn {
         }
         let mut sent = bytes;
         while sent >= self.bytes_left {
-            sent = if isekai { sent - self.bytes_left } else { 0 };
+            sent -= self.bytes_left;
             self.bytes_left = self.c.byte_counter;
             if self.c.r3_increase {
                 self.r3_byte_event();
             } else {
                 self.increase(self.b_stage, self.t_stage);
                 self.b_stage += 1;
+            }
+            if !isekai {
+                // One event per packet; `r3_increase` may have set B/2 (0
+                // when B = 1), which must not loop.
+                return;
             }
         }
         self.bytes_left -= sent;
@@ -1050,6 +1055,24 @@ mod tests {
         step(&mut rt, &mut rc, 3.0 * hai);
         assert_eq!((d.target(), d.rate()), (rt, rc), "T/2 later: 3 R_HAI");
         assert!(rt > line && rc == line, "Rt uncapped, Rc capped");
+    }
+
+    /// A 1-byte counter in `r3_increase`'s hyper increase refills to B/2 =
+    /// 0 bytes: each packet is one byte event, and sending never loops
+    /// (it did, 2026-12-05, when the counter's loop served every style).
+    #[test]
+    fn r3_one_byte_counter_fires_once_per_packet() {
+        let mut d = ctl(r3(1, 1, true));
+        d.on_cnp(0);
+        d.on_transmit(1000, US); // b = 1, t = 0: additive.
+        d.advance(55 * US); // t = 1: hyper.
+        let hai = d.c.r_hai;
+        for k in 2..5u32 {
+            let rt = d.target();
+            d.on_transmit(1000, 56 * US + k as u64);
+            // Hyper increase by R_HAI × (min(t, b) − F + 1) = R_HAI × 1.
+            assert_eq!(d.target(), rt + hai, "packet {k}");
+        }
     }
 
     /// The target/8 quirk: without the clamp Rt stays at 40G while four
