@@ -67,7 +67,7 @@ fn every_rdma_scenario_is_identical_across_partitions() {
         .into_iter()
         .filter(|p| !p.ends_with(testbed))
         .collect();
-    assert_eq!(paths.len(), 16, "{paths:?}");
+    assert_eq!(paths.len(), 18, "{paths:?}");
     let small = |s: &[&str]| -> Vec<String> { s.iter().map(|x| x.to_string()).collect() };
     let mut runs: Vec<_> = paths
         .into_iter()
@@ -143,6 +143,12 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             "roce_pfc_dcqcn.toml",
             ["protocol.dcqcn.style=isekai", "seed=3"],
         ),
+        // RDMA Reads over lossy fabrics: RoCE's requester asks again on
+        // gaps and timeouts while DCQCN cuts the responders; IRN's
+        // responders recover under DCQCN (the shipped irn_read.toml and
+        // roce_pfc_read.toml run above).
+        ("roce_dcqcn.toml", ["traffic.0.verb=read", "seed=2"]),
+        ("irn_dcqcn.toml", ["traffic.0.verb=read", "seed=2"]),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

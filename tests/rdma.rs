@@ -66,6 +66,40 @@ fn roce_permutation_over_small_drop_tail_queues_completes_by_go_back_n() {
     }
 }
 
+/// RDMA Reads (psim/src/transport/roce/read.rs) over small drop-tail queues:
+/// every read completes with all its bytes, RoCE's by its requester's NACKs
+/// and timeouts, IRN's by its responders' selective repeat; the records
+/// carry the responders' counters (bytes sent), no flow beats its ideal time
+/// (for a read, the request's trip plus the data's; checked by `run`), and
+/// the result is the same for any partition.
+#[test]
+fn reads_over_lossy_queues_complete_and_keep_the_responders_counters() {
+    for proto in ["roce", "irn"] {
+        let text = format!(
+            "seed = 4\nstop_us = 500000\n[topology]\nkind = \"fattree\"\nk = 4\n\
+             [switch.queue]\nkind = \"droptail\"\nqueue_packets = 8\n\
+             [[traffic]]\nprotocol = \"{proto}\"\nverb = \"read\"\npattern = \"permutation\"\nsize_bytes = 300000\n\
+             [[traffic]]\nprotocol = \"{proto}\"\npattern = \"permutation\"\nsize_bytes = 300000\n"
+        );
+        let ran = run(&scenario(&text, &[]), 2, 1);
+        assert!(ran.outcome.summary.conserved());
+        assert!(ran.outcome.summary.ports.dropped > 0, "{proto}: lossy");
+        assert_eq!(ran.flows.len(), 32, "{proto}");
+        for f in &ran.flows {
+            assert!(f.finish_ps.is_some(), "{proto}: {f:?}");
+            assert_eq!(Some(f.bytes_received), f.size_bytes);
+            assert!(
+                f.bytes_sent >= 300_000,
+                "{proto}: the sender's counters: {f:?}"
+            );
+        }
+        let retx: u64 = ran.flows.iter().map(|f| f.retransmissions).sum();
+        assert!(retx > 0, "{proto}");
+        let again = run(&scenario(&text, &[]), 4, 2);
+        assert_eq!(again.csv, ran.csv, "{proto}: partitions");
+    }
+}
+
 #[test]
 fn timely_incast_completes_and_is_deterministic_across_shards() {
     let text = "seed = 2\nstop_us = 200000\n[topology]\nkind = \"fattree\"\nk = 4\n\

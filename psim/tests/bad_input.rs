@@ -471,3 +471,36 @@ fn impossible_app_messages_are_refused() {
         "traffic[0].app.first_bytes = 0",
     );
 }
+
+/// A traffic entry's `verb` (transport/roce/read.rs): an unknown verb, a
+/// read over a protocol that cannot read, and a read with `app` messages
+/// are refused with the key named.
+#[test]
+fn impossible_reads_are_refused() {
+    let irn = "seed = 1\nstop_us = 100\n[topology]\nkind = \"fattree\"\nk = 4\n\
+        [[traffic]]\nprotocol = \"irn\"\npattern = \"permutation\"\nsize_bytes = 10000\n\
+        verb = \"read\"\n";
+    rejected(
+        irn,
+        &["--set", "traffic.0.verb=\"send\""],
+        "traffic[0].verb = \"send\": must be \"write\" or \"read\"",
+    );
+    rejected(
+        irn,
+        &["--set", "traffic.0.protocol=\"timely\""],
+        "traffic[0].protocol = timely: cannot read: TIMELY paces read requests",
+    );
+    rejected(
+        irn,
+        &["--set", "traffic.0.protocol=\"tcp\""],
+        "traffic[0].protocol = tcp: cannot read",
+    );
+    rejected(
+        irn,
+        &[
+            "--set",
+            "traffic.0.app={ message_bytes = 65536, gbps = 2.0 }",
+        ],
+        "traffic[0].app = a table: a read moves the whole flow on one request",
+    );
+}

@@ -121,6 +121,9 @@ pub struct Scenario {
     pub traffic_protocols: Vec<Protocol>,
     /// Each traffic entry's application (`app`, transport/app.rs); None: a backlog.
     pub traffic_apps: Vec<Option<crate::transport::app::AppSpec>>,
+    /// Whether each traffic entry's flows are RDMA Reads (`verb = "read"`,
+    /// transport/roce/read.rs); false: writes.
+    pub traffic_reads: Vec<bool>,
     /// The traffic.
     pub workload: std::sync::Arc<workloads::Workload>,
     /// What to trace.
@@ -245,6 +248,7 @@ impl Scenario {
         let protocols = file.protocol.clone();
         let mut traffic_protocols = Vec::new();
         let mut traffic_apps = Vec::new();
+        let mut traffic_reads = Vec::new();
         let mut patterns = Vec::new();
         for (index, entry) in file.traffic.iter().enumerate() {
             let mut entry = entry.clone();
@@ -284,6 +288,12 @@ impl Scenario {
                     Some(spec)
                 }
             };
+            traffic_reads.push(read_verb(
+                index,
+                entry.remove("verb"),
+                proto,
+                app.is_some(),
+            )?);
             traffic_apps.push(app);
             let spec: workloads::PatternSpec =
                 toml::Value::Table(entry)
@@ -386,6 +396,7 @@ impl Scenario {
             protocols,
             traffic_protocols,
             traffic_apps,
+            traffic_reads,
             workload: std::sync::Arc::new(workload),
             file,
         })
@@ -456,6 +467,46 @@ fn drop_nulls(v: &mut serde_json::Value) {
         serde_json::Value::Array(a) => a.iter_mut().for_each(drop_nulls),
         _ => {}
     }
+}
+
+/// `[[traffic]] verb`: "write" (the default) or "read" (an RDMA Read,
+/// transport/roce/read.rs), for a protocol that reads and without `app`.
+fn read_verb(
+    index: usize,
+    verb: Option<toml::Value>,
+    proto: Protocol,
+    has_app: bool,
+) -> Result<bool, ConfigError> {
+    let key = format!("traffic[{index}].verb");
+    let read = match verb.as_ref().map(|v| v.as_str()) {
+        None | Some(Some("write")) => false,
+        Some(Some("read")) => true,
+        _ => {
+            let v = verb.map(|v| v.to_string()).unwrap_or_default();
+            return Err(bad(&key, v, "must be \"write\" or \"read\""));
+        }
+    };
+    if read && !proto.reads() {
+        let why = match proto {
+            Protocol::Timely | Protocol::IrnTimely => {
+                "cannot read: TIMELY paces read requests ([TH] §3.4), which psim does not model; reads run on roce, dcqcn, irn, irn_dcqcn, irn_aimd and irn_dctcp"
+            }
+            _ => "cannot read: reads run on roce, dcqcn, irn, irn_dcqcn, irn_aimd and irn_dctcp",
+        };
+        return Err(bad(
+            &format!("traffic[{index}].protocol"),
+            proto.name(),
+            why,
+        ));
+    }
+    if read && has_app {
+        return Err(bad(
+            &format!("traffic[{index}].app"),
+            "a table",
+            "a read moves the whole flow on one request: `app` messages need verb = \"write\"",
+        ));
+    }
+    Ok(read)
 }
 
 #[cfg(test)]

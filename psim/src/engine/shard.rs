@@ -22,7 +22,7 @@ use crate::queue::{Discipline, Outcome, Report};
 use crate::rng::{flow_hash, stream, stream_rng};
 use crate::topo::{EntityKind, Topology};
 use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams};
-use crate::transport::{SourceStats, Transport};
+use crate::transport::{SinkStats, SourceStats, Transport};
 
 use std::sync::Arc;
 
@@ -70,6 +70,8 @@ pub struct Shared {
     pub traffic_protocols: Vec<Protocol>,
     /// Application of each traffic entry (None: a backlog).
     pub traffic_apps: Vec<Option<crate::transport::app::AppSpec>>,
+    /// Per traffic class: its flows are RDMA Reads (`verb = "read"`).
+    pub traffic_reads: Vec<bool>,
     /// Global seed.
     pub seed: u64,
     /// Stop time.
@@ -132,6 +134,18 @@ pub enum ShardError {
         /// The shard's time.
         now_ps: u64,
     },
+}
+
+/// A shard's flow rows at the end of a run (`Shard::flow_rows`).
+#[derive(Clone, Debug, Default)]
+pub struct FlowRows {
+    /// One per flow that started here.
+    pub sources: Vec<SourceRow>,
+    /// Receiver counters: (flow, the host that started it, counters).
+    pub sinks: Vec<(u64, u32, SinkStats)>,
+    /// The sender counters of RDMA Reads served here: (flow, the requester,
+    /// counters).
+    pub served: Vec<(u64, u32, SourceStats)>,
 }
 
 /// Final per-flow data of a source endpoint.
@@ -640,10 +654,22 @@ impl Shard {
         };
         let num_paths = sh.topo.num_paths(f.src, f.dst);
         let node = &mut self.nodes[local];
+        let read = sh
+            .traffic_reads
+            .get(f.class as usize)
+            .copied()
+            .unwrap_or(false);
         let ideal_fct_ps = match f.size_bytes {
             Some(size) if proto.has_ideal_fct() => {
                 let mtu = proto.mtu(&sh.protocols);
-                Some(sh.topo.ideal_fct(f.src, f.dst, size, mtu))
+                Some(match read {
+                    // The request's one-way time, then the data back.
+                    true => {
+                        sh.topo.ideal_fct(f.src, f.dst, 0, mtu)
+                            + sh.topo.ideal_fct(f.dst, f.src, size, mtu)
+                    }
+                    false => sh.topo.ideal_fct(f.src, f.dst, size, mtu),
+                })
             }
             _ => None,
         };
@@ -659,6 +685,7 @@ impl Shard {
             ecmp_path: (flow_hash(sh.seed, f.id) % num_paths as u64) as u32,
             nic_bps: node.nic_bps(),
             app: sh.traffic_apps.get(f.class as usize).copied().flatten(),
+            read,
         };
         let host = node.host.as_mut().expect("flows start on hosts");
         let slot = host.add_source(info, proto, &sh.protocols);
@@ -798,8 +825,9 @@ impl Shard {
         if let Some(r) = self.replay.as_deref_mut() {
             r.on_exit(&pkt, now, &self.shared.topo);
         }
+        let nic_bps = node.nic_bps();
         let host = node.host.as_mut().expect("host");
-        let slot = host.slot_for(&pkt, &self.shared.protocols);
+        let slot = host.slot_for(&pkt, &self.shared.protocols, nic_bps);
         self.call_endpoint(local, slot, now, |ep, cx| ep.on_packet(pkt, cx));
     }
 

@@ -253,6 +253,7 @@ impl Simulation {
             protocols: scn.protocols.clone(),
             traffic_protocols: scn.traffic_protocols.clone(),
             traffic_apps: scn.traffic_apps.clone(),
+            traffic_reads: scn.traffic_reads.clone(),
             seed: scn.seed,
             stop_ps: scn.stop_ps,
             watchdog_ps: scn.watchdog_ps,

@@ -7,7 +7,7 @@
 
 use crate::net::{InFlight, Message};
 use crate::packet::{Packet, PacketKind, Protocol};
-use crate::transport::SinkStats;
+use crate::transport::{SinkStats, SourceStats};
 
 /// Encoded size of one [`Message`].
 pub const MESSAGE_BYTES: usize =
@@ -179,6 +179,50 @@ pub fn get_sinks(b: &[u8]) -> Result<Vec<(u64, SinkStats)>, WireError> {
     Ok(v)
 }
 
+/// Encodes the sender counters of an RDMA Read's responder for the rank
+/// that owns the flow's requester.
+pub fn put_served(flow: u64, s: &SourceStats, out: &mut Vec<u8>) {
+    let f = s.finish_ps.map_or(u64::MAX, |f| f);
+    for v in [
+        flow,
+        s.bytes_sent,
+        s.packets_sent,
+        s.retransmissions,
+        s.trims,
+        s.bounces,
+        s.timeouts,
+        s.rtt_samples,
+        s.rtt_sum_ps,
+        f,
+    ] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+}
+
+/// Decodes what [`put_served`] encoded.
+pub fn get_served(b: &[u8]) -> Result<Vec<(u64, SourceStats)>, WireError> {
+    let mut r = Reader { b, at: 0 };
+    let mut v = Vec::new();
+    while !r.done() {
+        let flow = r.u64()?;
+        let mut s = SourceStats {
+            bytes_sent: r.u64()?,
+            packets_sent: r.u64()?,
+            retransmissions: r.u64()?,
+            trims: r.u64()?,
+            bounces: r.u64()?,
+            timeouts: r.u64()?,
+            rtt_samples: r.u64()?,
+            rtt_sum_ps: r.u64()?,
+            finish_ps: None,
+        };
+        let f = r.u64()?;
+        s.finish_ps = (f != u64::MAX).then_some(f);
+        v.push((flow, s));
+    }
+    Ok(v)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -250,5 +294,26 @@ mod tests {
         put_sink(1, &s, &mut b);
         put_sink(2, &t, &mut b);
         assert_eq!(get_sinks(&b).unwrap(), vec![(1, s), (2, t)]);
+        // An RDMA Read's responder counters, every field distinct.
+        let r = SourceStats {
+            bytes_sent: 1,
+            packets_sent: 2,
+            retransmissions: 3,
+            trims: 4,
+            bounces: 5,
+            timeouts: 6,
+            rtt_samples: 7,
+            rtt_sum_ps: 8,
+            finish_ps: Some(9),
+        };
+        let q = SourceStats {
+            finish_ps: None,
+            ..r.clone()
+        };
+        let mut b = Vec::new();
+        put_served(3, &r, &mut b);
+        put_served(4, &q, &mut b);
+        assert_eq!(get_served(&b).unwrap(), vec![(3, r), (4, q)]);
+        assert!(get_served(&b[..b.len() - 1]).is_err(), "a cut record");
     }
 }

@@ -86,9 +86,10 @@ impl HostState {
         }
     }
 
-    /// Adds the source endpoint of a flow that starts here; returns its slot.
+    /// Adds the endpoint of a flow that starts here (its sender, or an RDMA
+    /// Read's requester); returns its slot.
     pub fn add_source(&mut self, info: FlowInfo, proto: Protocol, params: &ProtocolParams) -> u32 {
-        let ep = proto.source(&info, params);
+        let ep = proto.starter(&info, params);
         let edge = self.slack.flow(&info, proto.mtu(params));
         let slot = self.slots.len() as u32;
         self.by_flow.insert(info.id, slot);
@@ -107,8 +108,9 @@ impl HostState {
     }
 
     /// The slot of the endpoint that receives `pkt`: the flow's own, or a new
-    /// sink for the first packet of a flow that ends here.
-    pub fn slot_for(&mut self, pkt: &Packet, params: &ProtocolParams) -> u32 {
+    /// one for the first packet of a flow that did not start here (a sink,
+    /// or an RDMA Read's responder, whose sender needs the NIC's `nic_bps`).
+    pub fn slot_for(&mut self, pkt: &Packet, params: &ProtocolParams, nic_bps: u64) -> u32 {
         if let Some(&s) = self.by_flow.get(&pkt.flow) {
             return s;
         }
@@ -117,7 +119,7 @@ impl HostState {
         self.slots.push(Slot {
             flow: pkt.flow,
             proto: pkt.proto,
-            ep: Protocol::sink(pkt, params),
+            ep: Protocol::receiver(pkt, params, nic_bps),
             info: None,
             peers: (pkt.src, pkt.dst),
             timer_at: None,

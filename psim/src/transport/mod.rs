@@ -154,6 +154,10 @@ pub struct FlowInfo {
     /// The application that hands the sender its data in messages
     /// (`[[traffic]]`'s `app`, `app.rs`); `None`: all of it at the start.
     pub app: Option<app::AppSpec>,
+    /// An RDMA Read (`[[traffic]] verb = "read"`, `roce/read.rs`): `src`
+    /// reads `size` bytes from `dst`, so the data flows from `dst` to `src`.
+    #[serde(default)]
+    pub read: bool,
 }
 
 /// What every endpoint state machine offers the host. Every hook has a
@@ -250,6 +254,9 @@ pub trait ProtocolDef {
     /// them, and so hears [`Transport::on_nic_sent`] for each of its data
     /// packets that leaves the host's queue (`[protocol.roce] nic_packets`).
     const NIC_FETCH: bool = false;
+    /// Whether a flow may be an RDMA Read (`[[traffic]] verb = "read"`,
+    /// `roce/read.rs`): its source then asks its destination for the data.
+    const READS: bool = false;
     /// Payload bytes per full packet, from the protocol's parameters.
     fn mtu(p: &ProtocolParams) -> u32;
     /// The sending endpoint of `flow`.
@@ -347,6 +354,10 @@ macro_rules! registry {
             pub fn nic_fetched(self) -> bool {
                 match self { $( Protocol::$P => <$def as ProtocolDef>::NIC_FETCH, )* }
             }
+            /// Whether a flow of it may be an RDMA Read (`roce/read.rs`).
+            pub fn reads(self) -> bool {
+                match self { $( Protocol::$P => <$def as ProtocolDef>::READS, )* }
+            }
             /// Payload bytes per full packet.
             pub fn mtu(self, p: &ProtocolParams) -> u32 {
                 match self { $( Protocol::$P => <$def as ProtocolDef>::mtu(p), )* }
@@ -402,6 +413,10 @@ registry! {
         IrnSource(Box<IrnSource>),
         /// IRN receiver.
         IrnSink(Box<IrnSink>),
+        /// The requester of an RDMA Read: asks for the data, then receives it.
+        ReadRequester(Box<roce::ReadRequester>),
+        /// The responder of an RDMA Read: sends the data asked for.
+        ReadResponder(Box<roce::ReadResponder>),
         /// pFabric sender (its receiver is TCP's).
         PfabricSource(Box<PfabricSource>),
         /// RC3 sender (its receiver is TCP's, ACKing at the data's priority).
@@ -480,6 +495,25 @@ registry! {
 }
 
 impl Protocol {
+    /// The endpoint of a flow that starts on its source host: the sender,
+    /// or for an RDMA Read the requester (`roce/read.rs`).
+    pub fn starter(self, flow: &FlowInfo, p: &ProtocolParams) -> Endpoint {
+        match flow.read {
+            true => roce::read_requester(self, flow, p),
+            false => self.source(flow, p),
+        }
+    }
+
+    /// The endpoint a host builds for the first packet of a flow it did not
+    /// start (its NIC at `nic_bps`): the responder of an RDMA Read for a
+    /// read request, the receiver otherwise.
+    pub fn receiver(first: &Packet, p: &ProtocolParams, nic_bps: u64) -> Endpoint {
+        match roce::is_read_request(first) {
+            true => roce::read_responder(first, p, nic_bps),
+            false => Protocol::sink(first, p),
+        }
+    }
+
     /// The protocol called `name` in scenarios.
     pub fn from_name(name: &str) -> Option<Protocol> {
         Self::ALL.into_iter().find(|p| p.name() == name)

@@ -843,6 +843,7 @@ mod tests {
             nic_bps: 10_000_000_000,
             ideal_fct_ps: None,
             app: None,
+            read: false,
         }
     }
 

@@ -29,6 +29,7 @@ pub fn flow(size: Option<u64>, num_paths: u32) -> FlowInfo {
         nic_bps: 10_000_000_000,
         ideal_fct_ps: None,
         app: None,
+        read: false,
     }
 }
 
@@ -220,8 +221,9 @@ pub(crate) use {expect_out, recv, recv_nothing};
 
 /// A source host and a sink host (created on the first packet, as on a real
 /// host) joined by a lossless, fixed-delay, infinitely fast scripted
-/// network. Hooks decide which data packets from the source vanish or get
-/// CE; every n-th packet towards the source may be dropped too.
+/// network. Hooks decide which data packets vanish or get CE (from the
+/// source, or for an RDMA Read from the responder, the "sink" host); every
+/// n-th packet towards the source may be dropped too.
 pub struct Net {
     /// The source.
     pub src: Host,
@@ -249,7 +251,7 @@ impl Net {
     /// A network for the flow `info` of `proto`, one-way delay `delay` ps.
     pub fn new(proto: Protocol, info: &FlowInfo, params: ProtocolParams, delay: u64) -> Self {
         Net {
-            src: Host::new(info.src, proto.source(info, &params)),
+            src: Host::new(info.src, proto.starter(info, &params)),
             sink: None,
             params,
             delay,
@@ -272,7 +274,7 @@ impl Net {
         mark: &mut dyn FnMut(&Packet) -> bool,
     ) {
         for mut p in out {
-            if to_sink && p.kind == PacketKind::Data {
+            if p.kind == PacketKind::Data {
                 self.sent.push((self.now, p.clone()));
                 if drop(&p) {
                     continue;
@@ -325,9 +327,10 @@ impl Net {
                 let (_, (to_sink, pkt)) = self.wire.pop_first().expect("pending");
                 if to_sink {
                     let params = &self.params;
-                    let sink = self
-                        .sink
-                        .get_or_insert_with(|| Host::new(pkt.dst, Protocol::sink(&pkt, params)));
+                    let sink = self.sink.get_or_insert_with(|| {
+                        let ep = Protocol::receiver(&pkt, params, 10_000_000_000);
+                        Host::new(pkt.dst, ep)
+                    });
                     let out = sink.deliver(t, pkt);
                     self.ship(out, false, drop, mark);
                 } else {
@@ -345,9 +348,10 @@ impl Net {
         }
     }
 
-    /// The sink's counters, once a packet arrived.
+    /// The receiver's counters: the sink's once a packet arrived, or an
+    /// RDMA Read's requester's.
     pub fn sink_stats(&self) -> Option<&SinkStats> {
-        self.sink.as_ref().and_then(|s| s.ep.sink_stats())
+        (self.src.ep.sink_stats()).or_else(|| self.sink.as_ref().and_then(|s| s.ep.sink_stats()))
     }
 
     /// When the sink completed the flow.
@@ -355,9 +359,16 @@ impl Net {
         self.sink_stats().and_then(|s| s.finish_ps)
     }
 
-    /// When the source learned that the flow was acknowledged.
+    /// When the data's sender learned that the flow was acknowledged (an
+    /// RDMA Read's responder, on the "sink" host).
     pub fn sender_finish(&self) -> Option<u64> {
-        self.src.ep.source_stats().and_then(|s| s.finish_ps)
+        let sender = match self.src.ep.sink_stats() {
+            Some(_) => self.sink.as_ref().map(|s| &s.ep),
+            None => Some(&self.src.ep),
+        };
+        sender
+            .and_then(|e| e.source_stats())
+            .and_then(|s| s.finish_ps)
     }
 }
 

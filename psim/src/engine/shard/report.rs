@@ -1,10 +1,10 @@
 //! What a shard reports at the end of a run, and to stall reports: packets
 //! held, port and flow counters, pacer statistics.
 
-use super::{Shard, SourceRow};
+use super::{FlowRows, Shard, SourceRow};
 use crate::net::tofino::Chip;
 use crate::queue::Discipline;
-use crate::transport::{SinkStats, Transport};
+use crate::transport::Transport;
 
 impl Shard {
     /// Ports held by a PFC pause with packets waiting: (entity, port, the
@@ -64,25 +64,29 @@ impl Shard {
         t
     }
 
-    /// Source rows (flows that started here) and sink stats (flows received here).
-    pub fn flow_rows(&self) -> (Vec<SourceRow>, Vec<(u64, u32, SinkStats)>) {
-        let mut sources = Vec::new();
-        let mut sinks = Vec::new();
+    /// Source rows (flows that started here), sink stats (flows received
+    /// here) and the sender counters of RDMA Reads served here (a read's
+    /// responder: sender counters on a slot that did not start the flow),
+    /// each of the last two with the host that started the flow.
+    pub fn flow_rows(&self) -> FlowRows {
+        let mut rows = FlowRows::default();
         for host in self.nodes.iter().filter_map(|n| n.host.as_deref()) {
             for s in &host.slots {
-                if let (Some(info), Some(stats)) = (&s.info, s.ep.source_stats()) {
-                    sources.push(SourceRow {
+                match (&s.info, s.ep.source_stats()) {
+                    (Some(info), Some(stats)) => rows.sources.push(SourceRow {
                         info: (**info).clone(),
                         proto: s.proto,
                         stats: stats.clone(),
-                    });
+                    }),
+                    (None, Some(stats)) => rows.served.push((s.flow, s.peers.0, stats.clone())),
+                    _ => {}
                 }
                 if let Some(st) = s.ep.sink_stats() {
-                    sinks.push((s.flow, s.peers.0, st.clone()));
+                    rows.sinks.push((s.flow, s.peers.0, st.clone()));
                 }
             }
         }
-        (sources, sinks)
+        rows
     }
 
     /// Pull-pacer statistics of every host that sent a PULL: (host, stats).

@@ -8,7 +8,7 @@ use super::super::wire;
 use super::{RankFigures, RunSummary, SimError, Simulation};
 use crate::net::PortCounters;
 use crate::trace::FlowRecord;
-use crate::transport::SinkStats;
+use crate::transport::{SinkStats, SourceStats};
 use std::collections::BTreeMap;
 
 impl Simulation {
@@ -195,17 +195,30 @@ impl Simulation {
     pub fn flow_records(&mut self) -> Result<Vec<(u32, Vec<FlowRecord>)>, SimError> {
         let me = self.comm.rank();
         let mut sinks: BTreeMap<u64, SinkStats> = BTreeMap::new();
-        let mut remote: Vec<Vec<u8>> = vec![Vec::new(); self.comm.size() as usize];
+        let mut served: BTreeMap<u64, SourceStats> = BTreeMap::new();
+        let ranks = self.comm.size() as usize;
+        let (mut remote, mut remote_served) = (vec![Vec::new(); ranks], vec![Vec::new(); ranks]);
         let mut sources = Vec::new();
         for s in &self.shards {
-            let (src, snk) = s.flow_rows();
-            sources.push((s.id, src));
-            for (flow, src_host, st) in snk {
-                let r = self.rank_of_shard[self.shared.shard_of[src_host as usize] as usize];
-                if r == me {
+            let rows = s.flow_rows();
+            sources.push((s.id, rows.sources));
+            let rank_of = |host: u32| {
+                self.rank_of_shard[self.shared.shard_of[host as usize] as usize] as usize
+            };
+            for (flow, src_host, st) in rows.sinks {
+                let r = rank_of(src_host);
+                if r == me as usize {
                     sinks.insert(flow, st);
                 } else {
-                    wire::put_sink(flow, &st, &mut remote[r as usize]);
+                    wire::put_sink(flow, &st, &mut remote[r]);
+                }
+            }
+            for (flow, src_host, st) in rows.served {
+                let r = rank_of(src_host);
+                if r == me as usize {
+                    served.insert(flow, st);
+                } else {
+                    wire::put_served(flow, &st, &mut remote_served[r]);
                 }
             }
         }
@@ -213,13 +226,23 @@ impl Simulation {
             for buf in self.comm.all_to_all(remote) {
                 sinks.extend(wire::get_sinks(&buf)?);
             }
+            for buf in self.comm.all_to_all(remote_served) {
+                served.extend(wire::get_served(&buf)?);
+            }
         }
         Ok(sources
             .into_iter()
             .map(|(id, rows)| {
                 let mut recs: Vec<FlowRecord> = rows
                     .into_iter()
-                    .map(|r| {
+                    .map(|mut r| {
+                        if let Some(st) = served.remove(&r.info.id) {
+                            // An RDMA Read: the responder sent the data; the
+                            // requester's own timeouts add to its.
+                            let timeouts = r.stats.timeouts;
+                            r.stats = st;
+                            r.stats.timeouts += timeouts;
+                        }
                         let sink = sinks.get(&r.info.id);
                         record(r, sink)
                     })

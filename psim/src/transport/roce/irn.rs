@@ -689,6 +689,13 @@ impl IrnSink {
     }
 }
 
+impl IrnSink {
+    /// Next expected PSN: every PSN below it has arrived.
+    pub(super) fn expected(&self) -> u64 {
+        self.base.expected
+    }
+}
+
 impl Transport for IrnSink {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let b = &mut self.base;
@@ -802,6 +809,7 @@ impl ProtocolDef for IrnDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -821,6 +829,7 @@ impl ProtocolDef for IrnDcqcnDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -842,6 +851,7 @@ impl ProtocolDef for IrnAimdDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -865,6 +875,7 @@ impl ProtocolDef for IrnDctcpDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }

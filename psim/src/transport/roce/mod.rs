@@ -63,6 +63,9 @@
 mod irn;
 #[cfg(test)]
 mod irn_tests;
+mod read;
+#[cfg(test)]
+mod read_tests;
 mod sink;
 mod source;
 #[cfg(test)]
@@ -74,6 +77,7 @@ pub use irn::{
     IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnRules, IrnSink, IrnSource,
     IrnTimelyDef, Resend, RtoChoice, RtoInFlight,
 };
+pub use read::{is_read_request, read_requester, read_responder, ReadRequester, ReadResponder};
 pub use sink::RoceSink;
 pub use source::RoceSource;
 pub use window::{RoceAimdDef, RoceDctcpDef};
@@ -235,6 +239,7 @@ impl ProtocolDef for RoceDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }
@@ -257,6 +262,7 @@ impl ProtocolDef for DcqcnDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }
