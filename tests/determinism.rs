@@ -145,10 +145,13 @@ fn every_rdma_scenario_is_identical_across_partitions() {
         ),
         // RDMA Reads over lossy fabrics: RoCE's requester asks again on
         // gaps and timeouts while DCQCN cuts the responders; IRN's
-        // responders recover under DCQCN (the shipped irn_read.toml and
+        // responders recover under DCQCN; TIMELY's requesters pace their
+        // requests, lossy and over PFC (the shipped irn_read.toml and
         // roce_pfc_read.toml run above).
         ("roce_dcqcn.toml", ["traffic.0.verb=read", "seed=2"]),
         ("irn_dcqcn.toml", ["traffic.0.verb=read", "seed=2"]),
+        ("roce_timely.toml", ["traffic.0.verb=read", "seed=2"]),
+        ("irn_pfc_timely.toml", ["traffic.0.verb=read", "seed=2"]),
     ] {
         runs.push((rdma.join(file), small(&[&cut[..], &extra[..]].concat())));
     }

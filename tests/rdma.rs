@@ -68,13 +68,14 @@ fn roce_permutation_over_small_drop_tail_queues_completes_by_go_back_n() {
 
 /// RDMA Reads (psim/src/transport/roce/read.rs) over small drop-tail queues:
 /// every read completes with all its bytes, RoCE's by its requester's NACKs
-/// and timeouts, IRN's by its responders' selective repeat; the records
+/// and timeouts, IRN's by its responders' selective repeat, and so under
+/// TIMELY's paced requests; the records
 /// carry the responders' counters (bytes sent), no flow beats its ideal time
 /// (for a read, the request's trip plus the data's; checked by `run`), and
 /// the result is the same for any partition.
 #[test]
 fn reads_over_lossy_queues_complete_and_keep_the_responders_counters() {
-    for proto in ["roce", "irn"] {
+    for proto in ["roce", "irn", "timely", "irn_timely"] {
         let text = format!(
             "seed = 4\nstop_us = 500000\n[topology]\nkind = \"fattree\"\nk = 4\n\
              [switch.queue]\nkind = \"droptail\"\nqueue_packets = 8\n\

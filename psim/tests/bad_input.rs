@@ -487,8 +487,8 @@ fn impossible_reads_are_refused() {
     );
     rejected(
         irn,
-        &["--set", "traffic.0.protocol=\"timely\""],
-        "traffic[0].protocol = timely: cannot read: TIMELY paces read requests",
+        &["--set", "traffic.0.protocol=\"roce_aimd\""],
+        "traffic[0].protocol = roce_aimd: cannot read",
     );
     rejected(
         irn,

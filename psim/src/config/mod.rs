@@ -487,16 +487,10 @@ fn read_verb(
         }
     };
     if read && !proto.reads() {
-        let why = match proto {
-            Protocol::Timely | Protocol::IrnTimely => {
-                "cannot read: TIMELY paces read requests ([TH] §3.4), which psim does not model; reads run on roce, dcqcn, irn, irn_dcqcn, irn_aimd and irn_dctcp"
-            }
-            _ => "cannot read: reads run on roce, dcqcn, irn, irn_dcqcn, irn_aimd and irn_dctcp",
-        };
         return Err(bad(
             &format!("traffic[{index}].protocol"),
             proto.name(),
-            why,
+            "cannot read: reads run on roce, dcqcn, timely, irn, irn_dcqcn, irn_timely, irn_aimd and irn_dctcp (roce_aimd and roce_dctcp open their windows on ACKs, which Read responses do not get)",
         ));
     }
     if read && has_app {

@@ -238,10 +238,12 @@ impl Simulation {
                     .map(|mut r| {
                         if let Some(st) = served.remove(&r.info.id) {
                             // An RDMA Read: the responder sent the data; the
-                            // requester's own timeouts add to its.
-                            let timeouts = r.stats.timeouts;
-                            r.stats = st;
-                            r.stats.timeouts += timeouts;
+                            // requester's timeouts and RTT samples (TIMELY's)
+                            // add to its.
+                            let own = std::mem::replace(&mut r.stats, st);
+                            r.stats.timeouts += own.timeouts;
+                            r.stats.rtt_samples += own.rtt_samples;
+                            r.stats.rtt_sum_ps += own.rtt_sum_ps;
                         }
                         let sink = sinks.get(&r.info.id);
                         record(r, sink)

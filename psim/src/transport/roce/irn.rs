@@ -378,6 +378,12 @@ impl IrnSource {
         &self.base.stats
     }
 
+    /// An RDMA Read's responder: the requester asked for the PSNs below
+    /// `end` too ([`RoceSource::grant`]).
+    pub(super) fn grant(&mut self, end: u64) {
+        self.base.grant(end);
+    }
+
     /// The rate controller, if any.
     pub fn controller(&self) -> Option<&Controller> {
         self.base.controller()
@@ -899,6 +905,7 @@ impl ProtocolDef for IrnTimelyDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }

@@ -294,6 +294,7 @@ impl ProtocolDef for TimelyDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
     }

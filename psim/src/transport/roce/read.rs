@@ -33,16 +33,29 @@
 //!   them. Until the first response arrives the requester re-sends a lost
 //!   request after `[protocol.irn] rto_high_us` (when `timeout` is on); the
 //!   thesis does not say how IRN recovers a lost request.
-//! - **Not supported** (refused at load): `timely` and `irn_timely`, whose
-//!   requester paces its read requests by the rate and counts the bytes each
-//!   request reads ([TH] §3.4), which psim does not model yet; `roce_aimd`
-//!   and `roce_dctcp`, whose windows open on ACKs that Read responses do not
-//!   get; and `app` messages (one read moves the whole flow).
+//! - **TIMELY (`timely`, `irn_timely`):** the requester runs TIMELY and
+//!   paces its read *requests* ([TH] §3.4: "TIMELY cannot directly pace the
+//!   data segments, but instead achieves the same result by pacing the read
+//!   requests ... the rate computation engine takes into account the data
+//!   segment bytes read"). Each request asks for one segment
+//!   (`[protocol.timely] segment_bytes`), the next leaves the segment's wire
+//!   bytes at TIMELY's rate later, and at most `[protocol.roce]
+//!   window_packets` PSNs are asked for and not yet received (0: no limit).
+//!   The responder sends what was asked at line rate and nothing more. A
+//!   segment's RTT sample is its last packet's arrival less its request's
+//!   departure, less the segment's serialisation at the NIC's rate (the
+//!   data's burst, as [TH] §3.2.1 takes it off a write's completion), plus
+//!   `rtt_noise_us`. Loss recovery is go-back-N's (`timely`) or IRN's
+//!   (`irn_timely`), as above. The thesis gives no more detail; the
+//!   request's size and the responder's line-rate burst are psim's reading.
+//! - **Not supported** (refused at load): `roce_aimd` and `roce_dctcp`, whose
+//!   windows open on ACKs that Read responses do not get; and `app` messages
+//!   (one read moves the whole flow).
 //!
 //! The flow record keeps `src` as the requester and `dst` as the
 //! responder; its sender-side counters (`bytes_sent`, `packets_sent`,
 //! `retransmissions`, `rtt_*`, `sender_finish_ps`) are the responder's, and
-//! `timeouts` adds the requester's. `ideal_fct_ps` is the request's one-way
+//! `timeouts` and the RTT samples add the requester's (TIMELY's). `ideal_fct_ps` is the request's one-way
 //! time plus the data's ideal time from `dst` to `src`.
 //!
 //! IRN's WQE sequence numbers, 2-bitmaps and premature CQEs ([TH] §4.4.3)
@@ -50,10 +63,15 @@
 //! (IRN's receiver here already accepts out-of-order packets), so they are
 //! not modelled.
 
+use std::collections::VecDeque;
+
+use super::{IrnSource, RoceSource};
 use crate::packet::{Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::transport::cc::{CongestionControl, Controller, Timely};
 use crate::transport::{
     Ctx, Endpoint, FlowInfo, ProtocolParams, SinkStats, SourceStats, Transport,
 };
+use crate::units::tx_time_ps;
 
 /// Whether `pkt` asks for a read: the only `Pull` the RoCE family sends.
 pub fn is_read_request(pkt: &Packet) -> bool {
@@ -63,7 +81,20 @@ pub fn is_read_request(pkt: &Packet) -> bool {
 /// Whether the protocol recovers with go-back-N (its Read responses are
 /// not acknowledged); the others are IRN's.
 fn go_back_n(proto: Protocol) -> bool {
-    matches!(proto, Protocol::Roce | Protocol::Dcqcn)
+    matches!(proto, Protocol::Roce | Protocol::Dcqcn | Protocol::Timely)
+}
+
+/// Whether the requester paces its read requests, one per segment (TIMELY).
+fn paced(proto: Protocol) -> bool {
+    matches!(proto, Protocol::Timely | Protocol::IrnTimely)
+}
+
+/// PSNs per TIMELY segment.
+fn segment_psns(p: &ProtocolParams) -> u64 {
+    p.timely
+        .segment_bytes
+        .div_ceil(p.roce.mtu_bytes as u64)
+        .max(1)
 }
 
 /// The requester of a read of `flow` under `proto`.
@@ -98,6 +129,8 @@ pub struct ReadRequester {
     rto_at: Option<u64>,
     /// IRN: the timer guards the request only, until a response arrives.
     request_only: bool,
+    /// TIMELY: the requests paced one segment at a time.
+    pacer: Option<Box<RequestPacer>>,
     /// Requests sent (the first included).
     pub requests: u64,
     /// The requester's own counters: `timeouts` only.
@@ -145,7 +178,8 @@ impl ReadRequester {
             inner: Protocol::sink(&first, &rp),
             rto,
             rto_at: None,
-            request_only: !gbn,
+            request_only: !gbn && !paced(proto),
+            pacer: paced(proto).then(|| Box::new(RequestPacer::new(flow, p))),
             requests: 0,
             stats: SourceStats::default(),
         }
@@ -165,6 +199,31 @@ impl ReadRequester {
         self.inner
             .sink_stats()
             .is_some_and(|s| s.finish_ps.is_some())
+    }
+
+    /// TIMELY: asks for the next segment when its time has come and the
+    /// window allows it (the first one at once).
+    fn pace(&mut self, cx: &mut Ctx<'_>) {
+        let expected = self.expected();
+        let Some(p) = self.pacer.as_mut() else {
+            return;
+        };
+        if p.next_at > cx.now || !p.may_ask(expected) {
+            return;
+        }
+        let from = p.asked;
+        p.ask(cx.now);
+        self.request(from, cx);
+    }
+
+    /// TIMELY: RTT samples for the segments that completed in order.
+    fn sample(&mut self, cx: &mut Ctx<'_>) {
+        let expected = self.expected();
+        if let Some(p) = self.pacer.as_mut() {
+            while let Some(rtt) = p.completed(expected, cx) {
+                self.stats.rtt(rtt);
+            }
+        }
     }
 
     /// Asks for the data from PSN `from` on, and arms the timer.
@@ -192,13 +251,20 @@ impl ReadRequester {
 
 impl Transport for ReadRequester {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
-        self.request(0, cx);
+        match self.pacer.is_some() {
+            true => self.pace(cx),
+            false => self.request(0, cx),
+        }
     }
 
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         let data = pkt.kind == PacketKind::Data;
         let before = self.expected();
         self.inner.on_packet(pkt, cx);
+        if data && self.pacer.is_some() {
+            self.sample(cx);
+            self.pace(cx);
+        }
         if !data || self.rto_at.is_none() {
             return;
         }
@@ -219,11 +285,24 @@ impl Transport for ReadRequester {
             self.stats.timeouts += 1;
             let from = self.expected();
             self.request(from, cx);
+            // TIMELY: a later request may have been lost too; asking again
+            // for the last segment asked for grants everything before it.
+            let last = self.pacer.as_ref().map_or(0, |p| p.last_start());
+            if last > from {
+                self.request(last, cx);
+            }
         }
+        self.pace(cx);
     }
 
     fn poll_at(&self) -> Option<u64> {
-        [self.inner.poll_at(), self.rto_at]
+        let expected = self.expected();
+        let ask = self
+            .pacer
+            .as_ref()
+            .filter(|p| p.may_ask(expected))
+            .map(|p| p.next_at);
+        [self.inner.poll_at(), self.rto_at, ask]
             .into_iter()
             .flatten()
             .min()
@@ -247,6 +326,8 @@ pub struct ReadResponder {
     started: bool,
     /// Go-back-N: a later request goes back to the PSN it asks for.
     gbn: bool,
+    /// TIMELY: PSNs each request asks for (None: the whole read).
+    segment: Option<u64>,
 }
 
 impl ReadResponder {
@@ -254,8 +335,13 @@ impl ReadResponder {
     pub fn new(first: &Packet, p: &ProtocolParams, nic_bps: u64) -> Self {
         let gbn = go_back_n(first.proto);
         let mut rp = p.clone();
-        // Go-back-N: no ACKs come back, so the requester keeps the timer.
+        // Go-back-N: no ACKs come back, so the requester keeps the timer;
+        // nor can a window on unacknowledged PSNs slide, and TIMELY's
+        // requester keeps the window itself.
         rp.roce.timeout = !gbn && rp.roce.timeout;
+        if gbn || paced(first.proto) {
+            rp.roce.window_packets = 0;
+        }
         // Read responses carry no RETH ([TH] §4.5.3).
         rp.irn.header_overhead_bytes = 0;
         let info = FlowInfo {
@@ -272,10 +358,43 @@ impl ReadResponder {
             app: None,
             read: false,
         };
+        // TIMELY's responder sends what it was asked for, at line rate: the
+        // requester runs the controller.
+        let plain =
+            |proto| RoceSource::new(&info, proto, &rp.roce, None, false, None).granted_only();
+        let inner = match first.proto {
+            Protocol::Timely => Endpoint::RoceSource(Box::new(plain(Protocol::Timely))),
+            Protocol::IrnTimely => {
+                let src = IrnSource::new(plain(Protocol::IrnTimely), &rp.irn);
+                Endpoint::IrnSource(Box::new(src))
+            }
+            proto => proto.source(&info, &rp),
+        };
         ReadResponder {
-            inner: first.proto.source(&info, &rp),
+            inner,
             started: false,
             gbn,
+            segment: paced(first.proto).then(|| segment_psns(p)),
+        }
+    }
+
+    /// The PSN the sender sends next (go-back-N senders only).
+    fn next_psn(&self) -> Option<u64> {
+        match &self.inner {
+            Endpoint::RoceSource(s) => Some(s.next_psn),
+            _ => None,
+        }
+    }
+
+    /// TIMELY: the request from `from` asks for one more segment.
+    fn grant(&mut self, from: u64) {
+        let Some(seg) = self.segment else {
+            return;
+        };
+        match &mut self.inner {
+            Endpoint::RoceSource(s) => s.grant(from + seg),
+            Endpoint::IrnSource(s) => s.grant(from + seg),
+            _ => {}
         }
     }
 }
@@ -284,19 +403,35 @@ impl Transport for ReadResponder {
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         if pkt.kind != PacketKind::Pull {
             self.inner.on_packet(pkt, cx);
-        } else if !std::mem::replace(&mut self.started, true) {
+            return;
+        }
+        let from = pkt.seq;
+        if !std::mem::replace(&mut self.started, true) {
+            self.grant(from);
             self.inner.on_start(cx);
-        } else if self.gbn {
-            // A new request from PSN `seq`: go back to it, as on a NACK.
+            return;
+        }
+        // A request for PSNs already sent asks again (go-back-N): back to
+        // it, as on a NACK. IRN's responder recovers on its own timeouts, so
+        // a repeated request changes nothing there.
+        let again = match self.segment {
+            None => true,
+            Some(_) => self.next_psn().is_some_and(|n| from < n),
+        };
+        if self.gbn && again {
             let nack = Packet {
                 kind: PacketKind::Nack,
-                ack: pkt.seq,
+                ack: from,
                 ..pkt
             };
             self.inner.on_packet(nack, cx);
         }
-        // IRN: the responder's own timeouts recover; a repeated request
-        // changes nothing.
+        if self.segment.is_some() {
+            self.grant(from);
+            // Send what the grant let out (a timer input that finds nothing
+            // due only sends).
+            self.inner.on_timer(cx);
+        }
     }
 
     fn on_timer(&mut self, cx: &mut Ctx<'_>) {
@@ -313,5 +448,111 @@ impl Transport for ReadResponder {
 
     fn source_stats(&self) -> Option<&SourceStats> {
         self.inner.source_stats()
+    }
+}
+
+/// TIMELY's requester ([TH] §3.4): the rate computation, and one read
+/// request per segment paced at the rate.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+struct RequestPacer {
+    /// TIMELY's rate computation (`cc/timely.rs`).
+    cc: Controller,
+    /// PSNs per segment.
+    seg: u64,
+    /// PSNs in the read (None: endless).
+    total: Option<u64>,
+    /// Payload bytes per PSN, and the read's bytes.
+    mtu: u64,
+    size: Option<u64>,
+    /// PSNs asked for so far.
+    asked: u64,
+    /// When the next request may leave.
+    next_at: u64,
+    /// Most PSNs asked for and not received (0: no limit).
+    window: u64,
+    /// The requests whose segments are not complete: (end PSN, request's
+    /// departure, the segment's wire bytes), in order.
+    pending: VecDeque<(u64, u64, u64)>,
+    /// The NIC's rate, b/s.
+    nic_bps: u64,
+    /// The RTT noise's bound, ps.
+    noise_ps: u64,
+}
+
+impl RequestPacer {
+    fn new(flow: &FlowInfo, p: &ProtocolParams) -> Self {
+        let mtu = p.roce.mtu_bytes as u64;
+        RequestPacer {
+            cc: Controller::Timely(Timely::new(&p.timely, flow.nic_bps)),
+            seg: segment_psns(p),
+            total: flow.size.map(|s| s.div_ceil(mtu).max(1)),
+            mtu,
+            size: flow.size,
+            asked: 0,
+            next_at: 0,
+            window: p.roce.window_packets as u64,
+            pending: VecDeque::new(),
+            nic_bps: flow.nic_bps.max(1),
+            noise_ps: p.timely.rtt_noise.ps,
+        }
+    }
+
+    /// The end of the segment that starts at `from`.
+    fn end_of(&self, from: u64) -> u64 {
+        let end = from + self.seg;
+        self.total.map_or(end, |t| end.min(t))
+    }
+
+    /// The first PSN of the last segment asked for (0 before any).
+    fn last_start(&self) -> u64 {
+        self.asked.saturating_sub(1) / self.seg * self.seg
+    }
+
+    /// Whether another segment may be asked for, with the PSNs below
+    /// `expected` received: one is left, and the window has room for it.
+    fn may_ask(&self, expected: u64) -> bool {
+        let left = self.total.is_none_or(|t| self.asked < t);
+        let outstanding = self.end_of(self.asked) - expected.min(self.asked);
+        left && (self.window == 0 || outstanding <= self.window)
+    }
+
+    /// Wire bytes of PSNs `from..end`.
+    fn wire(&self, from: u64, end: u64) -> u64 {
+        let payload = match self.size {
+            Some(s) => (end * self.mtu).min(s) - (from * self.mtu).min(s),
+            None => (end - from) * self.mtu,
+        };
+        payload + (end - from) * HEADER_BYTES as u64
+    }
+
+    /// Asks for the next segment at `now`; the one after it may leave the
+    /// segment's wire bytes at TIMELY's rate later.
+    fn ask(&mut self, now: u64) {
+        let (from, end) = (self.asked, self.end_of(self.asked));
+        let wire = self.wire(from, end);
+        self.cc.on_timer(now);
+        let rate = self.cc.pacing_bps().unwrap_or(self.nic_bps);
+        self.next_at = now + tx_time_ps(wire, rate.clamp(1, self.nic_bps));
+        self.asked = end;
+        self.pending.push_back((end, now, wire));
+    }
+
+    /// With the PSNs below `expected` received, the RTT sample of the oldest
+    /// segment if it completed, fed to the rate computation.
+    fn completed(&mut self, expected: u64, cx: &mut Ctx<'_>) -> Option<u64> {
+        let &(end, sent, wire) = self.pending.front()?;
+        if expected < end {
+            return None;
+        }
+        self.pending.pop_front();
+        let now = cx.now;
+        let busy = tx_time_ps(wire, self.nic_bps);
+        let mut rtt = (now - sent.min(now)).saturating_sub(busy);
+        if self.noise_ps > 0 {
+            rtt += rand::RngExt::random_range(cx.rng, 0..=self.noise_ps);
+        }
+        self.cc.on_timer(now);
+        self.cc.on_rtt_sample(rtt, now);
+        Some(rtt)
     }
 }

@@ -34,6 +34,11 @@ pub struct RoceSource {
     rto: Option<u64>,
     rto_at: Option<u64>,
     window: u64,
+    /// An RDMA Read's responder sends only below this PSN: what its
+    /// requester asked for so far (TIMELY's paced read requests,
+    /// `read.rs`); None: no such limit.
+    #[serde(default)]
+    granted: Option<u64>,
     /// The rate controller; `None`: the NIC's line rate.
     pub(super) cc: Option<Controller>,
     /// Mark data ECN-capable (DCQCN).
@@ -105,6 +110,7 @@ impl RoceSource {
             rto: p.rto_ps(),
             rto_at: None,
             window: p.window_packets as u64,
+            granted: None,
             cc,
             ect,
             pacer,
@@ -232,7 +238,22 @@ impl RoceSource {
     /// of what the application has handed over.
     pub(super) fn send_limit(&self) -> u64 {
         let end = self.total.unwrap_or(u64::MAX);
+        let end = self.granted.map_or(end, |g| end.min(g));
         self.app.as_ref().map_or(end, |a| end.min(a.released()))
+    }
+
+    /// An RDMA Read's responder that sends only what its requester asked
+    /// for (`read.rs`): nothing until [`Self::grant`].
+    pub(super) fn granted_only(mut self) -> Self {
+        self.granted = Some(0);
+        self
+    }
+
+    /// The requester asked for the PSNs below `end` too.
+    pub(super) fn grant(&mut self, end: u64) {
+        if let Some(g) = &mut self.granted {
+            *g = (*g).max(end);
+        }
     }
 
     /// Takes the messages that have arrived by now.
