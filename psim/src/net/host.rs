@@ -10,7 +10,7 @@
 use super::edge::{EdgeFlow, SlackConfig};
 use crate::packet::{Packet, Protocol};
 use crate::rng::Rng;
-use crate::transport::{Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams, Transport};
+use crate::transport::{roce, Ctx, Endpoint, FlowInfo, HostServices, ProtocolParams, Transport};
 use rustc_hash::FxHashMap;
 
 /// One transport endpoint on a host.
@@ -116,6 +116,15 @@ impl HostState {
         }
         let s = self.slots.len() as u32;
         self.by_flow.insert(pkt.flow, s);
+        // An RDMA Read's responder sends the data: the host's slack policy
+        // stamps it as a source's.
+        let edge = match roce::is_read_request(pkt) {
+            true => {
+                let data = roce::responder_flow(pkt, nic_bps);
+                self.slack.flow(&data, pkt.proto.mtu(params))
+            }
+            false => EdgeFlow::default(),
+        };
         self.slots.push(Slot {
             flow: pkt.flow,
             proto: pkt.proto,
@@ -125,7 +134,7 @@ impl HostState {
             timer_at: None,
             gen: 0,
             finish_reported: false,
-            edge: EdgeFlow::default(),
+            edge,
         });
         s
     }

@@ -77,7 +77,9 @@ pub use irn::{
     IrnAimdDef, IrnDcqcnDef, IrnDctcpDef, IrnDef, IrnParams, IrnRules, IrnSink, IrnSource,
     IrnTimelyDef, Resend, RtoChoice, RtoInFlight,
 };
-pub use read::{is_read_request, read_requester, read_responder, ReadRequester, ReadResponder};
+pub use read::{
+    is_read_request, read_requester, read_responder, responder_flow, ReadRequester, ReadResponder,
+};
 pub use sink::RoceSink;
 pub use source::RoceSource;
 pub use window::{RoceAimdDef, RoceDctcpDef};

@@ -40,7 +40,12 @@
 //!   segment bytes read"). Each request asks for one segment
 //!   (`[protocol.timely] segment_bytes`), the next leaves the segment's wire
 //!   bytes at TIMELY's rate later, and at most `[protocol.roce]
-//!   window_packets` PSNs are asked for and not yet received (0: no limit).
+//!   window_packets` PSNs are asked for and not yet received (0: no limit;
+//!   a segment larger than the window goes alone). The requester's timer
+//!   runs only while something asked for is missing; when it fires it asks
+//!   again from the PSN it expects (flagged `RETX`: a go-back-N responder
+//!   goes back only for such a request) and once more for the last segment
+//!   asked (a lost request).
 //!   The responder sends what was asked at line rate and nothing more. A
 //!   segment's RTT sample is its last packet's arrival less its request's
 //!   departure, less the segment's serialisation at the NIC's rate (the
@@ -66,7 +71,7 @@
 use std::collections::VecDeque;
 
 use super::{IrnSource, RoceSource};
-use crate::packet::{Packet, PacketKind, Protocol, HEADER_BYTES};
+use crate::packet::{flags, Packet, PacketKind, Protocol, HEADER_BYTES};
 use crate::transport::cc::{CongestionControl, Controller, Timely};
 use crate::transport::{
     Ctx, Endpoint, FlowInfo, ProtocolParams, SinkStats, SourceStats, Transport,
@@ -106,6 +111,25 @@ pub fn read_requester(proto: Protocol, flow: &FlowInfo, p: &ProtocolParams) -> E
 /// `nic_bps`.
 pub fn read_responder(first: &Packet, p: &ProtocolParams, nic_bps: u64) -> Endpoint {
     Endpoint::ReadResponder(Box::new(ReadResponder::new(first, p, nic_bps)))
+}
+
+/// The data's flow as the responder to the read request `first` sends it
+/// (its NIC at `nic_bps`): from the responder to the requester.
+pub fn responder_flow(first: &Packet, nic_bps: u64) -> FlowInfo {
+    FlowInfo {
+        id: first.flow,
+        src: first.dst,
+        dst: first.src,
+        size: (first.ack != u64::MAX).then_some(first.ack),
+        start_ps: first.sent_ps,
+        prio: first.prio,
+        num_paths: 1,
+        ecmp_path: first.path,
+        nic_bps,
+        ideal_fct_ps: None,
+        app: None,
+        read: false,
+    }
 }
 
 /// The requester: sends the read request, receives the data with the
@@ -213,7 +237,7 @@ impl ReadRequester {
         }
         let from = p.asked;
         p.ask(cx.now);
-        self.request(from, cx);
+        self.request(from, false, cx);
     }
 
     /// TIMELY: RTT samples for the segments that completed in order.
@@ -226,8 +250,10 @@ impl ReadRequester {
         }
     }
 
-    /// Asks for the data from PSN `from` on, and arms the timer.
-    fn request(&mut self, from: u64, cx: &mut Ctx<'_>) {
+    /// Asks for the data from PSN `from` on, and arms the timer; `again`
+    /// (flagged `RETX`): asks again after a timeout, from the PSN it
+    /// expects, so a go-back-N responder goes back to it.
+    fn request(&mut self, from: u64, again: bool, cx: &mut Ctx<'_>) {
         self.requests += 1;
         cx.out.push(Packet {
             flow: self.flow,
@@ -241,7 +267,7 @@ impl ReadRequester {
             sent_ps: cx.now,
             kind: PacketKind::Pull,
             proto: self.proto,
-            flags: 0,
+            flags: if again { flags::RETX } else { 0 },
             prio: self.prio,
             rank: 0,
         });
@@ -253,7 +279,7 @@ impl Transport for ReadRequester {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
         match self.pacer.is_some() {
             true => self.pace(cx),
-            false => self.request(0, cx),
+            false => self.request(0, false, cx),
         }
     }
 
@@ -268,7 +294,13 @@ impl Transport for ReadRequester {
         if !data || self.rto_at.is_none() {
             return;
         }
-        if self.done() || self.request_only {
+        // TIMELY: nothing asked for is missing, so nothing to time out on
+        // until the next request.
+        let idle = self
+            .pacer
+            .as_ref()
+            .is_some_and(|p| self.expected() >= p.asked);
+        if self.done() || self.request_only || idle {
             // Done, or IRN's responder times out from here on.
             self.rto_at = None;
         } else if self.expected() > before {
@@ -284,12 +316,12 @@ impl Transport for ReadRequester {
         if self.rto_at.is_some_and(|t| t <= now) {
             self.stats.timeouts += 1;
             let from = self.expected();
-            self.request(from, cx);
-            // TIMELY: a later request may have been lost too; asking again
-            // for the last segment asked for grants everything before it.
+            self.request(from, true, cx);
+            // TIMELY: a later request may have been lost too; asking once
+            // more for the last segment asked for grants everything before it.
             let last = self.pacer.as_ref().map_or(0, |p| p.last_start());
             if last > from {
-                self.request(last, cx);
+                self.request(last, false, cx);
             }
         }
         self.pace(cx);
@@ -344,20 +376,7 @@ impl ReadResponder {
         }
         // Read responses carry no RETH ([TH] §4.5.3).
         rp.irn.header_overhead_bytes = 0;
-        let info = FlowInfo {
-            id: first.flow,
-            src: first.dst,
-            dst: first.src,
-            size: (first.ack != u64::MAX).then_some(first.ack),
-            start_ps: first.sent_ps,
-            prio: first.prio,
-            num_paths: 1,
-            ecmp_path: first.path,
-            nic_bps,
-            ideal_fct_ps: None,
-            app: None,
-            read: false,
-        };
+        let info = responder_flow(first, nic_bps);
         // TIMELY's responder sends what it was asked for, at line rate: the
         // requester runs the controller.
         let plain =
@@ -386,14 +405,16 @@ impl ReadResponder {
         }
     }
 
-    /// TIMELY: the request from `from` asks for one more segment.
+    /// TIMELY: the request from `from` asks for the segment that holds it
+    /// (a request asked again may start inside one).
     fn grant(&mut self, from: u64) {
         let Some(seg) = self.segment else {
             return;
         };
+        let end = (from / seg + 1) * seg;
         match &mut self.inner {
-            Endpoint::RoceSource(s) => s.grant(from + seg),
-            Endpoint::IrnSource(s) => s.grant(from + seg),
+            Endpoint::RoceSource(s) => s.grant(end),
+            Endpoint::IrnSource(s) => s.grant(end),
             _ => {}
         }
     }
@@ -411,13 +432,10 @@ impl Transport for ReadResponder {
             self.inner.on_start(cx);
             return;
         }
-        // A request for PSNs already sent asks again (go-back-N): back to
-        // it, as on a NACK. IRN's responder recovers on its own timeouts, so
-        // a repeated request changes nothing there.
-        let again = match self.segment {
-            None => true,
-            Some(_) => self.next_psn().is_some_and(|n| from < n),
-        };
+        // A request asked again after the requester's timeout (`RETX`), for
+        // PSNs already sent: back to it, as on a NACK (go-back-N). IRN's
+        // responder recovers on its own timeouts, so there it only grants.
+        let again = pkt.has(flags::RETX) && self.next_psn().is_some_and(|n| from < n);
         if self.gbn && again {
             let nack = Packet {
                 kind: PacketKind::Nack,
@@ -513,7 +531,9 @@ impl RequestPacer {
     fn may_ask(&self, expected: u64) -> bool {
         let left = self.total.is_none_or(|t| self.asked < t);
         let outstanding = self.end_of(self.asked) - expected.min(self.asked);
-        left && (self.window == 0 || outstanding <= self.window)
+        // A segment larger than the window goes alone.
+        let room = self.window == 0 || outstanding <= self.window || expected >= self.asked;
+        left && room
     }
 
     /// Wire bytes of PSNs `from..end`.

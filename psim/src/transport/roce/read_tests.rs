@@ -79,8 +79,8 @@ fn a_read_ends_one_request_trip_after_a_write_of_the_same_bytes() {
 }
 
 /// RoCE's Read responses are not acknowledged; a gap makes the requester
-/// ask again from the PSN it expects (the NACK), once per gap; a
-/// repeated request sends the responder back to that PSN.
+/// ask again from the PSN it expects (the NACK), once per gap; a request
+/// asked again after a timeout (`RETX`) sends the responder back to its PSN.
 #[test]
 fn roce_read_responses_get_no_acks_and_a_gap_asks_again() {
     let p = ProtocolParams::default();
@@ -104,7 +104,11 @@ fn roce_read_responses_get_no_acks_and_a_gap_asks_again() {
         .map(|(_, d)| d.seq)
         .collect();
     assert_eq!(sent, vec![1, 2, 3]);
-    let again = Packet { seq: 1, ..req };
+    let again = Packet {
+        seq: 1,
+        flags: flags::RETX,
+        ..req
+    };
     sent = resp
         .deliver(70 + 3 * GAP, again)
         .iter()
@@ -365,4 +369,68 @@ fn an_endless_timely_read_slides_its_window() {
     // the 14 µs round trip); a responder holding the window would stop at 128.
     let got = r.sink_stats().unwrap().packets_received;
     assert!(got > 1_000, "{got}");
+}
+
+/// TIMELY's requester holds no timer while nothing it asked for is
+/// missing, so a slow rate between requests never times out; the next
+/// request arms it again.
+#[test]
+fn timely_requester_times_out_only_while_data_is_missing() {
+    let p = ProtocolParams::default();
+    let (seg, gap) = timely_segment(&p);
+    for proto in [Protocol::Timely, Protocol::IrnTimely] {
+        let rto = match proto {
+            Protocol::Timely => p.roce.rto.ps,
+            _ => p.irn.rto_high.ps,
+        };
+        let mut h = requester(proto, &p, 2 * seg * 1000);
+        h.start(0);
+        for psn in 0..seg {
+            h.deliver(gap / 2, response(proto, psn));
+        }
+        assert_eq!(h.next_wake(), Some(gap), "{proto:?}: only the next request");
+        expect_out!(h.advance(gap), [(gap, Pull { seq: seg })]);
+        assert_eq!(h.next_wake(), Some(gap + rto), "{proto:?}: the timer");
+    }
+}
+
+/// A go-back-N responder under TIMELY goes back only for a request asked
+/// again after a timeout (`RETX`), never for a plain one that arrives late.
+#[test]
+fn timely_responders_go_back_only_for_requests_asked_again() {
+    let p = ProtocolParams::default();
+    let (seg, gap) = timely_segment(&p);
+    let mut h = requester(Protocol::Timely, &p, 4 * seg * 1000);
+    let first = h.start(0).remove(0);
+    let mut r = Host::new(5, Protocol::receiver(&first, &p, 10_000_000_000));
+    let mut psns: Vec<u64> = r.deliver(0, first.clone()).iter().map(|d| d.seq).collect();
+    psns.extend(r.advance(gap).iter().map(|(_, d)| d.seq));
+    assert_eq!(psns, (0..seg).collect::<Vec<_>>());
+    // A plain request from PSN 3 (below what was sent): only a grant up to
+    // its segment's end, which is already granted: nothing is sent.
+    let late = Packet {
+        seq: 3,
+        ..first.clone()
+    };
+    assert!(r.deliver(gap, late).is_empty());
+    assert_eq!(r.advance(3 * gap).len(), 0);
+    // Asked again from PSN 3: back to it.
+    let again = Packet {
+        seq: 3,
+        flags: flags::RETX,
+        ..first
+    };
+    let out = r.deliver(3 * gap, again);
+    assert_eq!(out.first().map(|d| d.seq), Some(3), "{out:?}");
+}
+
+/// A window smaller than a segment lets one segment go at a time.
+#[test]
+fn timely_reads_with_a_window_below_a_segment_complete() {
+    let mut p = ProtocolParams::default();
+    p.roce.window_packets = 4;
+    let (seg, _) = timely_segment(&p);
+    let mut r = Net::new(Protocol::Timely, &read_flow(3 * seg * 1000), p, DELAY);
+    r.run(u64::MAX, &mut never, &mut never);
+    assert_eq!(r.sink_stats().unwrap().bytes_received, 3 * seg * 1000);
 }
