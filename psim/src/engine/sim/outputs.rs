@@ -8,8 +8,11 @@ use super::super::wire;
 use super::{RankFigures, RunSummary, SimError, Simulation};
 use crate::net::PortCounters;
 use crate::trace::FlowRecord;
-use crate::transport::{SinkStats, SourceStats};
+use crate::transport::SinkStats;
 use std::collections::BTreeMap;
+
+/// Reads back per-flow rows that one rank wrote for another (`wire.rs`).
+type Decode<T> = fn(&[u8]) -> Result<Vec<(u64, T)>, wire::WireError>;
 
 impl Simulation {
     pub(super) fn summary(&mut self) -> RunSummary {
@@ -193,43 +196,15 @@ impl Simulation {
     /// id, records sorted by flow id) for each local shard. Receiver-side
     /// figures come from whichever rank owns each flow's destination.
     pub fn flow_records(&mut self) -> Result<Vec<(u32, Vec<FlowRecord>)>, SimError> {
-        let me = self.comm.rank();
-        let mut sinks: BTreeMap<u64, SinkStats> = BTreeMap::new();
-        let mut served: BTreeMap<u64, SourceStats> = BTreeMap::new();
-        let ranks = self.comm.size() as usize;
-        let (mut remote, mut remote_served) = (vec![Vec::new(); ranks], vec![Vec::new(); ranks]);
-        let mut sources = Vec::new();
+        let (mut sources, mut sinks, mut served) = (Vec::new(), Vec::new(), Vec::new());
         for s in &self.shards {
             let rows = s.flow_rows();
             sources.push((s.id, rows.sources));
-            let rank_of = |host: u32| {
-                self.rank_of_shard[self.shared.shard_of[host as usize] as usize] as usize
-            };
-            for (flow, src_host, st) in rows.sinks {
-                let r = rank_of(src_host);
-                if r == me as usize {
-                    sinks.insert(flow, st);
-                } else {
-                    wire::put_sink(flow, &st, &mut remote[r]);
-                }
-            }
-            for (flow, src_host, st) in rows.served {
-                let r = rank_of(src_host);
-                if r == me as usize {
-                    served.insert(flow, st);
-                } else {
-                    wire::put_served(flow, &st, &mut remote_served[r]);
-                }
-            }
+            sinks.extend(rows.sinks);
+            served.extend(rows.served);
         }
-        if self.comm.size() > 1 {
-            for buf in self.comm.all_to_all(remote) {
-                sinks.extend(wire::get_sinks(&buf)?);
-            }
-            for buf in self.comm.all_to_all(remote_served) {
-                served.extend(wire::get_served(&buf)?);
-            }
-        }
+        let sinks = self.at_source_ranks(sinks, wire::put_sink, wire::get_sinks)?;
+        let mut served = self.at_source_ranks(served, wire::put_served, wire::get_served)?;
         Ok(sources
             .into_iter()
             .map(|(id, rows)| {
@@ -253,6 +228,35 @@ impl Simulation {
                 (id, recs)
             })
             .collect())
+    }
+
+    /// Moves per-flow rows `(flow, source host, stats)` to the rank that owns
+    /// each flow's source host: kept here when it is this one, else written
+    /// with `put`, exchanged, and read back with `get` there.
+    fn at_source_ranks<T>(
+        &mut self,
+        rows: Vec<(u64, u32, T)>,
+        put: fn(u64, &T, &mut Vec<u8>),
+        get: Decode<T>,
+    ) -> Result<BTreeMap<u64, T>, SimError> {
+        let me = self.comm.rank() as usize;
+        let mut here = BTreeMap::new();
+        let mut remote = vec![Vec::new(); self.comm.size() as usize];
+        for (flow, src_host, st) in rows {
+            let shard = self.shared.shard_of[src_host as usize] as usize;
+            match self.rank_of_shard[shard] as usize {
+                r if r == me => {
+                    here.insert(flow, st);
+                }
+                r => put(flow, &st, &mut remote[r]),
+            }
+        }
+        if self.comm.size() > 1 {
+            for buf in self.comm.all_to_all(remote) {
+                here.extend(get(&buf)?);
+            }
+        }
+        Ok(here)
     }
 
     /// Gives every shard a record-and-replay role (`replay.rs`), built by `make`.

@@ -155,8 +155,6 @@ pub struct ReadRequester {
     request_only: bool,
     /// TIMELY: the requests paced one segment at a time.
     pacer: Option<Box<RequestPacer>>,
-    /// Requests sent (the first included).
-    pub requests: u64,
     /// The requester's own counters: `timeouts` only.
     stats: SourceStats,
 }
@@ -204,7 +202,6 @@ impl ReadRequester {
             rto_at: None,
             request_only: !gbn && !paced(proto),
             pacer: paced(proto).then(|| Box::new(RequestPacer::new(flow, p))),
-            requests: 0,
             stats: SourceStats::default(),
         }
     }
@@ -254,7 +251,6 @@ impl ReadRequester {
     /// (flagged `RETX`): asks again after a timeout, from the PSN it
     /// expects, so a go-back-N responder goes back to it.
     fn request(&mut self, from: u64, again: bool, cx: &mut Ctx<'_>) {
-        self.requests += 1;
         cx.out.push(Packet {
             flow: self.flow,
             src: self.me,
