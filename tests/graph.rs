@@ -126,3 +126,82 @@ fn bad_graph_tables_name_the_key_or_the_file_and_line() {
     assert_eq!(t.hops(0, 5), 4);
     assert_eq!(t.label(6), "r1");
 }
+
+/// [`LINE`] with `option` on its 1 Gb/s middle link, s0 - s1.
+fn line_with(option: &str) -> String {
+    LINE.replace(
+        "link s0 s1 1Gbps 50us",
+        &format!("link s0 s1 1Gbps 50us {option}"),
+    )
+}
+
+#[test]
+fn a_links_queue_size_replaces_the_disciplines_capacity_at_its_ports() {
+    let dir = tempfile::tempdir().unwrap();
+    // 40 packets at 10 Gb/s into the 1 Gb/s link: a queue of up to 36 builds
+    // at s0, so 5 packets (or 7,500 bytes) of room drop some of them.
+    let size = 40 * 1436;
+    let with_size = |graph: &str, queue: &str| {
+        std::fs::write(dir.path().join("line.graph"), graph).unwrap();
+        let text = format!(
+            "seed = 1\n[topology]\nkind = \"graph\"\nfile = \"line.graph\"\n[switch.queue]\n\
+             kind = \"droptail\"\n{queue}\n[[traffic]]\nprotocol = \"cbr\"\npattern = \"many_to_many\"\n\
+             senders = [0]\nreceivers = [1]\nsize_bytes = {size}\n"
+        );
+        let scn = Scenario::from_str(&text, &dir.path().join("line.toml"), &[])
+            .unwrap_or_else(|e| panic!("{e}"));
+        run(&scn, 1, 1)
+    };
+    let roomy = with_size(LINE, "queue_packets = 1000");
+    assert_eq!(roomy.flows[0].bytes_received, size);
+    for (option, scenario_wide) in [
+        ("queue=5pkts", "queue_packets = 5"),
+        ("queue=7500B", "queue_bytes = 7500"),
+    ] {
+        let sized = with_size(&line_with(option), "queue_packets = 1000");
+        let want = with_size(LINE, scenario_wide);
+        assert!(
+            sized.flows[0].bytes_received < size,
+            "{option}: nothing dropped"
+        );
+        // Only s0's port towards s1 ever queues, so its size alone decides.
+        assert_eq!(sized.csv, want.csv, "{option}");
+    }
+    // A size on a link that never queues changes nothing.
+    let idle = with_size(
+        &LINE.replace("link s1 h1 10Gbps 3us", "link s1 h1 10Gbps 3us queue=2pkts"),
+        "queue_packets = 1000",
+    );
+    assert_eq!(idle.csv, roomy.csv);
+}
+
+#[test]
+fn link_queue_sizes_a_discipline_cannot_take_are_refused_with_the_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let err = |graph: &str, queue: &str| {
+        std::fs::write(dir.path().join("line.graph"), graph).unwrap();
+        let text = format!(
+            "[topology]\nkind = \"graph\"\nfile = \"line.graph\"\n[switch.queue]\n{queue}\n\
+             [[traffic]]\nprotocol = \"tcp\"\npattern = \"permutation\"\nsize_bytes = 10000\n"
+        );
+        Scenario::from_str(&text, &dir.path().join("s.toml"), &[])
+            .map(drop)
+            .unwrap_err()
+            .to_string()
+    };
+    let e = err(&line_with("queue=1000B"), "kind = \"droptail\"");
+    assert!(
+        e.ends_with("line.graph:5: the queue of s0 towards s1: 1000 B is smaller than one packet (9064 B: tcp MTU 9000 + header 64)"),
+        "{e}"
+    );
+    let e = err(&line_with("queue=100pkts"), "kind = \"classes\"");
+    assert!(e.ends_with("line.graph:5: the queue of s0 towards s1: its discipline, kind = \"classes\", has no single capacity to replace (size its classes in the scenario)"), "{e}");
+    let e = err(
+        &line_with("queue=20000B"),
+        "kind = \"ecn_ramp\"\nqueue_bytes = 1000000\nkmin_kb = 5\nkmax_kb = 200\nscale_with_rate = false",
+    );
+    assert!(e.contains("line.graph:5: the queue of s0 towards s1: at this size, its discipline (kind = \"ecn_ramp\").kmax_kb = 200: must not exceed the buffer (20000 bytes)"), "{e}");
+    assert!(!e.contains('\n'));
+    let e = err(&line_with("queue=4294967296pkts"), "kind = \"droptail\"");
+    assert!(e.contains("line.graph:5: queue \"4294967296pkts\""), "{e}");
+}

@@ -354,6 +354,7 @@ impl Scenario {
             let q = q.as_ref().map_or(&file.switch.queue, |t| &t.queue);
             ranges::check_queue_fits(&key, q, &protos, &protocols)?;
         }
+        switch::check_port_sizes(&topology, &queues, ranges::full_packet(&protos, &protocols))?;
         let env = workloads::WorkloadEnv {
             hosts: topology.hosts(),
             host_link_bps: topology.host_link().rate_bps,
@@ -798,7 +799,10 @@ mod tests {
         // Offers 40 ECN-capable data packets to a NIC; how many got marked.
         let marks = |sets: &[&str]| {
             let s = load(BASE, sets).unwrap();
-            let (mut k, mut q) = (Kit::new(0), s.queues.build(EntityKind::Host, false, 0, 0));
+            let (mut k, mut q) = (
+                Kit::new(0),
+                s.queues.build(EntityKind::Host, false, None, 0, 0),
+            );
             (0..40)
                 .filter(|&i| {
                     let mut p = data(i, 1000);

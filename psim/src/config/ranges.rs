@@ -127,6 +127,12 @@ pub(crate) fn full_packet_bytes(protos: &[Protocol], p: &ProtocolParams) -> Opti
     largest(protos, p).map(|f| f.bytes())
 }
 
+/// The largest data packet of `protos` on the wire: bytes, and what it is
+/// made of (for errors); None for no protocols.
+pub(crate) fn full_packet(protos: &[Protocol], p: &ProtocolParams) -> Option<(u64, String)> {
+    largest(protos, p).map(|f| (f.bytes(), f.describe()))
+}
+
 fn largest(protos: &[Protocol], p: &ProtocolParams) -> Option<FullPacket> {
     protos
         .iter()

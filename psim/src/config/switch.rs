@@ -4,8 +4,8 @@
 
 use super::error::{bad, ConfigError};
 use crate::net::edge::SlackConfig;
-use crate::queue::{Queue, QueueConfig, QueueEnv};
-use crate::topo::EntityKind;
+use crate::queue::{Capacity, Queue, QueueConfig, QueueEnv};
+use crate::topo::{EntityKind, QueueLimit, Topology};
 use serde::{Deserialize, Serialize};
 
 /// `[switch]`: `[switch.queue]` for every switch port, per-tier overrides
@@ -111,15 +111,92 @@ impl PortQueues {
         self.tiers.iter().chain(&self.to_host)
     }
     /// A new queue for a port of entity `entity`, of `kind`, under the
-    /// scenario's `seed` (`to_host`: as [`Self::config`]).
-    pub fn build(&self, kind: EntityKind, to_host: bool, entity: u32, seed: u64) -> Queue {
+    /// scenario's `seed` (`to_host`: as [`Self::config`]). `size`: the
+    /// topology's own size for this port (a graph file's `queue=`), which
+    /// replaces the discipline's capacity ([`check_port_sizes`] accepted it).
+    pub fn build(
+        &self,
+        kind: EntityKind,
+        to_host: bool,
+        size: Option<QueueLimit>,
+        entity: u32,
+        seed: u64,
+    ) -> Queue {
         let env = QueueEnv {
             switch: (kind != EntityKind::Host).then_some(entity),
             seed,
             ..self.env
         };
-        self.config(kind, to_host).build(&env)
+        let q = self.config(kind, to_host);
+        match size {
+            None => q.build(&env),
+            Some(s) => q
+                .with_capacity(capacity(s))
+                .expect("port sizes are checked at load")
+                .build(&env),
+        }
     }
+}
+
+/// A topology's port size as a discipline's capacity (a graph file allows
+/// at most `u32::MAX` packets).
+fn capacity(size: QueueLimit) -> Capacity {
+    match size {
+        QueueLimit::Packets(n) => Capacity::Packets(n.min(u32::MAX as u64) as u32),
+        QueueLimit::Bytes(b) => Capacity::Bytes(b),
+    }
+}
+
+/// Checks every port size a graph file gives (`queue=`, an htsim file's
+/// queue `size`) against the discipline it resizes: one with a capacity of
+/// its own, whose other keys still hold at the new size, and that holds one
+/// full packet of the traffic (`packet`: its bytes and make-up). Each error
+/// names the file, the line and the port.
+pub(crate) fn check_port_sizes(
+    topo: &Topology,
+    queues: &PortQueues,
+    packet: Option<(u64, String)>,
+) -> Result<(), ConfigError> {
+    let Topology::Graph(g) = topo else {
+        return Ok(());
+    };
+    let mut checked = std::collections::BTreeSet::new();
+    for e in 0..topo.entities() {
+        let kind = topo.kind(e);
+        for p in 0..topo.port_count(e) {
+            let Some(size) = topo.port_queue(e, p) else {
+                continue;
+            };
+            let to_host = topo.kind(topo.port(e, p).peer) == EntityKind::Host;
+            let fail = |m: String| ConfigError::Topology(g.queue_error(e, p, &m));
+            if queues.tofino.is_some() && kind != EntityKind::Host {
+                return Err(fail(
+                    "a size for a switch port cannot be given with [switch.tofino], whose chip sizes its own queues"
+                        .into(),
+                ));
+            }
+            if !checked.insert((kind as u8, to_host, size)) {
+                continue;
+            }
+            let q = queues.config(kind, to_host);
+            let Some(sized) = q.with_capacity(capacity(size)) else {
+                return Err(fail(format!(
+                    "its discipline, kind = \"{}\", has no single capacity to replace (size its classes in the scenario)",
+                    q.name()
+                )));
+            };
+            let what = format!("its discipline (kind = \"{}\")", q.name());
+            sized
+                .validate(&what)
+                .map_err(|err| fail(format!("at this size, {err}")))?;
+            if let (QueueLimit::Bytes(b), Some((bytes, make))) = (size, &packet) {
+                if b < *bytes {
+                    return Err(fail(format!("{b} B is smaller than one packet ({make})")));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Validates `[switch]` and `[host]`; `mtu` is NDP's MTU payload,

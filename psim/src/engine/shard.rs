@@ -240,7 +240,8 @@ impl Shard {
                 .map(|p| {
                     let info = topo.port(e, p);
                     let to_host = topo.kind(info.peer) == EntityKind::Host;
-                    let queue = scn.queues.build(kind, to_host, e, shared.seed);
+                    let size = topo.port_queue(e, p);
+                    let queue = scn.queues.build(kind, to_host, size, e, shared.seed);
                     let mut port = Port::new(queue, info);
                     let loss = topo.link_loss(e, p).unwrap_or(loss);
                     if loss > 0.0 {

@@ -578,6 +578,25 @@ disciplines! {
     Voq(voq::VoqQueue, voq::VoqConfig) = "voq",
 }
 
+impl QueueConfig {
+    /// This discipline with its capacity (`queue_packets` or `queue_bytes`)
+    /// replaced by `cap`: a graph file's per-link `queue=`. None for a
+    /// discipline without one capacity of its own (`classes` sizes each class).
+    pub fn with_capacity(&self, cap: Capacity) -> Option<QueueConfig> {
+        let toml::Value::Table(mut t) = toml::Value::try_from(self).ok()? else {
+            return None;
+        };
+        t.remove("queue_packets");
+        t.remove("queue_bytes");
+        let (key, n) = match cap {
+            Capacity::Packets(n) => ("queue_packets", n as i64),
+            Capacity::Bytes(b) => ("queue_bytes", i64::try_from(b).ok()?),
+        };
+        t.insert(key.into(), toml::Value::Integer(n));
+        toml::Value::Table(t).try_into().ok()
+    }
+}
+
 impl Default for QueueConfig {
     /// Switch ports: drop-tail.
     fn default() -> Self {

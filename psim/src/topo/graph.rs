@@ -82,8 +82,8 @@ pub struct Graph {
     ports: Vec<PortInfo>,
     /// Routing cost of leaving by each port (thousandths of a weight).
     weights: Vec<u64>,
-    /// Per-port queue sizes given in the file.
-    queues: Vec<Option<QueueLimit>>,
+    /// Per-port queue sizes given in the file, with the line that gives each.
+    queues: Vec<Option<(QueueLimit, usize)>>,
     /// Per host: its switch and the switch's port to it.
     attach: Vec<(u32, u16)>,
     /// Per switch (`e - hosts`): its index among access switches, or `u32::MAX`.
@@ -165,8 +165,8 @@ impl Graph {
                     ),
                 ));
             }
-            adj[a as usize].push((b, edge.link, edge.weight_ab, edge.queue, edge.line));
-            adj[b as usize].push((a, edge.link, edge.weight_ba, edge.queue, edge.line));
+            adj[a as usize].push((b, edge.link, edge.weight_ab, edge.queue_ab, edge.line));
+            adj[b as usize].push((a, edge.link, edge.weight_ba, edge.queue_ba, edge.line));
         }
         for (e, list) in adj.iter().enumerate() {
             let e32 = e as u32;
@@ -207,7 +207,7 @@ impl Graph {
         let mut queues = Vec::new();
         port_base.push(0u32);
         for (e, list) in adj.iter().enumerate() {
-            for (i, &(peer, link, w, q, _)) in list.iter().enumerate() {
+            for (i, &(peer, link, w, q, line)) in list.iter().enumerate() {
                 // The peer's port back: the k-th entry of its list that names us,
                 // k = how many earlier entries of ours name the peer (always 0:
                 // parallel links are rejected by the parser; kept general).
@@ -225,7 +225,7 @@ impl Graph {
                     link,
                 });
                 weights.push(w);
-                queues.push(q);
+                queues.push(q.map(|q| (q, line)));
             }
             port_base.push(ports.len() as u32);
         }
@@ -417,10 +417,25 @@ impl Graph {
     pub fn entity(&self, name: &str) -> Option<u32> {
         self.names.iter().position(|x| x == name).map(|i| i as u32)
     }
-    /// The queue size the file gives port `p` of entity `e`, if any. Not yet
-    /// used by the engine (docs/topologies.md).
+    /// The queue size the file gives port `p` of entity `e`, if any: it
+    /// replaces the capacity of the port's discipline (docs/topologies.md).
     pub fn queue_limit(&self, e: u32, p: u16) -> Option<QueueLimit> {
-        self.queues[self.port_index(e, p)]
+        self.queues[self.port_index(e, p)].map(|(q, _)| q)
+    }
+    /// An error about the queue size the file gives port `p` of entity `e`,
+    /// at the line that gives it.
+    pub fn queue_error(&self, e: u32, p: u16, message: &str) -> GraphError {
+        let line = self.queues[self.port_index(e, p)].map(|(_, l)| l);
+        let peer = self.ports[self.port_index(e, p)].peer;
+        gerr(
+            std::path::Path::new(&self.source),
+            line,
+            format!(
+                "the queue of {} towards {}: {message}",
+                self.name(e),
+                self.name(peer)
+            ),
+        )
     }
     pub(super) fn hosts(&self) -> u32 {
         self.hosts

@@ -18,7 +18,7 @@
 //! | rate | `<number><unit>`, unit `bps`, `Kbps`, `Mbps`, `Gbps` or `Tbps` (powers of 1000) | required |
 //! | delay | `<number><unit>`, unit `s`, `ms`, `us`, `ns` or `ps`; zero allowed | required |
 //! | `weight=` | routing cost of the link, both directions, positive | 1 |
-//! | `queue=` | this link's output queue, `<n>pkts` or `<n>B`, both ends (stored; see docs/topologies.md) | the switch's discipline |
+//! | `queue=` | this link's output queue, `<n>pkts` or `<n>B`, both ends; it replaces the capacity of the port's discipline (docs/topologies.md) | the switch's discipline |
 //!
 //! Names are declared once (a second declaration is an error) and may be used
 //! before their declaration. Links are duplex: one line is one cable (GR2).
@@ -52,7 +52,7 @@ pub struct GraphError {
 }
 
 /// A per-link output queue size given in the file.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub enum QueueLimit {
     /// At most this many packets.
     Packets(u64),
@@ -84,8 +84,10 @@ pub struct EdgeSpec {
     pub weight_ab: u64,
     /// Routing cost b → a.
     pub weight_ba: u64,
-    /// Output queue size of both ends, if given.
-    pub queue: Option<QueueLimit>,
+    /// Size of the output queue at `a`, towards `b`, if the file gives one.
+    pub queue_ab: Option<QueueLimit>,
+    /// Size of the output queue at `b`, towards `a`.
+    pub queue_ba: Option<QueueLimit>,
     /// Line of the link.
     pub line: usize,
 }
@@ -199,13 +201,13 @@ fn parse_weight(s: &str) -> Result<u64, String> {
 }
 
 fn parse_queue(s: &str) -> Result<QueueLimit, String> {
-    let bad = || format!("queue {s:?}: expected <n>pkts or <n>B, n >= 1");
+    let bad = || format!("queue {s:?}: expected <n>pkts (1 to 2^32 - 1) or <n>B, n >= 1");
     let (n, unit) = match s.strip_suffix("pkts") {
         Some(n) => (n, true),
         None => (s.strip_suffix('B').ok_or_else(bad)?, false),
     };
     let n: u64 = n.parse().map_err(|_| bad())?;
-    if n == 0 {
+    if n == 0 || (unit && n > u32::MAX as u64) {
         return Err(bad());
     }
     Ok(if unit {
@@ -342,7 +344,8 @@ pub fn parse_psim(text: &str, file: &Path) -> Result<GraphSpec, GraphError> {
             link,
             weight_ab: weight,
             weight_ba: weight,
-            queue,
+            queue_ab: queue,
+            queue_ba: queue,
             line,
         });
     }
@@ -413,7 +416,8 @@ pub fn parse_rocketfuel(
                     link: opts.link,
                     weight_ab: weight,
                     weight_ba: weight,
-                    queue: None,
+                    queue_ab: None,
+                    queue_ba: None,
                     line,
                 });
             }
@@ -453,7 +457,8 @@ pub fn parse_rocketfuel(
                 link: opts.host_link,
                 weight_ab: WEIGHT_SCALE as u64,
                 weight_ba: WEIGHT_SCALE as u64,
-                queue: None,
+                queue_ab: None,
+                queue_ba: None,
                 line: *line,
             });
         }
@@ -497,7 +502,8 @@ mod tests {
         assert_eq!(s.nodes.len(), 3);
         assert!(s.nodes[0].host && !s.nodes[2].host);
         assert_eq!(s.edges.len(), 2);
-        assert_eq!(s.edges[0].queue, Some(QueueLimit::Packets(10)));
+        assert_eq!(s.edges[0].queue_ab, Some(QueueLimit::Packets(10)));
+        assert_eq!(s.edges[0].queue_ba, Some(QueueLimit::Packets(10)));
         assert_eq!(s.edges[0].line, 2);
         assert_eq!(s.edges[1].weight_ab, 2500);
         assert_eq!(s.edges[1].link.delay_ps, 2_000_000);

@@ -33,10 +33,10 @@
 //! host or a switch: that is one direction of a link. Its rate is the slowest
 //! queue's speed on the way, its delay the sum of the pipes' latencies, and its
 //! queue size the port queue's. The two directions between two nodes form one
-//! psim link: both must exist and have the same rate and delay. Their queue
-//! sizes, when equal, become the link's `queue` (bytes); when they differ the
-//! link has none (the scenario's discipline sizes it, as it does every queue
-//! for now: docs/topologies.md). Links are numbered as they are found: nodes
+//! psim link: both must exist and have the same rate and delay. Each
+//! direction's port queue size (bytes) becomes the capacity of the psim
+//! port at that end, in place of the scenario discipline's own
+//! (docs/topologies.md). Links are numbered as they are found: nodes
 //! in declaration order, each node's queues in order; routing weights are 1.
 //!
 //! Stricter than htsim, which skips what it does not know: unknown
@@ -603,7 +603,8 @@ pub fn parse_htsim_topo(text: &str, file: &Path) -> Result<GraphSpec, GraphError
             link: d.link,
             weight_ab: WEIGHT_SCALE as u64,
             weight_ba: WEIGHT_SCALE as u64,
-            queue: (d.size == back.size).then_some(QueueLimit::Bytes(d.size)),
+            queue_ab: Some(QueueLimit::Bytes(d.size)),
+            queue_ba: Some(QueueLimit::Bytes(back.size)),
             line: qline,
         });
     }
@@ -632,7 +633,7 @@ mod tests {
     }
 
     /// Two hosts on one switch. h0's link: 10 Gb/s both ways, one pipe of
-    /// 1 us with its reverse; queue sizes 1000 and 2000 differ, so no size.
+    /// 1 us with its reverse; port queues of 1000 (h0) and 2000 bytes (s0).
     /// h1's link: NIC 40 Gb/s then a 10 Gb/s shaper, so 10 Gb/s; 1500 ns each
     /// way; both port queues 3000 bytes.
     const SMALL: &str = "\
@@ -677,7 +678,8 @@ pipe p1r, latency 1.5 us, dst h1
                     },
                     weight_ab: 1000,
                     weight_ba: 1000,
-                    queue: None,
+                    queue_ab: Some(QueueLimit::Bytes(2000)),
+                    queue_ba: Some(QueueLimit::Bytes(1000)),
                     line: 11,
                 },
                 EdgeSpec {
@@ -689,7 +691,8 @@ pipe p1r, latency 1.5 us, dst h1
                     },
                     weight_ab: 1000,
                     weight_ba: 1000,
-                    queue: Some(QueueLimit::Bytes(3000)),
+                    queue_ab: Some(QueueLimit::Bytes(3000)),
+                    queue_ba: Some(QueueLimit::Bytes(3000)),
                     line: 15,
                 },
             ],

@@ -155,8 +155,9 @@ impl Topology {
         }
     }
     /// The output queue size the topology itself gives port `p` of entity
-    /// `e` (a graph file's `queue=`); `None` means the scenario's discipline
-    /// decides. Not yet applied by the engine (docs/topologies.md).
+    /// `e` (a graph file's `queue=`, an htsim file's queue `size`): it
+    /// replaces the capacity of the port's discipline. `None`: the
+    /// discipline's own.
     pub fn port_queue(&self, e: u32, p: u16) -> Option<QueueLimit> {
         match self {
             Topology::Graph(g) => g.queue_limit(e, p),
