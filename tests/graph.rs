@@ -167,6 +167,20 @@ fn a_links_queue_size_replaces_the_disciplines_capacity_at_its_ports() {
         // Only s0's port towards s1 ever queues, so its size alone decides.
         assert_eq!(sized.csv, want.csv, "{option}");
     }
+    // [[switch.named]] gives s0 alone the small queue: the same flows again.
+    let named = with_size(
+        LINE,
+        "queue_packets = 1000\n[[switch.named]]\nswitches = [\"s0\"]\n\
+         [switch.named.queue]\nkind = \"droptail\"\nqueue_packets = 5",
+    );
+    assert_eq!(named.csv, with_size(LINE, "queue_packets = 5").csv);
+    // Named, s1 (whose ports never queue) changes nothing.
+    let idle_named = with_size(
+        LINE,
+        "queue_packets = 1000\n[[switch.named]]\nswitches = [\"s1\"]\n\
+         [switch.named.queue]\nkind = \"droptail\"\nqueue_packets = 2",
+    );
+    assert_eq!(idle_named.csv, roomy.csv);
     // A size on a link that never queues changes nothing.
     let idle = with_size(
         &LINE.replace("link s1 h1 10Gbps 3us", "link s1 h1 10Gbps 3us queue=2pkts"),
@@ -204,4 +218,62 @@ fn link_queue_sizes_a_discipline_cannot_take_are_refused_with_the_line() {
     assert!(!e.contains('\n'));
     let e = err(&line_with("queue=4294967296pkts"), "kind = \"droptail\"");
     assert!(e.contains("line.graph:5: queue \"4294967296pkts\""), "{e}");
+}
+
+#[test]
+fn named_switches_must_exist_once_each() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("line.graph"), LINE).unwrap();
+    let load = |named: &str| {
+        let text = format!(
+            "[topology]\nkind = \"graph\"\nfile = \"line.graph\"\n{named}\n\
+             [[traffic]]\nprotocol = \"tcp\"\npattern = \"permutation\"\nsize_bytes = 10000\n"
+        );
+        Scenario::from_str(&text, &dir.path().join("s.toml"), &[])
+    };
+    let table = |switches: &str, kind: &str| {
+        format!(
+            "[[switch.named]]\nswitches = {switches}\n[switch.named.queue]\nkind = \"{kind}\"\n"
+        )
+    };
+    let s = load(&table("[\"s1\"]", "fq")).unwrap();
+    let q = &s.queues;
+    use psim::topo::EntityKind::Tor;
+    let named = |n: &str| (0..s.topology.entities()).find(|&e| s.topology.label(e) == n);
+    let (s0, s1) = (named("s0").unwrap(), named("s1").unwrap());
+    assert_eq!(q.port_config(Tor, false, s1).name(), "fq");
+    assert_eq!(q.port_config(Tor, true, s1).name(), "fq");
+    assert_eq!(q.port_config(Tor, false, s0).name(), "droptail");
+    // A FatTree's switches by their labels (numbered among all switches).
+    let text = format!(
+        "[topology]\nkind = \"fattree\"\nk = 4\n{}",
+        table("[\"core17\", \"tor0\"]", "lifo")
+    );
+    let ft = Scenario::from_str(&text, &dir.path().join("f.toml"), &[]).unwrap();
+    let lifo: Vec<String> = (0..ft.topology.entities())
+        .filter(|&e| ft.queues.port_config(ft.topology.kind(e), false, e).name() == "lifo")
+        .map(|e| ft.topology.label(e))
+        .collect();
+    assert_eq!(lifo, ["tor0", "core17"]);
+    let err = |named: &str| load(named).map(drop).unwrap_err().to_string();
+    let e = err(&table("[\"s7\"]", "fq"));
+    assert_eq!(e, "switch.named[0].switches = \"s7\": names no switch of the topology (names as errors and `psim partition` show them)");
+    let e = err(&table("[\"h0\"]", "fq"));
+    assert!(
+        e.starts_with("switch.named[0].switches = \"h0\": names no switch"),
+        "{e}"
+    );
+    let e = err(&format!(
+        "{}{}",
+        table("[\"s0\"]", "fq"),
+        table("[\"s1\", \"s0\"]", "lifo")
+    ));
+    assert_eq!(e, "switch.named[1].switches = \"s0\": is named again (first in switch.named[0]): a switch runs one discipline");
+    let e = err(&table("[]", "fq"));
+    assert_eq!(e, "switch.named[0].switches = []: name at least one switch");
+    let e = err("[[switch.named]]\nswitches = [\"s0\"]\n[switch.named.queue]\nkind = \"droptail\"\nqueue_bytes = 100");
+    assert!(
+        e.starts_with("switch.named[0].queue.queue_bytes = 100: smaller than one packet"),
+        "{e}"
+    );
 }

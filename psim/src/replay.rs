@@ -284,8 +284,7 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
         // leaves `rank` as it is.
         (ReplayNic::Fifo, ReplayDiscipline::Priority) => scn.queues.host.clone(),
     };
-    r.queues.tiers = [lstf.clone(), lstf.clone(), lstf];
-    r.queues.to_host = None;
+    r.queues.set_every_switch(lstf);
     r.queues.slack = crate::net::edge::SlackConfig::None;
     r
 }
@@ -537,12 +536,24 @@ impl ReplayReport {
         }
     }
 
+    /// The original's switch disciplines, each once, in table order
+    /// (`fq/fifo_plus` for a mix).
+    fn switch_disciplines(&self) -> String {
+        let mut names: Vec<&str> = Vec::new();
+        for n in self.original.iter().skip(1) {
+            if !names.contains(&n.as_str()) {
+                names.push(n);
+            }
+        }
+        names.join("/")
+    }
+
     /// One line for the terminal.
     pub fn line(&self) -> String {
         format!(
             "replay: {} packets of a {} original replayed by {}: {:.4} overdue, {:.4} by more than {} us (max {:.1} us late); mean queueing {:.1} -> {:.1} us",
             self.packets,
-            self.original.get(1).map_or("?", String::as_str),
+            self.switch_disciplines(),
             format!("{:?}", self.replay).to_lowercase(),
             self.overdue_fraction,
             self.overdue_beyond_t_fraction,

@@ -14,7 +14,7 @@ mod switch;
 mod topology;
 
 pub use error::ConfigError;
-pub use switch::{HostFile, PortQueues, SwitchFile, TierQueue};
+pub use switch::{HostFile, NamedQueue, PortQueues, SwitchFile, TierQueue};
 pub use topology::{DegradedLinkFile, TierFile, TopologyFile};
 
 use crate::packet::Protocol;
@@ -321,12 +321,13 @@ impl Scenario {
         // when there is no traffic).
         let packet_bytes = ranges::full_packet_bytes(&protos, &protocols)
             .unwrap_or(protocols.ndp.mtu_bytes as u64 + crate::packet::HEADER_BYTES as u64);
-        let queues = switch::port_queues(
+        let mut queues = switch::port_queues(
             &file.switch,
             &file.host,
             protocols.ndp.mtu_bytes,
             packet_bytes,
         )?;
+        switch::resolve_named(&file.switch, &topology, &mut queues)?;
         if file.switch.pfc.enabled {
             let ports = (0..topology.entities())
                 .filter(|&e| topology.kind(e) != crate::topo::EntityKind::Host)
@@ -353,6 +354,10 @@ impl Scenario {
             };
             let q = q.as_ref().map_or(&file.switch.queue, |t| &t.queue);
             ranges::check_queue_fits(&key, q, &protos, &protocols)?;
+        }
+        for (i, n) in file.switch.named.iter().enumerate() {
+            let key = format!("switch.named[{i}].queue");
+            ranges::check_queue_fits(&key, &n.queue, &protos, &protocols)?;
         }
         switch::check_port_sizes(&topology, &queues, ranges::full_packet(&protos, &protocols))?;
         let env = workloads::WorkloadEnv {
@@ -426,11 +431,15 @@ impl Scenario {
             &mut file.switch.tor,
             &mut file.switch.agg,
             &mut file.switch.core,
+            &mut file.switch.to_host,
         ]
         .into_iter()
         .flatten()
         {
             t.queue = t.queue.resolved(env);
+        }
+        for n in &mut file.switch.named {
+            n.queue = n.queue.resolved(env);
         }
         let mut v = serde_json::to_value(&file).unwrap_or(serde_json::Value::Null);
         let trace = &mut v["trace"];

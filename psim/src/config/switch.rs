@@ -33,6 +33,11 @@ pub struct SwitchFile {
     /// `queue/edge_codel.rs`), without the ToR's uplinks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_host: Option<TierQueue>,
+    /// `[[switch.named]]`: the discipline of every port of the switches it
+    /// names, over the tiers' and `to_host`'s (a mix of disciplines across
+    /// switches, [TH] Table 5.1's "half of the switches run FIFO+").
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub named: Vec<NamedQueue>,
     /// PFC on every switch (`net/pfc.rs`).
     #[serde(default)]
     pub pfc: crate::net::pfc::PfcConfig,
@@ -47,6 +52,17 @@ pub struct SwitchFile {
 #[serde(deny_unknown_fields)]
 pub struct TierQueue {
     /// The discipline of this tier's ports, instead of `[switch.queue]`.
+    pub queue: QueueConfig,
+}
+
+/// `[[switch.named]]`.
+#[derive(Clone, Debug, Deserialize, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct NamedQueue {
+    /// The switches, by the names errors and `psim partition` show (a
+    /// graph file's names; `tor3`, `agg0`, `core1` in a FatTree).
+    pub switches: Vec<String>,
+    /// Their ports' discipline.
     pub queue: QueueConfig,
 }
 
@@ -84,6 +100,10 @@ pub struct PortQueues {
     pub tiers: [QueueConfig; 3],
     /// Switch ports that feed a host, when `[switch.to_host]` is set.
     pub to_host: Option<QueueConfig>,
+    /// `[[switch.named]]`'s disciplines, in file order.
+    pub named: Vec<QueueConfig>,
+    /// Which of `named` each named switch runs (entity id to index).
+    pub named_of: std::collections::BTreeMap<u32, usize>,
     /// What the builds need (NDP's MTU; the ToRs' K for the NICs).
     pub env: QueueEnv,
     /// PFC on the switches, when enabled.
@@ -106,9 +126,25 @@ impl PortQueues {
             (EntityKind::Core, _) => &self.tiers[2],
         }
     }
-    /// Every switch port's possible discipline: the tiers', then `to_host`'s.
+    /// The discipline of port(s) of entity `entity`: a `[[switch.named]]`
+    /// table that names it, else as [`Self::config`].
+    pub fn port_config(&self, kind: EntityKind, to_host: bool, entity: u32) -> &QueueConfig {
+        match self.named_of.get(&entity) {
+            Some(&i) if kind != EntityKind::Host => &self.named[i],
+            _ => self.config(kind, to_host),
+        }
+    }
+    /// Every switch port's possible discipline: the tiers', then `to_host`'s,
+    /// then the named switches'.
     pub fn switch_configs(&self) -> impl Iterator<Item = &QueueConfig> + Clone {
-        self.tiers.iter().chain(&self.to_host)
+        self.tiers.iter().chain(&self.to_host).chain(&self.named)
+    }
+    /// Runs `q` at every switch port, named or not (a replay's LSTF).
+    pub fn set_every_switch(&mut self, q: QueueConfig) {
+        self.tiers = [q.clone(), q.clone(), q];
+        self.to_host = None;
+        self.named.clear();
+        self.named_of.clear();
     }
     /// A new queue for a port of entity `entity`, of `kind`, under the
     /// scenario's `seed` (`to_host`: as [`Self::config`]). `size`: the
@@ -127,7 +163,7 @@ impl PortQueues {
             seed,
             ..self.env
         };
-        let q = self.config(kind, to_host);
+        let q = self.port_config(kind, to_host, entity);
         match size {
             None => q.build(&env),
             Some(s) => q
@@ -175,10 +211,11 @@ pub(crate) fn check_port_sizes(
                         .into(),
                 ));
             }
-            if !checked.insert((kind as u8, to_host, size)) {
+            let named = queues.named_of.get(&e).copied();
+            if !checked.insert((kind as u8, to_host, named, size)) {
                 continue;
             }
-            let q = queues.config(kind, to_host);
+            let q = queues.port_config(kind, to_host, e);
             let Some(sized) = q.with_capacity(capacity(size)) else {
                 return Err(fail(format!(
                     "its discipline, kind = \"{}\", has no single capacity to replace (size its classes in the scenario)",
@@ -193,6 +230,44 @@ pub(crate) fn check_port_sizes(
                 if b < *bytes {
                     return Err(fail(format!("{b} B is smaller than one packet ({make})")));
                 }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Resolves `[[switch.named]]`'s switch names in `topo` into
+/// `queues.named_of`: each must name a switch, at most once over all tables.
+pub(crate) fn resolve_named(
+    sw: &SwitchFile,
+    topo: &Topology,
+    queues: &mut PortQueues,
+) -> Result<(), ConfigError> {
+    if sw.named.is_empty() {
+        return Ok(());
+    }
+    let switches: std::collections::HashMap<String, u32> = (topo.hosts()..topo.entities())
+        .map(|e| (topo.label(e), e))
+        .collect();
+    for (i, n) in sw.named.iter().enumerate() {
+        let key = format!("switch.named[{i}].switches");
+        if n.switches.is_empty() {
+            return Err(bad(&key, "[]", "name at least one switch"));
+        }
+        for name in &n.switches {
+            let Some(&e) = switches.get(name) else {
+                return Err(bad(
+                    &key,
+                    format!("{name:?}"),
+                    "names no switch of the topology (names as errors and `psim partition` show them)",
+                ));
+            };
+            if let Some(first) = queues.named_of.insert(e, i) {
+                return Err(bad(
+                    &key,
+                    format!("{name:?}"),
+                    &format!("is named again (first in switch.named[{first}]): a switch runs one discipline"),
+                ));
             }
         }
     }
@@ -231,6 +306,13 @@ pub(crate) fn port_queues(
         None => None,
         Some(_) => Some(tier(&sw.to_host, "to_host")?),
     };
+    let mut named = Vec::new();
+    for (i, n) in sw.named.iter().enumerate() {
+        let key = format!("switch.named[{i}].queue");
+        n.queue.validate(&key)?;
+        sw.pfc.validate_queue(&key, &n.queue)?;
+        named.push(n.queue.clone());
+    }
     if let (true, Some(q)) = (sw.pfc.enabled, &to_host) {
         // The MMU of a switch keeps one ingress bookkeeping for all its ports.
         if tiers.iter().any(|t| t.names_ingress() != q.names_ingress()) {
@@ -243,6 +325,13 @@ pub(crate) fn port_queues(
     }
     let tofino = match &sw.tofino {
         None => None,
+        Some(_) if !named.is_empty() => {
+            return Err(bad(
+                "switch.named",
+                "a table",
+                "cannot be set with [switch.tofino]: the chip's switches run its own NDP queue",
+            ))
+        }
         Some(_) if to_host.is_some() => return Err(bad(
             "switch.to_host",
             "a table",
@@ -266,7 +355,10 @@ pub(crate) fn port_queues(
     host.queue.validate("host.queue")?;
     host.slack.validate(
         "host.slack",
-        std::iter::once(&host.queue).chain(&tiers).chain(&to_host),
+        std::iter::once(&host.queue)
+            .chain(&tiers)
+            .chain(&to_host)
+            .chain(&named),
     )?;
     Ok(PortQueues {
         host: host.queue.clone(),
@@ -280,6 +372,8 @@ pub(crate) fn port_queues(
         },
         tiers,
         to_host,
+        named,
+        named_of: Default::default(),
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
         slack: host.slack.clone(),
         tofino,

@@ -254,7 +254,7 @@ impl Shard {
             let rates: Vec<u64> = ports.iter().map(|p| p.link.link.rate_bps).collect();
             let pfc = match (&scn.queues.pfc, kind) {
                 (Some(cfg), k) if k != EntityKind::Host => {
-                    let by_input = scn.queues.config(k, false).names_ingress();
+                    let by_input = scn.queues.port_config(k, false, e).names_ingress();
                     let mut mmu = Mmu::new(cfg, ports.len(), by_input);
                     mmu.scale_alpha_by_rate(&rates, topo.host_link().rate_bps);
                     Some(Box::new(mmu))
@@ -276,8 +276,9 @@ impl Shard {
                     .then(|| Box::new(crate::net::HostState::new(scn.queues.slack.clone()))),
                 pfc,
                 tofino,
-                crossbar: (kind != EntityKind::Host && scn.queues.config(kind, false).crossbar())
-                    .then(|| Box::new(Crossbar::new(topo.port_count(e) as usize))),
+                crossbar: (kind != EntityKind::Host
+                    && scn.queues.port_config(kind, false, e).crossbar())
+                .then(|| Box::new(Crossbar::new(topo.port_count(e) as usize))),
             });
         }
         let owned: Vec<bool> = {
