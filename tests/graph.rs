@@ -209,13 +209,20 @@ fn link_queue_sizes_a_discipline_cannot_take_are_refused_with_the_line() {
         "{e}"
     );
     let e = err(&line_with("queue=100pkts"), "kind = \"classes\"");
-    assert!(e.ends_with("line.graph:5: the queue of s0 towards s1: its discipline, kind = \"classes\", has no single capacity to replace (size its classes in the scenario)"), "{e}");
+    assert!(e.ends_with("line.graph:5: the queue of s0 towards s1: its discipline (switch.queue, kind = \"classes\") has no single capacity to replace (size its classes in the scenario)"), "{e}");
     let e = err(
         &line_with("queue=20000B"),
         "kind = \"ecn_ramp\"\nqueue_bytes = 1000000\nkmin_kb = 5\nkmax_kb = 200\nscale_with_rate = false",
     );
-    assert!(e.contains("line.graph:5: the queue of s0 towards s1: at this size, its discipline (kind = \"ecn_ramp\").kmax_kb = 200: must not exceed the buffer (20000 bytes)"), "{e}");
+    assert!(e.contains("line.graph:5: the queue of s0 towards s1: at this size, switch.queue.kmax_kb = 200: must not exceed the buffer (20000 bytes)"), "{e}");
     assert!(!e.contains('\n'));
+    // DCTCP's K counts packets, as the table's capacity does: a size in
+    // bytes would make K = 20 mean 20 bytes.
+    let e = err(
+        &line_with("queue=150000B"),
+        "kind = \"ecn\"\nqueue_packets = 100\necn_threshold = 20",
+    );
+    assert!(e.ends_with("line.graph:5: the queue of s0 towards s1: a size in bytes, but switch.queue (kind = \"ecn\") counts its thresholds in packets, as its capacity: give the size in packets, or the table a capacity and thresholds in bytes"), "{e}");
     let e = err(&line_with("queue=4294967296pkts"), "kind = \"droptail\"");
     assert!(e.contains("line.graph:5: queue \"4294967296pkts\""), "{e}");
 }
@@ -276,4 +283,57 @@ fn named_switches_must_exist_once_each() {
         e.starts_with("switch.named[0].queue.queue_bytes = 100: smaller than one packet"),
         "{e}"
     );
+}
+
+/// An htsim file's two queues of a cable may differ: each end's port takes
+/// its own, and an error about the one back names its own line.
+#[test]
+fn an_htsim_files_queue_sizes_apply_per_direction() {
+    let dir = tempfile::tempdir().unwrap();
+    let topo = "Hosts 2\nSwitches 1\nLinks 2\n\
+                switch s0, queue s0_h0, queue s0_h1\nhost h0, queue nic0\nhost h1, queue nic1\n\
+                queue nic0, type composite, speed 10 Gbps, size 150000, dst p0\n\
+                pipe p0, latency 1 us, src h0, dst s0, reverse p0r\n\
+                queue s0_h0, type composite, speed 10 Gbps, size 30000, dst p0r\n\
+                queue nic1, type composite, speed 10 Gbps, size 500, dst p1\n\
+                pipe p1, latency 1 us, src h1, dst s0, reverse p1r\n\
+                queue s0_h1, type composite, speed 10 Gbps, size 20000, dst p1r\n";
+    std::fs::write(dir.path().join("t.topo"), topo).unwrap();
+    let load = |protocol: &str| {
+        let text = format!(
+            "[topology]\nkind = \"graph\"\nfile = \"t.topo\"\nformat = \"htsim\"\n\
+             [[traffic]]\nprotocol = \"{protocol}\"\npattern = \"permutation\"\nsize_bytes = 10000\n"
+        );
+        Scenario::from_str(&text, &dir.path().join("s.toml"), &[])
+    };
+    // h1's NIC holds 500 B: refused for 9,064 B TCP packets, on nic1's line.
+    let e = load("tcp").map(drop).unwrap_err().to_string();
+    assert!(
+        e.ends_with("t.topo:10: the queue of h1 towards s0: 500 B is smaller than one packet (9064 B: tcp MTU 9000 + header 64)"),
+        "{e}"
+    );
+    let topo2 = topo.replace("size 500,", "size 10000,");
+    std::fs::write(dir.path().join("t.topo"), topo2).unwrap();
+    let s = load("tcp").unwrap();
+    let t = &s.topology;
+    use psim::topo::QueueLimit::Bytes;
+    let id = |n: &str| (0..t.entities()).find(|&e| t.label(e) == n).unwrap();
+    let port_to = |a: &str, b: &str| {
+        let (a, b) = (id(a), id(b));
+        (0..t.port_count(a))
+            .find(|&p| t.port(a, p).peer == b)
+            .unwrap()
+    };
+    for (a, b, want) in [
+        ("h0", "s0", 150_000),
+        ("s0", "h0", 30_000),
+        ("h1", "s0", 10_000),
+        ("s0", "h1", 20_000),
+    ] {
+        assert_eq!(
+            t.port_queue(id(a), port_to(a, b)),
+            Some(Bytes(want)),
+            "{a} -> {b}"
+        );
+    }
 }

@@ -92,7 +92,14 @@ fn bytes_dequeued_towards_receivers_equal_bytes_delivered() {
     for (name, scn, t) in fully_traced() {
         let name = name.as_str();
         let topo = &scn.topology;
-        let receiver: BTreeMap<u64, u32> = t.flows.iter().map(|f| (f.flow_id, f.dst)).collect();
+        // An RDMA Read's data goes to its source, the requester; the flow
+        // id's top byte is its [[traffic]] entry.
+        let read = |f: &psim::trace::FlowRecord| scn.traffic_reads[(f.flow_id >> 56) as usize];
+        let receiver: BTreeMap<u64, u32> = t
+            .flows
+            .iter()
+            .map(|f| (f.flow_id, if read(f) { f.src } else { f.dst }))
+            .collect();
         // Packets put on a link that ends at their flow's receiver; with a
         // stop time, only those that arrive before it (the engine processes
         // events before the stop).

@@ -285,6 +285,8 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
         (ReplayNic::Fifo, ReplayDiscipline::Priority) => scn.queues.host.clone(),
     };
     r.queues.set_every_switch(lstf);
+    // The replay never drops: replay.queue_packets, not the file's sizes.
+    r.queues.topology_sizes = false;
     r.queues.slack = crate::net::edge::SlackConfig::None;
     r
 }
@@ -485,7 +487,8 @@ impl ShardReplay {
 /// The comparison, for the manifest (`packets.replay`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReplayReport {
-    /// Disciplines of the original: NICs, then ToR/agg/core tiers.
+    /// Disciplines of the original: NICs, then ToR/agg/core tiers, then
+    /// `[switch.to_host]`'s and the `[[switch.named]]` tables'.
     pub original: Vec<String>,
     /// What the replay ran (`lstf` or `priority`).
     pub replay: ReplayDiscipline,

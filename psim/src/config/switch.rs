@@ -104,6 +104,13 @@ pub struct PortQueues {
     pub named: Vec<QueueConfig>,
     /// Which of `named` each named switch runs (entity id to index).
     pub named_of: std::collections::BTreeMap<u32, usize>,
+    /// The scenario key of each tier's table (`switch.queue` where the
+    /// tier has none of its own), for errors.
+    pub tier_keys: [String; 3],
+    /// Whether the topology's own port sizes (a graph file's `queue=`)
+    /// apply; a replay's ports keep `replay.queue_packets`, so that it
+    /// never drops.
+    pub topology_sizes: bool,
     /// What the builds need (NDP's MTU; the ToRs' K for the NICs).
     pub env: QueueEnv,
     /// PFC on the switches, when enabled.
@@ -132,6 +139,17 @@ impl PortQueues {
         match self.named_of.get(&entity) {
             Some(&i) if kind != EntityKind::Host => &self.named[i],
             _ => self.config(kind, to_host),
+        }
+    }
+    /// The scenario key of the table [`Self::port_config`] takes.
+    pub fn table_key(&self, kind: EntityKind, to_host: bool, entity: u32) -> String {
+        match (kind, self.named_of.get(&entity), &self.to_host) {
+            (EntityKind::Host, _, _) => "host.queue".into(),
+            (_, Some(i), _) => format!("switch.named[{i}].queue"),
+            (_, None, Some(_)) if to_host => "switch.to_host.queue".into(),
+            (EntityKind::Tor, ..) => self.tier_keys[0].clone(),
+            (EntityKind::Agg, ..) => self.tier_keys[1].clone(),
+            (EntityKind::Core, ..) => self.tier_keys[2].clone(),
         }
     }
     /// Every switch port's possible discipline: the tiers', then `to_host`'s,
@@ -164,7 +182,7 @@ impl PortQueues {
             ..self.env
         };
         let q = self.port_config(kind, to_host, entity);
-        match size {
+        match size.filter(|_| self.topology_sizes) {
             None => q.build(&env),
             Some(s) => q
                 .with_capacity(capacity(s))
@@ -180,6 +198,25 @@ fn capacity(size: QueueLimit) -> Capacity {
     match size {
         QueueLimit::Packets(n) => Capacity::Packets(n.min(u32::MAX as u64) as u32),
         QueueLimit::Bytes(b) => Capacity::Bytes(b),
+    }
+}
+
+/// The unit (`"packets"` or `"bytes"`) in which `q` counts ECN or RED
+/// thresholds, when they follow its capacity's unit (`ecn`, `red`, and
+/// `voq` with `ecn_threshold`); None when it has none such.
+fn thresholds_in(q: &QueueConfig, env: &QueueEnv) -> Option<&'static str> {
+    let toml::Value::Table(t) = toml::Value::try_from(q.resolved(env)).ok()? else {
+        return None;
+    };
+    let marks = match q.name() {
+        "ecn" | "red" => true,
+        "voq" => t.contains_key("ecn_threshold"),
+        _ => false,
+    };
+    match (marks, t.contains_key("queue_bytes")) {
+        (false, _) => None,
+        (true, true) => Some("bytes"),
+        (true, false) => Some("packets"),
     }
 }
 
@@ -205,9 +242,13 @@ pub(crate) fn check_port_sizes(
             };
             let to_host = topo.kind(topo.port(e, p).peer) == EntityKind::Host;
             let fail = |m: String| ConfigError::Topology(g.queue_error(e, p, &m));
-            if queues.tofino.is_some() && kind != EntityKind::Host {
+            let chip = queues
+                .tofino
+                .as_ref()
+                .is_some_and(|t| t.tier.kind() == kind);
+            if chip {
                 return Err(fail(
-                    "a size for a switch port cannot be given with [switch.tofino], whose chip sizes its own queues"
+                    "a size for a port of a switch with [switch.tofino]'s chip cannot be given: the chip sizes its own queues"
                         .into(),
                 ));
             }
@@ -216,15 +257,27 @@ pub(crate) fn check_port_sizes(
                 continue;
             }
             let q = queues.port_config(kind, to_host, e);
+            let key = queues.table_key(kind, to_host, e);
             let Some(sized) = q.with_capacity(capacity(size)) else {
                 return Err(fail(format!(
-                    "its discipline, kind = \"{}\", has no single capacity to replace (size its classes in the scenario)",
+                    "its discipline ({key}, kind = \"{}\") has no single capacity to replace (size its classes in the scenario)",
                     q.name()
                 )));
             };
-            let what = format!("its discipline (kind = \"{}\")", q.name());
+            if let Some(unit) = thresholds_in(q, &queues.env) {
+                let given = match size {
+                    QueueLimit::Packets(_) => "packets",
+                    QueueLimit::Bytes(_) => "bytes",
+                };
+                if given != unit {
+                    return Err(fail(format!(
+                        "a size in {given}, but {key} (kind = \"{}\") counts its thresholds in {unit}, as its capacity: give the size in {unit}, or the table a capacity and thresholds in {given}",
+                        q.name()
+                    )));
+                }
+            }
             sized
-                .validate(&what)
+                .validate(&key)
                 .map_err(|err| fail(format!("at this size, {err}")))?;
             if let (QueueLimit::Bytes(b), Some((bytes, make))) = (size, &packet) {
                 if b < *bytes {
@@ -285,13 +338,17 @@ pub(crate) fn port_queues(
 ) -> Result<PortQueues, ConfigError> {
     sw.queue.validate("switch.queue")?;
     sw.pfc.validate("switch.pfc", packet_bytes)?;
+    let tier_key = |t: &Option<TierQueue>, name: &str| match t {
+        None => "switch.queue".to_string(),
+        Some(_) => format!("switch.{name}.queue"),
+    };
     let tier = |t: &Option<TierQueue>, name: &str| -> Result<QueueConfig, ConfigError> {
-        let (q, key) = match t {
-            None => (&sw.queue, "switch.queue".to_string()),
+        let key = tier_key(t, name);
+        let q = match t {
+            None => &sw.queue,
             Some(t) => {
-                let key = format!("switch.{name}.queue");
                 t.queue.validate(&key)?;
-                (&t.queue, key)
+                &t.queue
             }
         };
         sw.pfc.validate_queue(&key, q)?;
@@ -374,6 +431,12 @@ pub(crate) fn port_queues(
         to_host,
         named,
         named_of: Default::default(),
+        tier_keys: [
+            tier_key(&sw.tor, "tor"),
+            tier_key(&sw.agg, "agg"),
+            tier_key(&sw.core, "core"),
+        ],
+        topology_sizes: true,
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
         slack: host.slack.clone(),
         tofino,

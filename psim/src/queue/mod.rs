@@ -787,6 +787,50 @@ mod tests {
         }
     }
 
+    /// A graph file's `queue=` replaces exactly the capacity of every
+    /// discipline that has one, in either unit, and keeps its other keys;
+    /// `classes` (a capacity per class) has none to replace.
+    #[test]
+    fn with_capacity_replaces_the_capacity_of_every_discipline_but_classes() {
+        for cfg in every_default() {
+            let name = cfg.name();
+            for (cap, key, other) in [
+                (Capacity::Packets(7), "queue_packets", "queue_bytes"),
+                (Capacity::Bytes(90_000), "queue_bytes", "queue_packets"),
+            ] {
+                let sized = cfg.with_capacity(cap);
+                if name == "classes" {
+                    assert_eq!(sized, None);
+                    continue;
+                }
+                let sized = sized.unwrap_or_else(|| panic!("{name}"));
+                assert_eq!(sized.name(), name);
+                let toml::Value::Table(t) = toml::Value::try_from(&sized).unwrap() else {
+                    panic!("{name}: not a table");
+                };
+                let want = match cap {
+                    Capacity::Packets(n) => n as i64,
+                    Capacity::Bytes(b) => b as i64,
+                };
+                assert_eq!(
+                    t.get(key).and_then(toml::Value::as_integer),
+                    Some(want),
+                    "{name}"
+                );
+                assert!(!t.contains_key(other), "{name}");
+                // Nothing else moved.
+                let mut back = t.clone();
+                back.remove(key);
+                let toml::Value::Table(mut orig) = toml::Value::try_from(&cfg).unwrap() else {
+                    panic!("{name}");
+                };
+                orig.remove("queue_packets");
+                orig.remove("queue_bytes");
+                assert_eq!(back, orig, "{name}");
+            }
+        }
+    }
+
     #[test]
     fn every_registered_discipline_runs_from_its_defaults() {
         let all = every_default();

@@ -54,7 +54,7 @@
 //! On Internet2 that cuts only the 10 ms core links: the lookahead is 10 ms
 //! (GR4).
 
-use super::graph_file::{GraphError, GraphSpec, QueueLimit};
+use super::graph_file::{GraphError, GraphSpec, PortSize, QueueLimit};
 use super::{EntityKind, LinkSpec, PortInfo};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -152,7 +152,7 @@ impl Graph {
 
         // Ports, in file order per entity.
         // Per entity: (peer, link, routing cost, queue, file line).
-        type End = (u32, LinkSpec, u64, Option<QueueLimit>, usize);
+        type End = (u32, LinkSpec, u64, Option<PortSize>, usize);
         let mut adj: Vec<Vec<End>> = vec![Vec::new(); n];
         for edge in &spec.edges {
             let (a, b) = (id_of[edge.a], id_of[edge.b]);
@@ -207,7 +207,7 @@ impl Graph {
         let mut queues = Vec::new();
         port_base.push(0u32);
         for (e, list) in adj.iter().enumerate() {
-            for (i, &(peer, link, w, q, line)) in list.iter().enumerate() {
+            for (i, &(peer, link, w, q, _)) in list.iter().enumerate() {
                 // The peer's port back: the k-th entry of its list that names us,
                 // k = how many earlier entries of ours name the peer (always 0:
                 // parallel links are rejected by the parser; kept general).
@@ -225,7 +225,7 @@ impl Graph {
                     link,
                 });
                 weights.push(w);
-                queues.push(q.map(|q| (q, line)));
+                queues.push(q.map(|q| (q.limit, q.line)));
             }
             port_base.push(ports.len() as u32);
         }

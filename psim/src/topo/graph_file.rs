@@ -60,6 +60,15 @@ pub enum QueueLimit {
     Bytes(u64),
 }
 
+/// A port's queue size as a file gives it, with the line that gives it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PortSize {
+    /// The size.
+    pub limit: QueueLimit,
+    /// The line of the file that gives it.
+    pub line: usize,
+}
+
 /// One node as declared.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NodeSpec {
@@ -85,9 +94,9 @@ pub struct EdgeSpec {
     /// Routing cost b → a.
     pub weight_ba: u64,
     /// Size of the output queue at `a`, towards `b`, if the file gives one.
-    pub queue_ab: Option<QueueLimit>,
+    pub queue_ab: Option<PortSize>,
     /// Size of the output queue at `b`, towards `a`.
-    pub queue_ba: Option<QueueLimit>,
+    pub queue_ba: Option<PortSize>,
     /// Line of the link.
     pub line: usize,
 }
@@ -330,7 +339,10 @@ pub fn parse_psim(text: &str, file: &Path) -> Result<GraphSpec, GraphError> {
         for opt in &w[5..] {
             match opt.split_once('=') {
                 Some(("weight", v)) => weight = parse_weight(v).map_err(at)?,
-                Some(("queue", v)) => queue = Some(parse_queue(v).map_err(at)?),
+                Some(("queue", v)) => {
+                    let limit = parse_queue(v).map_err(at)?;
+                    queue = Some(PortSize { limit, line });
+                }
                 _ => {
                     return Err(at(format!(
                         "unknown link option {opt:?} (expected weight=W or queue=Q)"
@@ -502,8 +514,11 @@ mod tests {
         assert_eq!(s.nodes.len(), 3);
         assert!(s.nodes[0].host && !s.nodes[2].host);
         assert_eq!(s.edges.len(), 2);
-        assert_eq!(s.edges[0].queue_ab, Some(QueueLimit::Packets(10)));
-        assert_eq!(s.edges[0].queue_ba, Some(QueueLimit::Packets(10)));
+        let ten = Some(PortSize {
+            limit: QueueLimit::Packets(10),
+            line: 2,
+        });
+        assert_eq!((s.edges[0].queue_ab, s.edges[0].queue_ba), (ten, ten));
         assert_eq!(s.edges[0].line, 2);
         assert_eq!(s.edges[1].weight_ab, 2500);
         assert_eq!(s.edges[1].link.delay_ps, 2_000_000);

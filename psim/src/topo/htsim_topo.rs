@@ -46,7 +46,7 @@
 
 use super::graph_file::{
     check_name, err, parse_delay, parse_rate, uncommented, EdgeSpec, GraphError, GraphSpec,
-    NodeSpec, QueueLimit, WEIGHT_SCALE,
+    NodeSpec, PortSize, QueueLimit, WEIGHT_SCALE,
 };
 use super::LinkSpec;
 use std::collections::HashMap;
@@ -603,8 +603,14 @@ pub fn parse_htsim_topo(text: &str, file: &Path) -> Result<GraphSpec, GraphError
             link: d.link,
             weight_ab: WEIGHT_SCALE as u64,
             weight_ba: WEIGHT_SCALE as u64,
-            queue_ab: Some(QueueLimit::Bytes(d.size)),
-            queue_ba: Some(QueueLimit::Bytes(back.size)),
+            queue_ab: Some(PortSize {
+                limit: QueueLimit::Bytes(d.size),
+                line: qline,
+            }),
+            queue_ba: Some(PortSize {
+                limit: QueueLimit::Bytes(back.size),
+                line: elems[back.queue].line,
+            }),
             line: qline,
         });
     }
@@ -678,8 +684,14 @@ pipe p1r, latency 1.5 us, dst h1
                     },
                     weight_ab: 1000,
                     weight_ba: 1000,
-                    queue_ab: Some(QueueLimit::Bytes(2000)),
-                    queue_ba: Some(QueueLimit::Bytes(1000)),
+                    queue_ab: Some(PortSize {
+                        limit: QueueLimit::Bytes(2000),
+                        line: 11,
+                    }),
+                    queue_ba: Some(PortSize {
+                        limit: QueueLimit::Bytes(1000),
+                        line: 9,
+                    }),
                     line: 11,
                 },
                 EdgeSpec {
@@ -691,8 +703,14 @@ pipe p1r, latency 1.5 us, dst h1
                     },
                     weight_ab: 1000,
                     weight_ba: 1000,
-                    queue_ab: Some(QueueLimit::Bytes(3000)),
-                    queue_ba: Some(QueueLimit::Bytes(3000)),
+                    queue_ab: Some(PortSize {
+                        limit: QueueLimit::Bytes(3000),
+                        line: 15,
+                    }),
+                    queue_ba: Some(PortSize {
+                        limit: QueueLimit::Bytes(3000),
+                        line: 12,
+                    }),
                     line: 15,
                 },
             ],
