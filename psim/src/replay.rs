@@ -671,6 +671,8 @@ size_bytes = 10000
                 ReplayDiscipline::Priority => "rank",
             };
             assert_eq!(r.queues.tiers[0].name(), switches);
+            // A graph file's port sizes stay with the original.
+            assert!(scn.queues.topology_sizes && !r.queues.topology_sizes);
         }
     }
 
