@@ -338,26 +338,8 @@ impl Scenario {
                 .pfc
                 .validate_pool("switch.pfc", ports, packet_bytes)?;
         }
-        ranges::check_queue_fits("host.queue", &queues.host, &protos, &protocols)?;
-        for (tier, q) in [
-            ("tor", &file.switch.tor),
-            ("agg", &file.switch.agg),
-            ("core", &file.switch.core),
-            ("to_host", &file.switch.to_host),
-        ] {
-            if tier == "to_host" && q.is_none() {
-                continue;
-            }
-            let key = match q {
-                Some(_) => format!("switch.{tier}.queue"),
-                None => "switch.queue".to_string(),
-            };
-            let q = q.as_ref().map_or(&file.switch.queue, |t| &t.queue);
+        for (key, q) in queues.tables() {
             ranges::check_queue_fits(&key, q, &protos, &protocols)?;
-        }
-        for (i, n) in file.switch.named.iter().enumerate() {
-            let key = format!("switch.named[{i}].queue");
-            ranges::check_queue_fits(&key, &n.queue, &protos, &protocols)?;
         }
         switch::check_port_sizes(&topology, &queues, ranges::full_packet(&protos, &protocols))?;
         let env = workloads::WorkloadEnv {

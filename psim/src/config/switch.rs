@@ -157,6 +157,21 @@ impl PortQueues {
     pub fn switch_configs(&self) -> impl Iterator<Item = &QueueConfig> + Clone {
         self.tiers.iter().chain(&self.to_host).chain(&self.named)
     }
+    /// Every table with its scenario key: the NICs', the tiers', then
+    /// `to_host`'s and the named switches'.
+    pub fn tables(&self) -> impl Iterator<Item = (String, &QueueConfig)> {
+        let tiers = self.tier_keys.iter().cloned().zip(&self.tiers);
+        let to_host = self
+            .to_host
+            .iter()
+            .map(|q| ("switch.to_host.queue".into(), q));
+        let named =
+            (self.named.iter().enumerate()).map(|(i, q)| (format!("switch.named[{i}].queue"), q));
+        std::iter::once(("host.queue".to_string(), &self.host))
+            .chain(tiers)
+            .chain(to_host)
+            .chain(named)
+    }
     /// Runs `q` at every switch port, named or not (a replay's LSTF).
     pub fn set_every_switch(&mut self, q: QueueConfig) {
         self.tiers = [q.clone(), q.clone(), q];
