@@ -220,19 +220,18 @@ fn capacity(size: QueueLimit) -> Capacity {
 /// thresholds, when they follow its capacity's unit (`ecn`, `red`, and
 /// `voq` with `ecn_threshold`); None when it has none such.
 fn thresholds_in(q: &QueueConfig, env: &QueueEnv) -> Option<&'static str> {
+    if !q.thresholds_follow_capacity() {
+        return None;
+    }
+    // The resolved table writes the default capacity out, in packets.
     let toml::Value::Table(t) = toml::Value::try_from(q.resolved(env)).ok()? else {
         return None;
     };
-    let marks = match q.name() {
-        "ecn" | "red" => true,
-        "voq" => t.contains_key("ecn_threshold"),
-        _ => false,
-    };
-    match (marks, t.contains_key("queue_bytes")) {
-        (false, _) => None,
-        (true, true) => Some("bytes"),
-        (true, false) => Some("packets"),
-    }
+    Some(if t.contains_key("queue_bytes") {
+        "bytes"
+    } else {
+        "packets"
+    })
 }
 
 /// Checks every port size a graph file gives (`queue=`, an htsim file's

@@ -366,6 +366,12 @@ pub trait DisciplineConfig {
     fn marks_ecn(&self) -> bool {
         false
     }
+    /// Whether its marking thresholds count in its capacity's unit (packets
+    /// or bytes), so that a capacity in the other unit would change what
+    /// they mean (a graph file's `queue=` is checked against it). Default: no.
+    fn thresholds_follow_capacity(&self) -> bool {
+        false
+    }
     /// Whether it keeps the data packets of each priority in arrival order
     /// and discards only at enqueue, as PFC's ingress accounting needs
     /// (`net/pfc.rs`). Default: no.
@@ -499,6 +505,10 @@ macro_rules! disciplines {
             /// Whether it can ever mark a packet CE.
             pub fn marks_ecn(&self) -> bool {
                 match self { $( QueueConfig::$variant(c) => c.marks_ecn(), )* }
+            }
+            /// Whether its thresholds count in its capacity's unit.
+            pub fn thresholds_follow_capacity(&self) -> bool {
+                match self { $( QueueConfig::$variant(c) => c.thresholds_follow_capacity(), )* }
             }
             /// The table with its defaults written out (the manifest's `config`).
             pub fn resolved(&self, env: &QueueEnv) -> QueueConfig {

@@ -87,6 +87,10 @@ impl DisciplineConfig for EcnConfig {
     fn marks_ecn(&self) -> bool {
         self.red_ecn
     }
+    /// K (or red_min/red_max) counts in the capacity's unit.
+    fn thresholds_follow_capacity(&self) -> bool {
+        true
+    }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         default_capacity(key, self.queue_packets, self.queue_bytes).map(drop)
     }
@@ -157,6 +161,10 @@ impl DisciplineConfig for RedConfig {
     type Queue = RedQueue;
     fn marks_ecn(&self) -> bool {
         self.red_ecn
+    }
+    /// K (or red_min/red_max) counts in the capacity's unit.
+    fn thresholds_follow_capacity(&self) -> bool {
+        true
     }
     fn validate(&self, key: &str) -> Result<(), ConfigError> {
         default_capacity(key, self.queue_packets, self.queue_bytes)?;

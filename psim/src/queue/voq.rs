@@ -203,6 +203,10 @@ impl DisciplineConfig for VoqConfig {
     fn marks_ecn(&self) -> bool {
         self.ramp().is_some() || self.ecn_threshold.is_some()
     }
+    /// DCTCP's step K counts in the capacity's unit (the ramp's in KB).
+    fn thresholds_follow_capacity(&self) -> bool {
+        self.ecn_threshold.is_some()
+    }
     /// K for the NICs' default, as `ecn`'s, when the step counts packets.
     fn ecn_threshold_packets(&self) -> Option<u32> {
         let in_packets = matches!(self.cap(""), Ok(Capacity::Packets(_)));

@@ -336,7 +336,15 @@ pub fn parse_psim(text: &str, file: &Path) -> Result<GraphSpec, GraphError> {
         };
         let mut weight = WEIGHT_SCALE as u64;
         let mut queue = None;
+        let mut given: Vec<&str> = Vec::new();
         for opt in &w[5..] {
+            // A second `queue=` or `weight=` would silently win over the first.
+            if let Some((key @ ("weight" | "queue"), _)) = opt.split_once('=') {
+                if given.contains(&key) {
+                    return Err(at(format!("link option {key}= given twice")));
+                }
+                given.push(key);
+            }
             match opt.split_once('=') {
                 Some(("weight", v)) => weight = parse_weight(v).map_err(at)?,
                 Some(("queue", v)) => {
@@ -550,6 +558,10 @@ mod tests {
             (
                 "host a\nswitch s\nlink a s 1Gbps 1ms colour=red\n",
                 "t.graph:3: unknown link option",
+            ),
+            (
+                "host a\nswitch s\nlink a s 1Gbps 1ms queue=5pkts queue=6pkts\n",
+                "t.graph:3: link option queue= given twice",
             ),
             ("router r\n", "t.graph:1: unknown statement \"router\""),
             (

@@ -200,10 +200,75 @@ pub fn select<'a>(all: &'a [Target], only: Option<&[String]>) -> Result<Vec<&'a 
     Ok(all.iter().filter(|t| ids.contains(&t.id)).collect())
 }
 
-/// Runs already made in one pass, by scenario file and `--set`s: targets
-/// that read the same run (the [TH] Ch. 4 rows share twelve RDMA variants)
-/// run it once. Each entry keeps the first run's figures and data.
-pub type RunCache = BTreeMap<(String, Vec<String>), (RunResult, RunData)>;
+/// A run's identity within a pass: its scenario file and `--set`s.
+type RunKey = (String, Vec<String>);
+
+/// Runs already made in one pass: targets that read the same run (the [TH]
+/// Ch. 4 rows share twelve RDMA variants) run it once. A run's figures and
+/// data stay only while a target not yet finished reads it, so a pass's
+/// memory holds the shared runs, not every run it made.
+#[derive(Default)]
+pub struct RunCache {
+    /// The runs made, with the first run's figures and data.
+    runs: BTreeMap<RunKey, (RunResult, RunData)>,
+    /// For each run, how many reads the targets not yet finished make of it
+    /// (a key missing here: kept for the whole pass).
+    readers: BTreeMap<RunKey, usize>,
+}
+
+impl RunCache {
+    /// The cache for one pass over `targets` at `scale`.
+    pub fn for_pass(targets: &[&Target], scale: Scale) -> Self {
+        let mut readers = BTreeMap::new();
+        for t in targets {
+            for key in run_keys(t, scale) {
+                *readers.entry(key).or_insert(0) += 1;
+            }
+        }
+        RunCache {
+            runs: BTreeMap::new(),
+            readers,
+        }
+    }
+
+    /// Whether a read of `key` beside the one being made is still to come.
+    fn read_again(&self, key: &RunKey) -> bool {
+        self.readers.get(key).is_none_or(|&n| n > 1)
+    }
+
+    /// `t` has finished: its reads are done, and a run no one else reads is dropped.
+    fn finished(&mut self, t: &Target, scale: Scale) {
+        for key in run_keys(t, scale) {
+            if let Some(n) = self.readers.get_mut(&key) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    self.readers.remove(&key);
+                    self.runs.remove(&key);
+                }
+            }
+        }
+    }
+}
+
+/// `sets` with the seed of a repeated run's `k`-th repetition.
+fn seeded(sets: &[String], k: u32) -> Vec<String> {
+    [sets.to_vec(), vec![format!("seed={k}")]].concat()
+}
+
+/// Every run `t` makes at `scale`, a repeated run once per seed.
+fn run_keys(t: &Target, scale: Scale) -> Vec<RunKey> {
+    let mut keys = Vec::new();
+    for r in &t.runs {
+        let Some(sets) = r.sets_at(scale) else {
+            continue;
+        };
+        match r.seeds_at(scale) {
+            None => keys.push((r.scenario.clone(), sets)),
+            Some(n) => keys.extend((1..=n).map(|k| (r.scenario.clone(), seeded(&sets, k)))),
+        }
+    }
+    keys
+}
 
 /// Runs one target at `opts.scale` and evaluates its checks; a run already
 /// in `cache` (same scenario, same sets) is not run again. A repeated run
@@ -239,8 +304,7 @@ pub fn run_target(
         };
         for k in 1..=n {
             let name = metrics::seed_run(&r.name, k as usize);
-            let seeded = [sets.clone(), vec![format!("seed={k}")]].concat();
-            let (one, d) = run_once(t, r, &name, seeded, opts, cache, log)?;
+            let (one, d) = run_once(t, r, &name, seeded(&sets, k), opts, cache, log)?;
             crcs.update(&one.flows_crc32.unwrap_or(0).to_le_bytes());
             sum.sim_end_ps = sum.sim_end_ps.max(one.sim_end_ps);
             sum.events += one.events;
@@ -267,7 +331,7 @@ fn run_once(
     log: &mut dyn FnMut(&str),
 ) -> Result<(RunResult, RunData), String> {
     let key = (r.scenario.clone(), sets.clone());
-    if let Some((done, d)) = cache.get(&key) {
+    if let Some((done, d)) = cache.runs.get(&key) {
         log(&format!("{} {name}: same run as {}", t.id, done.name));
         let result = RunResult {
             name: name.to_string(),
@@ -316,7 +380,9 @@ fn run_once(
             .get("replay")
             .and_then(|r| serde_json::from_value(r.clone()).ok()),
     };
-    cache.insert(key, (result.clone(), d.clone()));
+    if cache.read_again(&key) {
+        cache.runs.insert(key, (result.clone(), d.clone()));
+    }
     Ok((result, d))
 }
 
@@ -376,9 +442,15 @@ pub fn run_all(
         psim_version: env!("CARGO_PKG_VERSION").into(),
         targets: BTreeMap::new(),
     };
-    let mut cache = RunCache::new();
-    for t in targets.iter().filter(|t| !t.checks.is_empty()) {
+    let with_checks: Vec<&Target> = targets
+        .iter()
+        .copied()
+        .filter(|t| !t.checks.is_empty())
+        .collect();
+    let mut cache = RunCache::for_pass(&with_checks, opts.scale);
+    for t in with_checks {
         let r = run_target(t, opts, &mut cache, log)?;
+        cache.finished(t, opts.scale);
         for c in &r.checks {
             log(&format!("  {} {}", c.key, c.shown));
         }
@@ -399,6 +471,64 @@ pub fn find_root(start: &Path) -> Option<PathBuf> {
         .ancestors()
         .find(|d| d.join(TARGETS_FILE).is_file())
         .map(Path::to_path_buf)
+}
+
+#[cfg(test)]
+mod run_cache_tests {
+    use super::*;
+
+    fn target(id: &str, runs: &str) -> Target {
+        let text = format!(
+            "id = \"{id}\"\nfigure = \"f\"\nsource = \"s\"\ntitle = \"t\"\nclaim = \"c\"\n\
+             status = \"reproduced\"\n{runs}"
+        );
+        toml::from_str(&text).unwrap()
+    }
+
+    fn data() -> RunData {
+        RunData {
+            flows: Vec::new(),
+            sim_end_ps: 0,
+            ports: Default::default(),
+            pulls: Default::default(),
+            chip: None,
+            traced: Default::default(),
+            replay: None,
+        }
+    }
+
+    /// A run two targets read stays until the second is done; a run one
+    /// target reads is never kept; a repeated run counts once per seed.
+    #[test]
+    fn a_run_is_kept_while_a_later_target_reads_it() {
+        let shared = "[[run]]\nname = \"a\"\nscenario = \"x.toml\"\nsets = [\"k=1\"]\n";
+        let own =
+            "[[run]]\nname = \"b\"\nscenario = \"y.toml\"\nrepeat = { quick = 2, full = 3 }\n";
+        let (t1, t2) = (
+            target("T1", &format!("{shared}{own}")),
+            target("T2", shared),
+        );
+        let mut cache = RunCache::for_pass(&[&t1, &t2], Scale::Quick);
+        let a: RunKey = ("x.toml".into(), vec!["k=1".into()]);
+        let b2: RunKey = ("y.toml".into(), vec!["seed=2".into()]);
+        assert_eq!(run_keys(&t1, Scale::Quick).len(), 3);
+        assert!(cache.read_again(&a));
+        assert!(!cache.read_again(&b2));
+        let result = RunResult {
+            name: "a".into(),
+            command: String::new(),
+            sim_end_ps: 0,
+            events: 0,
+            wall_s: 0.0,
+            flows_crc32: None,
+        };
+        cache.runs.insert(a.clone(), (result, data()));
+        cache.finished(&t1, Scale::Quick);
+        assert!(cache.runs.contains_key(&a), "T2 still reads it");
+        assert!(!cache.read_again(&a), "T2's is the last read");
+        cache.finished(&t2, Scale::Quick);
+        assert!(cache.runs.is_empty() && cache.readers.is_empty());
+    }
 }
 
 #[cfg(test)]

@@ -70,7 +70,9 @@ pub fn render(
         "Where a paper averages repetitions, the run repeats over seeds 1..n (`repeat = {{ quick = 5, full \
          = 100 }}` on the run; each seed's command is listed with `--set seed=K`) and its checks read it \
          through `seed_mean`, the mean of a value over the seeds; its CRC is over the seeds' CRCs in \
-         order, and its events and wall time are their sums.\n"
+         order, and its events and wall time are their sums. Targets that read the same run (the same \
+         scenario and `--set`s) share it: a pass runs it once and keeps its data in memory only until the \
+         last target that reads it has been checked.\n"
     );
     let _ = writeln!(
         s,
