@@ -153,6 +153,38 @@ fn a_queue_smaller_than_one_packet_is_rejected() {
     }
 }
 
+/// DCTCP's K counts the capacity's unit: beside `queue_bytes`, K = 15 is
+/// 15 bytes, which marks behind any queued packet (T43 once ran so).
+#[test]
+fn an_ecn_threshold_below_one_packet_in_bytes_is_rejected() {
+    let table = "[protocol.tcp]\nmss_bytes = 1460\n[switch.queue]\nkind = \"ecn\"\nqueue_bytes = 500000\necn_threshold = 15\n";
+    rejected(
+        &format!("{BASE}{table}"),
+        &[],
+        "switch.queue.ecn_threshold = 15: counts bytes here (the capacity is queue_bytes) and is below one packet (1524 B: tcp MTU 1460 + header 64)",
+    );
+    // The same on the thesis's VOQ switch.
+    rejected(
+        &format!("{BASE}{}", table.replace("\"ecn\"", "\"voq\"")),
+        &[],
+        "switch.queue.ecn_threshold = 15: counts bytes here",
+    );
+    // In packets, in bytes of at least one packet, or 0: accepted.
+    for ok in [
+        table.replace("queue_bytes = 500000", "queue_packets = 342"),
+        table.replace("ecn_threshold = 15", "ecn_threshold = 22860"),
+        table.replace("ecn_threshold = 15", "ecn_threshold = 0"),
+    ] {
+        let dir = scenario(&format!("{BASE}{ok}"));
+        let r = run_in(
+            dir.path(),
+            &["check", "scenario.toml"],
+            Duration::from_secs(60),
+        );
+        assert_eq!(r.code, 0, "{ok}: {r:?}");
+    }
+}
+
 #[test]
 fn a_header_queue_smaller_than_one_header_is_rejected() {
     let text =

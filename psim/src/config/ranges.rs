@@ -185,6 +185,25 @@ fn fits(
             }
         }
     }
+    // DCTCP's K (`ecn`, `voq`) counts in the capacity's unit: beside
+    // `queue_bytes` a K below one packet marks every arrival that finds
+    // anything queued, which is K = 0's meaning; a K meant in packets
+    // (K = 15 becoming 15 bytes) is the usual cause.
+    if let (true, Some(k)) = (
+        t.contains_key("queue_bytes"),
+        t.get("ecn_threshold").and_then(toml::Value::as_integer),
+    ) {
+        if k > 0 && (k as u64) < pkt.bytes() {
+            return Err(bad(
+                &format!("{key}.ecn_threshold"),
+                k,
+                &format!(
+                    "counts bytes here (the capacity is queue_bytes) and is below one packet ({}): give K in bytes, the capacity in packets (queue_packets), or K = 0 to mark behind any queued packet",
+                    pkt.describe()
+                ),
+            ));
+        }
+    }
     if let Some(b) = t.get("header_bytes").and_then(toml::Value::as_integer) {
         if b < HEADER_BYTES as i64 {
             return Err(bad(
