@@ -169,6 +169,12 @@ fn an_ecn_threshold_below_one_packet_in_bytes_is_rejected() {
         &[],
         "switch.queue.ecn_threshold = 15: counts bytes here",
     );
+    // RED's thresholds too: its default red_max (15) is packets.
+    rejected(
+        &format!("{BASE}[switch.queue]\nkind = \"red\"\nqueue_bytes = 500000\n"),
+        &[],
+        "switch.queue.red_max = 15.0: counts bytes here",
+    );
     // In packets, in bytes of at least one packet, or 0: accepted.
     for ok in [
         table.replace("queue_bytes = 500000", "queue_packets = 342"),

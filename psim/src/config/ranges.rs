@@ -189,16 +189,19 @@ fn fits(
     // `queue_bytes` a K below one packet marks every arrival that finds
     // anything queued, which is K = 0's meaning; a K meant in packets
     // (K = 15 becoming 15 bytes) is the usual cause.
-    if let (true, Some(k)) = (
-        t.contains_key("queue_bytes"),
-        t.get("ecn_threshold").and_then(toml::Value::as_integer),
-    ) {
-        if k > 0 && (k as u64) < pkt.bytes() {
+    // RED's thresholds likewise (its defaults, 5 and 15, are packets).
+    if t.contains_key("queue_bytes") {
+        let below = |name: &str| {
+            let v = t.get(name)?;
+            let x = v.as_float().or_else(|| v.as_integer().map(|i| i as f64))?;
+            (x > 0.0 && x < pkt.bytes() as f64).then(|| (name.to_string(), v.to_string()))
+        };
+        if let Some((name, v)) = below("ecn_threshold").or_else(|| below("red_max")) {
             return Err(bad(
-                &format!("{key}.ecn_threshold"),
-                k,
+                &format!("{key}.{name}"),
+                v,
                 &format!(
-                    "counts bytes here (the capacity is queue_bytes) and is below one packet ({}): give K in bytes, the capacity in packets (queue_packets), or K = 0 to mark behind any queued packet",
+                    "counts bytes here (the capacity is queue_bytes) and is below one packet ({}): give it in bytes, the capacity in packets (queue_packets), or 0 to mark behind any queued packet",
                     pkt.describe()
                 ),
             ));
