@@ -185,11 +185,11 @@ fn fits(
             }
         }
     }
-    // DCTCP's K (`ecn`, `voq`) counts in the capacity's unit: beside
-    // `queue_bytes` a K below one packet marks every arrival that finds
-    // anything queued, which is K = 0's meaning; a K meant in packets
-    // (K = 15 becoming 15 bytes) is the usual cause.
-    // RED's thresholds likewise (its defaults, 5 and 15, are packets).
+    // DCTCP's K (`ecn`, `voq`) and RED's `red_max` count in the capacity's
+    // unit: beside `queue_bytes`, one below a packet marks every arrival
+    // that finds anything queued (K = 0's meaning). A value meant in packets
+    // is the usual cause (K = 15 becoming 15 bytes; RED's defaults, 5 and
+    // 15, are packets).
     if t.contains_key("queue_bytes") {
         let below = |name: &str| {
             let v = t.get(name)?;

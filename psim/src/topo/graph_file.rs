@@ -334,19 +334,15 @@ pub fn parse_psim(text: &str, file: &Path) -> Result<GraphSpec, GraphError> {
             rate_bps: parse_rate(w[3]).map_err(at)?,
             delay_ps: parse_delay(w[4]).map_err(at)?,
         };
-        let mut weight = WEIGHT_SCALE as u64;
+        let mut weight = None;
         let mut queue = None;
-        let mut given: Vec<&str> = Vec::new();
+        // A second `weight=` or `queue=` would silently win over the first.
+        let twice = |key: &str| at(format!("link option {key}= given twice"));
         for opt in &w[5..] {
-            // A second `queue=` or `weight=` would silently win over the first.
-            if let Some((key @ ("weight" | "queue"), _)) = opt.split_once('=') {
-                if given.contains(&key) {
-                    return Err(at(format!("link option {key}= given twice")));
-                }
-                given.push(key);
-            }
             match opt.split_once('=') {
-                Some(("weight", v)) => weight = parse_weight(v).map_err(at)?,
+                Some(("weight", _)) if weight.is_some() => return Err(twice("weight")),
+                Some(("queue", _)) if queue.is_some() => return Err(twice("queue")),
+                Some(("weight", v)) => weight = Some(parse_weight(v).map_err(at)?),
                 Some(("queue", v)) => {
                     let limit = parse_queue(v).map_err(at)?;
                     queue = Some(PortSize { limit, line });
@@ -358,6 +354,7 @@ pub fn parse_psim(text: &str, file: &Path) -> Result<GraphSpec, GraphError> {
                 }
             }
         }
+        let weight = weight.unwrap_or(WEIGHT_SCALE as u64);
         spec.edges.push(EdgeSpec {
             a,
             b,
@@ -562,6 +559,10 @@ mod tests {
             (
                 "host a\nswitch s\nlink a s 1Gbps 1ms queue=5pkts queue=6pkts\n",
                 "t.graph:3: link option queue= given twice",
+            ),
+            (
+                "host a\nswitch s\nlink a s 1Gbps 1ms weight=2 queue=5pkts weight=3\n",
+                "t.graph:3: link option weight= given twice",
             ),
             ("router r\n", "t.graph:1: unknown statement \"router\""),
             (
