@@ -358,8 +358,14 @@ impl Rc3Source {
     /// last run (none for a backlog, whose loop ran at the start). A flow
     /// without the loop (`low_loop = false`, or endless without `app`) has
     /// no `seen` and costs one test per ACK.
+    /// With a handshake (`protocol.tcp.handshake`) the loop waits for the
+    /// SYN-ACK, as in the thesis's Linux RC3, which sends from the first
+    /// window on ([TH] §2.1, Fig. 2.2): its first run follows TCP's IW.
     fn send_new_low(&mut self, cx: &mut Ctx<'_>) {
-        if self.tcp.supply.seen.is_some() && self.tcp.supply.sendable_end() > self.low_end {
+        if self.tcp.supply.seen.is_some()
+            && self.tcp.established()
+            && self.tcp.supply.sendable_end() > self.low_end
+        {
             self.send_low(cx);
         }
     }
@@ -403,7 +409,7 @@ impl Rc3Source {
 impl Transport for Rc3Source {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
         self.tcp.start(cx);
-        if self.p.low_loop {
+        if self.p.low_loop && self.tcp.established() {
             self.send_low(cx);
         }
     }

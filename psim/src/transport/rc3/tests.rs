@@ -113,6 +113,26 @@ fn the_thesis_example_runs_round_by_round() {
     assert_eq!(r.len(), 4);
 }
 
+/// With a handshake the RLP loop waits for the SYN-ACK: the first round
+/// carries the SYN alone, and the thesis's example follows one round later,
+/// its RLP packets behind TCP's initial window as without a handshake.
+#[test]
+fn with_a_handshake_the_low_loop_starts_after_the_syn_ack() {
+    let mut p = params(|_| {});
+    p.tcp.handshake = true;
+    p.validate().expect("valid");
+    let r = rounds(66, 50, &[21, 22], &p);
+    assert_eq!(r[0].low_queued, [0; 8], "no RLP packet before the SYN-ACK");
+    assert_eq!(r[0].transmitted, 1, "the SYN alone");
+    assert_eq!(r[1].tcp, [1, 2, 3, 4]);
+    assert_eq!(&r[1].low_queued[..3], &[0, 40, 22]);
+    assert_eq!(r[1].transmitted, 50);
+    assert_eq!(r[1].dropped, [22, 21]);
+    assert_eq!(r[2].tcp, (5..=12).collect::<Vec<_>>());
+    assert_eq!(r[3].tcp, [21, 22]);
+    assert_eq!(r.len(), 5);
+}
+
 /// The same flow without the RLP loop is TCP: 4, 8, 16, 32, then the rest.
 #[test]
 fn without_the_low_loop_it_is_slow_starting_tcp() {

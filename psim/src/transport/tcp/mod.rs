@@ -333,6 +333,11 @@ impl TcpSource {
         self.subs.len()
     }
 
+    /// Whether the handshake (if any) is over, so that data may flow.
+    pub(crate) fn established(&self) -> bool {
+        self.setup == Setup::Established
+    }
+
     /// Whether this is an MPTCP connection (with a connection level).
     fn multipath(&self) -> bool {
         self.supply.data.is_some()
