@@ -135,13 +135,15 @@ def main():
             "[TRIM] §3: 16 parallel 4:1 incasts, one sender per pipeline for each destination.",
             [(s, (s + 1) % 16) for s in range(64)]))
     # P14 ([TRIM] §7): a 4:1 incast of 20k packets with no end-to-end control:
-    # 4 paced line-rate sources (cbr) on pipeline 1 send 5000 x 1500 B each to port 0.
+    # 4 paced line-rate sources (cbr), one per pipeline as P15's flows to H1 (the
+    # same testbed), send 5000 x 1500 B each to port 0; the run lasts until all
+    # 20k have left (600 us at line rate).
     with open("hw_4to1.toml", "w") as f:
         f.write(scenario(
             "tofino-hw-4to1",
             "[TRIM] §7 (P14): 4:1 incast, 20k packets of 1500 B, no end-to-end control;\n"
-            "the 4 senders share pipeline 1 (the generator's ports; a guess).",
-            [(s, 0) for s in (16, 17, 18, 19)], protocol="cbr", size=5000 * 1436))
+            "one sender per pipeline (1, 2, 3, 0), as P15's flows to H1 (a guess).",
+            [(s, 0) for s in (16, 32, 48, 2)], protocol="cbr", size=5000 * 1436, stop=700))
     # P15 ([TRIM] §7 Fig 11): 4 staggered line-rate flows to H1 (host 0) and 4
     # to H2 (host 1), no end-to-end control, each flow to a host from another
     # pipeline (pipelines 1, 2, 3, 0); the pipelines and start times are guesses
