@@ -17,6 +17,7 @@
 //! | DCTCP | `protocol.dctcp.initial_alpha` | 1.0 (RFC 8257 §3.3) | 0.0 | `dctcp.cpp`, the constructor |
 //! | DCTCP switch (`kind = "ecn"`) | `mark_at` | `"enqueue"` (RFC 8257 §3.1) | `"dequeue"` | `ecnqueue.cpp`, `completeService` |
 //! | TCP | `protocol.tcp.initial_ssthresh_packets` | 0 = unlimited (RFC 5681) | 100 | issue 19 (item 8) |
+//! | TCP (and DCTCP, MPTCP) | `protocol.tcp.handshake` | false | true: SYN, then data after the SYN/ACK | `tcp.cpp`: `startflow` leaves the source unestablished and `send_packets` sends a SYN first |
 //!
 //! Queue keys are filled in every queue table under `[switch]` that names its
 //! `kind` (`switch.queue`, the per-tier `switch.<tier>.queue`, and each
@@ -39,6 +40,7 @@ const HTSIM_PROTOCOL: &[(&str, &str, Value)] = &[
     ("dctcp", "cut_rule", Value::Str("every_window")),
     ("dctcp", "initial_alpha", Value::Float(0.0)),
     ("tcp", "initial_ssthresh_packets", Value::Int(100)),
+    ("tcp", "handshake", Value::Bool(true)),
 ];
 
 /// htsim's queue keys by discipline kind: (kind, key, value).
@@ -218,10 +220,12 @@ mod tests {
         assert!(s.protocols.ndp.pull_counts_header);
         assert_eq!(s.protocols.dctcp.cut_rule, CutRule::EveryWindow);
         assert_eq!(s.protocols.tcp.initial_ssthresh_packets, 100);
+        assert!(s.protocols.tcp.handshake);
         let plain = text.replace("profile = \"htsim\"\n", "");
         let s = Scenario::from_str(&plain, path, &[]).unwrap();
         assert_eq!(s.protocols.ndp.pull_rate, 1.0);
         assert_eq!(s.protocols.dctcp.cut_rule, CutRule::MarkedWindow);
+        assert!(!s.protocols.tcp.handshake);
     }
 
     #[test]
