@@ -111,6 +111,11 @@ def incast(k):
     return [(i, dest(i, k)) for i in range(64) if dest(i, k) != i]
 
 
+# [TRIM] §7's testbed: the four line-rate flows to H1 (host 0), one from each
+# pipeline (1, 2, 3, 0); P14 and P15 share this guess.
+H1_SENDERS = (16, 32, 48, 2)
+
+
 def main():
     with open(GRAPH, "w") as f:
         f.write(graph())
@@ -143,13 +148,13 @@ def main():
             "tofino-hw-4to1",
             "[TRIM] §7 (P14): 4:1 incast, 20k packets of 1500 B, no end-to-end control;\n"
             "one sender per pipeline (1, 2, 3, 0), as P15's flows to H1 (a guess).",
-            [(s, 0) for s in (16, 32, 48, 2)], protocol="cbr", size=5000 * 1436, stop=700))
+            [(s, 0) for s in H1_SENDERS], protocol="cbr", size=5000 * 1436, stop=700))
     # P15 ([TRIM] §7 Fig 11): 4 staggered line-rate flows to H1 (host 0) and 4
     # to H2 (host 1), no end-to-end control, each flow to a host from another
     # pipeline (pipelines 1, 2, 3, 0); the pipelines and start times are guesses
     # (every 50 us, so that all four share the port from 150 us). Each sends
     # 2500 packets (300 us at line rate) and the run ends when all are in.
-    flows = [(s, 0) for s in (16, 32, 48, 2)] + [(s, 1) for s in (17, 33, 49, 3)]
+    flows = [(s, 0) for s in H1_SENDERS] + [(s, 1) for s in (17, 33, 49, 3)]
     with open("hw_staggered.toml", "w") as f:
         f.write(scenario(
             "tofino-hw-staggered",

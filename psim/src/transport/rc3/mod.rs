@@ -354,10 +354,10 @@ impl Rc3Source {
         }
     }
 
-    /// Runs the RLP loop over bytes the application handed over since its
-    /// last run (none for a backlog, whose loop ran at the start). A flow
-    /// without the loop (`low_loop = false`, or endless without `app`) has
-    /// no `seen` and costs one test per ACK.
+    /// Runs the RLP loop over bytes not yet handed to it: at the start the
+    /// whole backlog (or the messages handed over so far), then each new
+    /// message. A flow without the loop (`low_loop = false`, or endless
+    /// without `app`) has no `seen` and costs one test per ACK.
     /// With a handshake (`protocol.tcp.handshake`) the loop waits for the
     /// SYN-ACK, as in the thesis's Linux RC3, which sends from the first
     /// window on ([TH] §2.1, Fig. 2.2): its first run follows TCP's IW.
@@ -409,9 +409,7 @@ impl Rc3Source {
 impl Transport for Rc3Source {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
         self.tcp.start(cx);
-        if self.p.low_loop && self.tcp.established() {
-            self.send_low(cx);
-        }
+        self.send_new_low(cx);
     }
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
         self.packet(pkt, cx);
