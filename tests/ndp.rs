@@ -385,11 +385,14 @@ fn v3c_hundred_to_one_incast_of_135_kb_is_near_the_theoretical_best() {
 fn v24_path_penalty_protects_flows_from_a_degraded_core_link() {
     // Fig. 22 at reduced scale: a k = 4 permutation with one core-pod link at
     // 1 Gb/s, IW 15, 20 ms. Paper: with path penalty NDP handles it well; without,
-    // some flows fall to a fraction of line rate.
+    // some flows fall to a fraction of line rate. Here with htsim's
+    // return-to-sender only (A12, V24's *_rts runs): no timer runs, so the
+    // penalty acts on NACKs and bounces alone. With timer resends the lift is
+    // smaller at this scale (V24's status note in docs/validation.md).
     let traffic = "[[topology.degraded_links]]\ncore = 1\npod = 1\ngbps = 1\n";
     let text = format!(
         "seed = 1\nstop_us = 20000\n[topology]\nkind = \"fattree\"\nk = 4\n{traffic}[switch.queue]\nkind = \"ndp\"\n\
-         [protocol.ndp]\niw_packets = 15\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"permutation\"\n"
+         [protocol.ndp]\niw_packets = 15\ntimeout_resends = false\n[[traffic]]\nprotocol = \"ndp\"\npattern = \"permutation\"\n"
     );
     let worst = |pen: bool| {
         let r = run(
@@ -397,22 +400,16 @@ fn v24_path_penalty_protects_flows_from_a_degraded_core_link() {
             2,
             2,
         );
-        let w = r
-            .flows
+        assert!(r.flows.iter().all(|f| f.timeouts == 0));
+        r.flows
             .iter()
             .map(|f| goodput_gbps(f, 20_000_000_000))
-            .fold(f64::MAX, f64::min);
-        (w, r.flows.iter().map(|f| f.timeouts).sum::<u64>())
+            .fold(f64::MAX, f64::min)
     };
-    let (with, to_with) = worst(true);
-    let (without, to_without) = worst(false);
+    let (with, without) = (worst(true), worst(false));
     assert!(
         with > without + 1.0,
         "worst flow {with:.2} Gb/s with penalty vs {without:.2} without"
-    );
-    assert!(
-        to_with * 5 < to_without,
-        "timeouts {to_with} with penalty vs {to_without} without"
     );
 }
 

@@ -845,8 +845,18 @@ impl Shard {
         let mut out = std::mem::take(&mut self.scratch);
         let node = &mut self.nodes[local];
         let nic_bps = node.nic_bps();
+        let nic_queued = node.ports[0].queue.len_bytes();
         let host = node.host.as_mut().expect("endpoints live on hosts");
-        let called: Called = host.call(node.id, slot, now, nic_bps, &mut node.rng, &mut out, f);
+        let called: Called = host.call(
+            node.id,
+            slot,
+            now,
+            nic_bps,
+            nic_queued,
+            &mut node.rng,
+            &mut out,
+            f,
+        );
         if let Some(r) = self.replay.as_deref() {
             r.stamp(&mut out);
         }

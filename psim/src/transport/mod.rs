@@ -59,6 +59,10 @@ pub struct Ctx<'a> {
     pub slot: u32,
     /// The host's NIC rate, bits per second.
     pub nic_bps: u64,
+    /// Bytes waiting in the host's NIC queue as the endpoint is called: the
+    /// packets it emits queue behind them (NDP starts its timers from their
+    /// estimated departure).
+    pub nic_queued_bytes: u64,
     /// Packets to transmit, in order.
     pub out: &'a mut Vec<Packet>,
     /// The host's random stream.

@@ -17,6 +17,7 @@
 //! | `mtu_bytes` (payload) | 9000; on the wire + 64 B header | [P] §6 (9 KB jumbograms); A2 |
 //! | `min_rto_us` | 1000 | [P] §3.2 ("as low as 1 ms"); A12 |
 //! | RTO | max(min RTO, srtt + 4 rttvar), ±25% jitter per packet | A12 (TCP-style, RFC 6298 §2) |
+//! | `rto_from_nic` | true: a packet's timer runs from its estimated start on the wire, after the bytes queued ahead of it at the host's NIC | [P] §3.2 sizes the 1 ms RTO by the network's worst round trip, not the sender's own queue; htsim starts it at the NIC queue's estimated service time ([C] `ndp.cpp`, `send_packet`). A host that several receivers pull at once can queue milliseconds of pulled packets (up to 1.7 MB, 1.4 ms at 10 Gb/s, in V25's 10-connection run); timed from the queue, their timers fired while they waited there (42,733 spurious timeouts in that run, none since). false: from the moment the sender queues it |
 //! | `spray` | `"permute"`: shuffle the path list, one packet per path, reshuffle when used up | [P] §3.1.1; `"random"` = per-packet random path (V4 comparison) |
 //! | `path_penalty` | true: skip paths that are outliers on NACKs | [P] §3.2.3; thresholds A11 |
 //! | `pull_jitter` | 0 (perfect pacing) | [P] §6; uniform ± fraction of the interval when set |
@@ -46,8 +47,9 @@
 //! A PULL lost in the network (a full header queue drops control packets)
 //! is made up by the next PULL's counter. A flow's last PULL has no next:
 //! if it is lost, the packets it would have pulled wait for ever, since no
-//! timer runs on a NACKed packet (one flow of 35,438 in V25's 10-connection
-//! run, where 6,165 packets are dropped).
+//! timer runs on a NACKed packet. It happened to one flow of 35,438 in V25's
+//! 10-connection run while spurious timeouts' resends filled header queues
+//! (6,165 drops); with `rto_from_nic` nothing is dropped there.
 //!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
 //! first-window packet carries SYN and any packet creates the receiver's state,
@@ -95,6 +97,9 @@ pub struct NdpParams {
     pub control_spray: bool,
     /// Whether a PULL that overtook its NACK is kept for that NACK.
     pub keep_early_pulls: bool,
+    /// Whether a packet's timer runs from its estimated start on the wire
+    /// rather than from when it was queued at the NIC.
+    pub rto_from_nic: bool,
 }
 
 impl NdpParams {
@@ -130,6 +135,7 @@ impl Default for NdpParams {
             timeout_resends: true,
             control_spray: true,
             keep_early_pulls: true,
+            rto_from_nic: true,
         }
     }
 }
@@ -392,6 +398,14 @@ impl NdpSource {
             f |= flags::RETX;
             self.stats.retransmissions += 1;
         }
+        // The timer runs from when the packet starts on the wire: after the
+        // bytes queued at the NIC before it, this call's own included.
+        let wire_at = if self.p.rto_from_nic {
+            let ahead = cx.nic_queued_bytes + cx.out.iter().map(|p| p.size as u64).sum::<u64>();
+            cx.now + tx_time_ps(ahead, cx.nic_bps)
+        } else {
+            cx.now
+        };
         cx.out.push(Packet {
             flow: self.info.id,
             src: self.info.src,
@@ -414,7 +428,7 @@ impl NdpSource {
         // Without timeout resends no deadline is kept (no timer runs).
         let deadline = if self.p.timeout_resends {
             let rto = self.rto() as f64;
-            cx.now + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64
+            wire_at + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64
         } else {
             NO_DEADLINE
         };
@@ -1019,6 +1033,42 @@ mod tests {
             (out[0].0, out[0].1.kind, out[0].1.ack),
             (7_200_000, PacketKind::Pull, 2)
         );
+    }
+
+    /// A packet's timer runs from its estimated start on the wire: behind
+    /// 1 ms of bytes already at the NIC, and behind the first window's
+    /// earlier packets, not from when the sender queued it.
+    #[test]
+    fn the_timer_runs_from_the_packets_start_on_the_wire() {
+        const MS: u64 = 1_000_000_000;
+        for from_nic in [true, false] {
+            let p = NdpParams {
+                rto_from_nic: from_nic,
+                ..NdpParams::default()
+            };
+            let mut h = source(&info(2 * 9000, 4), &p);
+            h.nic_queued_bytes = 1_250_000; // 1 ms at 10 Gb/s
+            h.start(0);
+            let first = h.ep.poll_at().unwrap();
+            // 1 ms minimum RTO, jittered by at most ±25%.
+            if from_nic {
+                assert!(
+                    (MS + 3 * MS / 4..=MS + 5 * MS / 4).contains(&first),
+                    "{first}"
+                );
+                // The second packet waits for the first: a deadline of its own
+                // 9064 B later, drawn from the same jitter range.
+                h.deliver(10, ctl(PacketKind::Ack, 0, 0, 0));
+                let second = h.ep.poll_at().unwrap();
+                let wire = MS + tx_time_ps(9064, 10_000_000_000);
+                assert!(
+                    (wire + 3 * MS / 4..=wire + 5 * MS / 4).contains(&second),
+                    "{second}"
+                );
+            } else {
+                assert!((3 * MS / 4..=5 * MS / 4).contains(&first), "{first}");
+            }
+        }
     }
 
     /// The NACK of a header whose PULL waits in the pacer names that PULL's

@@ -67,6 +67,8 @@ pub struct Host<T: Transport = Endpoint> {
     /// ([`Self::nic_sent`] lets one go); false: it sends each at once, so
     /// `[protocol.roce] nic_packets` never holds a sender back.
     pub nic_holds: bool,
+    /// Bytes the NIC queue holds as the endpoint is called (`Ctx::nic_queued_bytes`).
+    pub nic_queued_bytes: u64,
 }
 
 impl<T: Transport> Host<T> {
@@ -80,6 +82,7 @@ impl<T: Transport> Host<T> {
             timer_at: None,
             service_at: None,
             nic_holds: false,
+            nic_queued_bytes: 0,
         }
     }
 
@@ -93,6 +96,7 @@ impl<T: Transport> Host<T> {
                 host: self.id,
                 slot: 0,
                 nic_bps: 10_000_000_000,
+                nic_queued_bytes: self.nic_queued_bytes,
                 out: &mut out,
                 rng: &mut self.rng,
                 services: &mut self.services,

@@ -196,6 +196,7 @@ impl Rx {
             host: 5,
             slot: slot as u32,
             nic_bps: 10_000_000_000,
+            nic_queued_bytes: 0,
             out: &mut out,
             rng: &mut self.rng,
             services: &mut self.services,
