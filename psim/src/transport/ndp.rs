@@ -398,13 +398,20 @@ impl NdpSource {
             f |= flags::RETX;
             self.stats.retransmissions += 1;
         }
-        // The timer runs from when the packet starts on the wire: after the
-        // bytes queued at the NIC before it, this call's own included.
-        let wire_at = if self.p.rto_from_nic {
-            let ahead = cx.nic_queued_bytes + cx.out.iter().map(|p| p.size as u64).sum::<u64>();
-            cx.now + tx_time_ps(ahead, cx.nic_bps)
+        // Without timeout resends no deadline is kept (no timer runs).
+        let deadline = if self.p.timeout_resends {
+            // The timer runs from when the packet starts on the wire: after
+            // the bytes queued at the NIC before it, this call's own included.
+            let wire_at = if self.p.rto_from_nic {
+                let ahead = cx.nic_queued_bytes + cx.out.iter().map(|p| p.size as u64).sum::<u64>();
+                cx.now + tx_time_ps(ahead, cx.nic_bps)
+            } else {
+                cx.now
+            };
+            let rto = self.rto() as f64;
+            wire_at + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64
         } else {
-            cx.now
+            NO_DEADLINE
         };
         cx.out.push(Packet {
             flow: self.info.id,
@@ -425,13 +432,6 @@ impl NdpSource {
         });
         self.stats.packets_sent += 1;
         self.stats.bytes_sent += payload as u64;
-        // Without timeout resends no deadline is kept (no timer runs).
-        let deadline = if self.p.timeout_resends {
-            let rto = self.rto() as f64;
-            wire_at + (rto * (1.0 + 0.25 * (cx.rng.random::<f64>() * 2.0 - 1.0))).round() as u64
-        } else {
-            NO_DEADLINE
-        };
         self.outstanding.insert(
             seq,
             Sent {
@@ -738,9 +738,6 @@ pub struct NdpSink {
     got: u64,
     total: Option<u64>,
     pull_counter: u64,
-    /// PULLs promised so far: one per arrival before completion, piggybacked
-    /// or queued at the pacer, which grants a flow's requests in order.
-    pulls_promised: u64,
     /// The pull pacer's settings, offered to the host's pacer once.
     pull: NdpParams,
     /// Whether this sink has offered the host's pacer its settings.
@@ -766,7 +763,6 @@ impl NdpSink {
             got: 0,
             total: None,
             pull_counter: 0,
-            pulls_promised: 0,
             pull: p.clone(),
             pacer_set: false,
             paths: PathList::new(0),
@@ -858,17 +854,16 @@ impl Transport for NdpSink {
             }
             cx.services.pulls.flush(cx.slot);
         } else if cx.services.pulls.can_piggyback(cx.now) {
-            self.pulls_promised += 1;
             self.pull_counter += 1;
             reply.flags |= flags::PULL;
             reply.ack = self.pull_counter;
             cx.services.pulls.note_pull(cx.now);
         } else {
-            self.pulls_promised += 1;
             cx.services.pulls.request(cx.slot, self.prio > 0);
             if kind == PacketKind::Nack {
-                // The number its PULL will carry (`keep_early_pulls`).
-                reply.ack = self.pulls_promised;
+                // The number its PULL will carry (`keep_early_pulls`): the
+                // pacer grants a flow's requests in order, each one PULL.
+                reply.ack = self.pull_counter + cx.services.pulls.pending(cx.slot) as u64;
             }
         }
         cx.out.push(reply);

@@ -75,6 +75,11 @@ impl PullQueue {
         *n += 1;
     }
 
+    /// Requests of `slot` not yet granted.
+    pub fn pending(&self, slot: u32) -> u32 {
+        self.pending.get(&slot).copied().unwrap_or(0)
+    }
+
     /// Drops every pending request of `slot` (its flow is complete).
     pub fn flush(&mut self, slot: u32) {
         self.pending.remove(&slot);
