@@ -716,6 +716,40 @@ fn a_failed_core_link_is_left_out_after_a_few_losses() {
 }
 
 #[test]
+fn every_flow_finishes_although_its_last_pull_is_lost_on_a_failed_link() {
+    // Two failed core links of a k = 4 FatTree, websearch flows back to
+    // back from every host: the receivers spray their PULLs over every path
+    // (A19), so some PULLs are lost. The next PULL's counter makes up for a
+    // lost one, but a flow's last PULL has no next, and the NACKed packets
+    // it would have pulled have no timer. The receiver resends its last
+    // PULL after an RTO of silence (`resend_last_pull`, the default) and
+    // every flow finishes; without it, as in htsim, some never do.
+    let text = "seed = 2\n[topology]\nkind = \"fattree\"\nk = 4\n\
+                [[topology.degraded_links]]\ncore = 1\npod = 3\nloss_rate = 1.0\n\
+                [[topology.degraded_links]]\ncore = 2\npod = 1\nloss_rate = 1.0\n\
+                [switch.queue]\nkind = \"ndp\"\n\
+                [[traffic]]\nprotocol = \"ndp\"\npattern = \"closed_loop\"\n\
+                connections_per_host = 1\nthink_time_us = 10\nsize_dist = \"websearch\"\nstop_us = 20000\n";
+    let run_with = |on: bool| {
+        run(
+            &scenario(text, &[&format!("protocol.ndp.resend_last_pull={on}")]),
+            2,
+            2,
+        )
+    };
+    let on = run_with(true);
+    assert!(
+        on.outcome.summary.packets.dropped > 0,
+        "the failed links drop"
+    );
+    assert!(on.flows.len() > 50);
+    assert!(on.flows.iter().all(|f| f.fct_ps.is_some()));
+    let off = run_with(false);
+    let stalled = off.flows.iter().filter(|f| f.fct_ps.is_none()).count();
+    assert!(stalled > 0, "a last PULL is lost in this setting");
+}
+
+#[test]
 fn every_flow_of_an_overloaded_closed_loop_finishes_although_pulls_overtake_nacks() {
     // V25's workload (Fig. 23) on the 64-host, 4:1 oversubscribed tree: a
     // trimmed packet's PULL can reach the sender before its NACK, over

@@ -28,6 +28,7 @@
 //! | `retx_other_path` | true: a packet resent after a NACK or a bounce avoids the path it was lost on, as a timeout's resend always does | [P] §3.2 ("a lost packet is always retransmitted on a different path"); htsim resends on the next path of its permutation, whichever it is ([C]): false |
 //! | `timeout_resends` | true: a packet with no ACK, NACK or bounce by its deadline is resent | [P] §3.2 (a 1 ms RTO is safe); htsim disables timer resends and relies on return-to-sender (A12, [C] `RESEND_ON_TIMEOUT` unset): false. Then a packet lost outright (a bounced header dropped again) is never resent, and the flow stalls until the run's watchdog stops it |
 //! | `keep_early_pulls` | true: a PULL that finds nothing to send is kept, and spent on the NACKed packet it was meant for when that NACK comes after it | [P] §3.2.1 (the pull counter absorbs reordering); psim's: over sprayed paths a PULL can overtake the NACK it answers, and a sender that spends it on nothing leaves that packet waiting for a PULL that never comes (no timer runs on a NACKed packet). htsim spends it on nothing ([C] `pull_packets`): false |
+//! | `resend_last_pull` | true: a receiver that has heard nothing of its unfinished flow for `min_rto_us`, while no PULL of its own waits at its pacer, sends its last PULL again (the same counter, so it releases only what a lost PULL owed); each repeat without an answer doubles the wait, up to 64 times | psim's: [P] has no timer for a lost PULL (§3.2.1: the next PULL's counter makes up for it), but a flow's last PULL has no next, and the NACKed packets it would have pulled have no timer. With two failed core links of a k = 4 FatTree (`tests/ndp.rs`), 2 of 140 flows stalled so. htsim has none: false |
 //! | `control_spray` | true: the receiver sends its ACKs, NACKs and PULLs one per path over a shuffled path list, reshuffled when used up, as the sender sprays data | A19 ([C]: the sink sprays its control packets); false: ACKs and NACKs return on the data packet's path, PULLs go round robin over the paths |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
 //! | loss counter | a retransmission timeout counts one loss on the path the packet last took (not a NACK). With `path_penalty`, a path whose losses are an outlier (at least 3, and above mean + 3·√mean of the sender's paths) is left out of the next 2^s reshuffles, s = 1, 2, … up to 8 for its successive outlier losses | [P] §3.2.3 ("a path loss counter … outliers … temporarily removed"); the thresholds are psim's (the paper gives none): see [`NdpSource::count_loss`] |
@@ -44,12 +45,17 @@
 //! and each lost ACK costs its data packet a timeout and a needless resend.
 //! [P] leaves avoiding failed paths on the way back to routing updates.
 //!
-//! A PULL lost in the network (a full header queue drops control packets)
-//! is made up by the next PULL's counter. A flow's last PULL has no next:
-//! if it is lost, the packets it would have pulled wait for ever, since no
-//! timer runs on a NACKed packet. It happened to one flow of 35,438 in V25's
-//! 10-connection run while spurious timeouts' resends filled header queues
-//! (6,165 drops); with `rto_from_nic` nothing is dropped there.
+//! A PULL lost in the network (a full header queue or a failed link drops
+//! control packets) is made up by the next PULL's counter. A flow's last
+//! PULL has no next: if it is lost, the packets it would have pulled wait,
+//! since no timer runs on a NACKed packet. The receiver's `resend_last_pull`
+//! timer sends it again. Without it such a flow never finishes: one of
+//! 35,438 in V25's 10-connection run while spurious timeouts' resends
+//! filled header queues (6,165 drops, before `rto_from_nic`), and 2 of 140
+//! with two failed core links (`tests/ndp.rs`). The timer is armed once per
+//! flow and moves only when it fires (at most once per `min_rto_us` while
+//! the flow runs) or when a resent PULL is answered, so it costs no event
+//! per packet.
 //!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
 //! first-window packet carries SYN and any packet creates the receiver's state,
@@ -100,6 +106,8 @@ pub struct NdpParams {
     /// Whether a packet's timer runs from its estimated start on the wire
     /// rather than from when it was queued at the NIC.
     pub rto_from_nic: bool,
+    /// Whether a receiver that hears nothing for an RTO sends its last PULL again.
+    pub resend_last_pull: bool,
 }
 
 impl NdpParams {
@@ -136,6 +144,7 @@ impl Default for NdpParams {
             control_spray: true,
             keep_early_pulls: true,
             rto_from_nic: true,
+            resend_last_pull: true,
         }
     }
 }
@@ -746,9 +755,24 @@ pub struct NdpSink {
     /// empty until a packet gives the count, or when off).
     paths: PathList,
     path_idx: usize,
+    /// When the last packet of the flow arrived (`resend_last_pull`).
+    heard_at: u64,
+    /// When the receiver next checks whether the flow has gone quiet:
+    /// armed by the first packet, cleared when the flow completes.
+    check_at: Option<u64>,
+    /// Last PULLs resent since the flow was last heard (the backoff's exponent).
+    repulls: u8,
     /// Counters.
     pub stats: SinkStats,
 }
+
+/// The most times the quiet wait doubles (64 RTOs, 64 ms at the default).
+const MAX_REPULL_BACKOFF: u8 = 6;
+/// Resent PULLs in a row without an answer before the receiver gives up
+/// (255 RTOs of silence in all): a flow whose sender cannot answer (its
+/// data lost outright with `timeout_resends = false`) then leaves the run
+/// to end, with its flow unfinished, rather than keep it alive for ever.
+const MAX_REPULLS: u8 = 8;
 
 impl NdpSink {
     /// A receiver for the flow of `first`.
@@ -767,8 +791,16 @@ impl NdpSink {
             pacer_set: false,
             paths: PathList::new(0),
             path_idx: 0,
+            heard_at: 0,
+            check_at: None,
+            repulls: 0,
             stats: SinkStats::default(),
         }
+    }
+
+    /// How long the flow may stay quiet before the last PULL is resent.
+    fn quiet_limit(&self) -> u64 {
+        self.pull.min_rto.ps << self.repulls.min(MAX_REPULL_BACKOFF)
     }
 
     /// The path of the next control packet: the next of a shuffled path
@@ -848,11 +880,19 @@ impl Transport for NdpSink {
         let path = self.control_path(pkt.path, cx);
         let mut reply = self.control(kind, pkt.seq, path, cx.now);
         let complete = self.total == Some(self.got);
+        self.heard_at = cx.now;
+        if !complete && self.pull.resend_last_pull && (self.check_at.is_none() || self.repulls > 0)
+        {
+            // Armed once per flow; after a resend, back to one RTO from now.
+            self.repulls = 0;
+            self.check_at = Some(cx.now + self.quiet_limit());
+        }
         if complete {
             if self.stats.finish_ps.is_none() {
                 self.stats.finish_ps = Some(cx.now);
             }
             cx.services.pulls.flush(cx.slot);
+            self.check_at = None;
         } else if cx.services.pulls.can_piggyback(cx.now) {
             self.pull_counter += 1;
             reply.flags |= flags::PULL;
@@ -879,6 +919,37 @@ impl Transport for NdpSink {
         let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
         p.ack = self.pull_counter;
         cx.out.push(p);
+    }
+
+    /// `resend_last_pull`: the flow may have gone quiet because its last
+    /// PULL was lost. Resent with the same counter, it releases only what
+    /// a lost PULL owed; if the PULL arrived it is a duplicate, ignored.
+    fn on_timer(&mut self, cx: &mut Ctx<'_>) {
+        if self.total == Some(self.got) {
+            self.check_at = None;
+            return;
+        }
+        let quiet_until = self.heard_at + self.quiet_limit();
+        if cx.now < quiet_until {
+            // Heard since the check was armed: check again later.
+            self.check_at = Some(quiet_until);
+            return;
+        }
+        // A PULL still waiting at the pacer is not lost; nothing was pulled
+        // yet, nothing is owed (the initial window's losses are the sender's
+        // timers' to find).
+        if cx.services.pulls.pending(cx.slot) == 0 && self.pull_counter > 0 {
+            let path = self.control_path(self.pull_counter as u32, cx);
+            let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
+            p.ack = self.pull_counter;
+            cx.out.push(p);
+        }
+        self.repulls += 1;
+        self.check_at = (self.repulls < MAX_REPULLS).then(|| cx.now + self.quiet_limit());
+    }
+
+    fn poll_at(&self) -> Option<u64> {
+        self.check_at
     }
     fn sink_stats(&self) -> Option<&SinkStats> {
         Some(&self.stats)
@@ -1028,6 +1099,105 @@ mod tests {
             (out[0].0, out[0].1.kind, out[0].1.ack),
             (7_200_000, PacketKind::Pull, 2)
         );
+    }
+
+    /// A flow whose last PULL is lost goes quiet. After an RTO of silence
+    /// the receiver sends that PULL again with the same counter, then waits
+    /// twice as long before the next; the sender answers the resent PULL
+    /// with the NACKed packet the lost one owed, and ignores a duplicate.
+    /// The timer stops when the flow completes, and never runs when off.
+    #[test]
+    fn a_quiet_flow_gets_its_last_pull_again() {
+        const MS: u64 = 1_000_000_000;
+        const US: u64 = 1_000_000;
+        let header = |seq| Packet {
+            kind: PacketKind::Header,
+            payload: 0,
+            size: 64,
+            ..data(seq)
+        };
+        let mut sink = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
+        assert_eq!(sink.deliver(0, data(0))[0].ack, 1, "the ACK carries PULL 1");
+        assert_eq!(sink.deliver(US, header(1))[0].kind, PacketKind::Nack);
+        let pulls = sink.advance(8 * US);
+        assert_eq!(
+            pulls
+                .iter()
+                .map(|(t, p)| (*t, p.kind, p.ack))
+                .collect::<Vec<_>>(),
+            [(7_200_000, PacketKind::Pull, 2)],
+            "the pacer sends PULL 2, which is lost"
+        );
+        // Quiet since 1 us: the PULL again at 1 ms + 1 us, then 2 ms and 4 ms later.
+        let again = sink.advance(US + 7 * MS);
+        assert_eq!(
+            again
+                .iter()
+                .map(|(t, p)| (*t, p.kind, p.ack))
+                .collect::<Vec<_>>(),
+            [
+                (US + MS, PacketKind::Pull, 2),
+                (US + 3 * MS, PacketKind::Pull, 2),
+                (US + 7 * MS, PacketKind::Pull, 2),
+            ]
+        );
+        // The sender: three packets, all in the first window. Packet 1 was
+        // trimmed and its PULL (2) lost; the resent PULL 2 sends it, a
+        // duplicate sends nothing.
+        let mut src = source(&info(3 * 9000, 4), &NdpParams::default());
+        assert_eq!(src.start(0).len(), 3);
+        assert!(src
+            .deliver(10, ctl(PacketKind::Ack, 0, 1, flags::PULL))
+            .is_empty());
+        assert!(src.deliver(11, ctl(PacketKind::Nack, 1, 2, 0)).is_empty());
+        let out = src.deliver(US + MS, ctl(PacketKind::Pull, 0, 2, 0));
+        assert_eq!(out.iter().map(|p| p.seq).collect::<Vec<_>>(), [1]);
+        assert!(src
+            .deliver(US + MS + 1, ctl(PacketKind::Pull, 0, 2, 0))
+            .is_empty());
+        // Heard again (its ACK carries PULL 3): the wait is one RTO again.
+        assert_eq!(sink.deliver(8 * MS, data(1))[0].ack, 3);
+        let again = sink.advance(11 * MS);
+        assert_eq!(
+            again
+                .iter()
+                .map(|(t, p)| (*t, p.kind, p.ack))
+                .collect::<Vec<_>>(),
+            [
+                (9 * MS, PacketKind::Pull, 3),
+                (11 * MS, PacketKind::Pull, 3)
+            ]
+        );
+        // Complete: the check is cleared.
+        let last = Packet {
+            flags: flags::LAST,
+            ..data(2)
+        };
+        sink.deliver(12 * MS, last);
+        assert_eq!(sink.ep.poll_at(), None);
+        // Off (htsim): the same quiet flow has no timer.
+        let off = NdpParams {
+            resend_last_pull: false,
+            ..NdpParams::default()
+        };
+        let mut quiet = Host::new(5, NdpSink::new(&data(0), &off));
+        quiet.deliver(0, data(0));
+        quiet.deliver(US, header(1));
+        assert_eq!(quiet.advance(100 * MS).len(), 1, "only the pacer's PULL 2");
+        assert_eq!(quiet.ep.poll_at(), None);
+        // Never answered: eight resends, the wait doubling up to 64 ms, then
+        // the receiver gives up, so that a run can end with the flow unfinished.
+        let mut lost = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
+        lost.deliver(0, data(0));
+        lost.deliver(US, header(1));
+        let resent: Vec<u64> = lost
+            .advance(u64::MAX)
+            .iter()
+            .filter(|(t, _)| *t > 8 * US)
+            .map(|(t, _)| (t - US) / MS)
+            .collect();
+        assert_eq!(resent, [1, 3, 7, 15, 31, 63, 127, 191]);
+        assert_eq!(lost.ep.poll_at(), None);
     }
 
     /// A packet's timer runs from its estimated start on the wire: behind
@@ -1456,7 +1626,9 @@ mod tests {
         recv!(h, at = 1_000, data => [Ack { seq: 0, ack: 1, flags: flags::PULL }]);
         recv!(h, at = 2_000, hdr => [Nack { seq: 1, flags: 0 }]);
         expect_out!(h.advance(100_000_000), [(7_201_000, Pull { ack: 2 })]);
-        recv_nothing!(h, until = u64::MAX);
+        // Nothing more until the flow has been quiet for an RTO
+        // (`resend_last_pull`).
+        recv_nothing!(h, until = 2_000 + 1_000_000_000 - 1);
         assert_eq!(h.services.pulls.stats.sent, 2);
         assert_eq!(h.ep.sink_stats().map(|s| s.bytes_received), Some(9000));
     }
