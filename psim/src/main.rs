@@ -405,8 +405,9 @@ fn resume(a: ckpt_cmd::ResumeArgs) -> Result<()> {
 
 /// The warning for a run without a stop time that ran out of events with
 /// flows unfinished: nothing was left that could finish them (a lost packet
-/// whose sender has no timer, as RoCE's with `pfc = true`). The flow table
-/// records them unfinished; this line says why the run ended anyway.
+/// that no timer covers, as RoCE's with `pfc = true`, or NDP's under
+/// `profile = "htsim"`). The flow table records them unfinished; this line
+/// says why the run ended anyway.
 fn stuck_flows_warning(stop_ps: Option<u64>, m: &psim::trace::Manifest) -> Option<String> {
     let stuck = m.flows_started.saturating_sub(m.flows_finished);
     if stop_ps.is_some() || stuck == 0 {
@@ -418,7 +419,7 @@ fn stuck_flows_warning(stop_ps: Option<u64>, m: &psim::trace::Manifest) -> Optio
         .and_then(|v| v.as_u64())
         .unwrap_or(0);
     Some(format!(
-        "warning: {stuck} of {} flows never finished and the run had nothing left to do: {dropped} packets were dropped, and a sender without a timer (RoCE with pfc = true has none) never resends its losses",
+        "warning: {stuck} of {} flows never finished and the run had nothing left to do: {dropped} packets were dropped, and a loss that no timer covers is never recovered (RoCE with pfc = true has no timeout; NDP with timeout_resends, keep_early_pulls or resend_last_pull false, as under profile = \"htsim\", has gaps)",
         m.flows_started
     ))
 }

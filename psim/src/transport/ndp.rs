@@ -53,9 +53,11 @@
 //! 35,438 in V25's 10-connection run while spurious timeouts' resends
 //! filled header queues (6,165 drops, before `rto_from_nic`), and 2 of 140
 //! with two failed core links (`tests/ndp.rs`). The timer is armed once per
-//! flow and moves only when it fires (at most once per `min_rto_us` while
-//! the flow runs) or when a resent PULL is answered, so it costs no event
-//! per packet.
+//! flow and moves only when it fires or when a resent PULL is answered, so
+//! it costs no event per packet: it fires at most once per `min_rto_us`
+//! while the flow runs, and while the flow's PULL waits at the pacer, only
+//! once the pacer has served every waiting flow (V21's 8000-flow incast:
+//! about one per PULL cycle of 58 ms, not one per millisecond).
 //!
 //! Not modelled: connection set-up state and time-wait ([P] §3.2.2): every
 //! first-window packet carries SYN and any packet creates the receiver's state,
@@ -935,10 +937,17 @@ impl Transport for NdpSink {
             self.check_at = Some(quiet_until);
             return;
         }
-        // A PULL still waiting at the pacer is not lost; nothing was pulled
-        // yet, nothing is owed (the initial window's losses are the sender's
-        // timers' to find).
-        if cx.services.pulls.pending(cx.slot) == 0 && self.pull_counter > 0 {
+        if cx.services.pulls.pending(cx.slot) > 0 {
+            // Its PULL waits its turn at the pacer (an incast's flows wait
+            // tens of milliseconds): nothing is lost. Check again once every
+            // waiting flow has had a turn and an RTO has passed, rather than
+            // every RTO while the flow waits.
+            self.check_at = Some(cx.now + cx.services.pulls.round_ps() + self.quiet_limit());
+            return;
+        }
+        // Nothing pulled yet, nothing owed (the initial window's losses are
+        // the sender's timers' to find).
+        if self.pull_counter > 0 {
             let path = self.control_path(self.pull_counter as u32, cx);
             let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
             p.ack = self.pull_counter;
@@ -1185,6 +1194,20 @@ mod tests {
         quiet.deliver(US, header(1));
         assert_eq!(quiet.advance(100 * MS).len(), 1, "only the pacer's PULL 2");
         assert_eq!(quiet.ep.poll_at(), None);
+        // Its PULL waits at the pacer behind two other flows' (an incast):
+        // nothing is resent, and the next check comes once the pacer has
+        // served all three (3 x 7.2 us), plus an RTO.
+        let mut waiting = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
+        waiting.deliver(0, data(0));
+        for slot in [7, 8, 0] {
+            waiting.services.pulls.request(slot, false);
+        }
+        let sent = waiting.with(MS, |ep, cx| {
+            ep.on_timer(cx);
+            cx.out.len()
+        });
+        assert_eq!(sent, 0);
+        assert_eq!(waiting.ep.poll_at(), Some(MS + 3 * 7_200_000 + MS));
         // Never answered: eight resends, the wait doubling up to 64 ms, then
         // the receiver gives up, so that a run can end with the flow unfinished.
         let mut lost = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));

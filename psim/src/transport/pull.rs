@@ -80,6 +80,14 @@ impl PullQueue {
         self.pending.get(&slot).copied().unwrap_or(0)
     }
 
+    /// How long at most until every flow now waiting has had its next turn
+    /// (round robin, one PULL each, at the longest jittered gap). Flows
+    /// that arrive later with priority can still delay a turn past it.
+    pub fn round_ps(&self) -> u64 {
+        let gap = (self.interval_ps as f64 * (1.0 + self.jitter)).ceil() as u64;
+        gap * self.pending.len() as u64
+    }
+
     /// Drops every pending request of `slot` (its flow is complete).
     pub fn flush(&mut self, slot: u32) {
         self.pending.remove(&slot);
@@ -182,6 +190,21 @@ mod tests {
         let order: Vec<u32> = std::iter::from_fn(|| q.pop()).collect();
         assert_eq!(order, vec![1, 2, 3, 1, 3, 1]);
         assert!(q.is_empty());
+    }
+
+    /// Every waiting flow gets its turn within one gap per flow (the
+    /// longest jittered gap), however many requests each one has.
+    #[test]
+    fn a_round_takes_one_gap_per_waiting_flow() {
+        let mut q = PullQueue::default();
+        q.configure(7_200_000, 0.5);
+        assert_eq!(q.round_ps(), 0);
+        for slot in [1, 1, 1, 2, 3] {
+            q.request(slot, slot == 3);
+        }
+        assert_eq!(q.round_ps(), 3 * 10_800_000);
+        q.flush(2);
+        assert_eq!(q.round_ps(), 2 * 10_800_000);
     }
 
     #[test]
