@@ -819,6 +819,14 @@ impl NdpSink {
         self.paths.get(self.path_idx - 1)
     }
 
+    /// A standalone PULL carrying the current pull counter.
+    fn send_pull(&mut self, cx: &mut Ctx<'_>) {
+        let path = self.control_path(self.pull_counter as u32, cx);
+        let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
+        p.ack = self.pull_counter;
+        cx.out.push(p);
+    }
+
     fn mark(&mut self, seq: u64) -> bool {
         let (w, b) = ((seq / 64) as usize, seq % 64);
         if self.received.len() <= w {
@@ -917,10 +925,7 @@ impl Transport for NdpSink {
             return;
         }
         self.pull_counter += 1;
-        let path = self.control_path(self.pull_counter as u32, cx);
-        let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
-        p.ack = self.pull_counter;
-        cx.out.push(p);
+        self.send_pull(cx);
     }
 
     /// `resend_last_pull`: the flow may have gone quiet because its last
@@ -948,10 +953,7 @@ impl Transport for NdpSink {
         // Nothing pulled yet, nothing owed (the initial window's losses are
         // the sender's timers' to find).
         if self.pull_counter > 0 {
-            let path = self.control_path(self.pull_counter as u32, cx);
-            let mut p = self.control(PacketKind::Pull, 0, path, cx.now);
-            p.ack = self.pull_counter;
-            cx.out.push(p);
+            self.send_pull(cx);
         }
         self.repulls += 1;
         self.check_at = (self.repulls < MAX_REPULLS).then(|| cx.now + self.quiet_limit());
