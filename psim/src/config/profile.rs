@@ -12,6 +12,7 @@
 //! | NDP sender | `protocol.ndp.timeout_resends` | true ([P] §3.2) | false: return-to-sender only | `ndp.cpp`, `RESEND_ON_TIMEOUT` unset (spec A12) |
 //! | NDP sender | `protocol.ndp.keep_early_pulls` | true: a PULL that overtook its NACK is kept for it | false: spent on nothing, and the NACKed packet waits for a PULL that never comes | `ndp.cpp`, `pull_packets` (a later revision of the authors' repository resends on a NACK whose pull number was already passed) |
 //! | NDP receiver | `protocol.ndp.resend_last_pull` | true: a receiver that hears nothing of its unfinished flow for an RTO sends its last PULL again | false: a flow whose last PULL is lost never finishes | `ndp.cpp`: the sink has no timer ("lost pulls are well handled by the cumulative pull number"; its extra pulls, `RCV_CWND`, are off) |
+//! | NDP receiver | `protocol.ndp.pull_on_duplicate` | false: a second copy of a data packet pulls nothing (a trimmed one is ACKed) | true: every arrival pulls, every header is NACKed | `ndp.cpp`, `NdpSink::receivePacket` ACKs (and so pulls for) a "bad retransmit" too |
 //! | NDP switch (`kind = "ndp"`) | `wrr_headers` | 10 ([P] §3.1, A4) | 100000: practically strict priority | `compositequeue.cpp`, the constructor's high:low ratio |
 //! | NDP switch (`kind = "ndp"`) | `count_in_service` | false: waiting packets only | true: the packet on the wire counts against its queue's cap | `compositequeue.cpp`: a packet's bytes leave the queue in `completeService` |
 //! | NDP switch (`kind = "ndp"`) | `header_multiple` | 1.0: the data queue's bytes (A3) | 2.0 | `compositequeue.cpp`, `receivePacket`: headers fit under `2 * _maxsize` |
@@ -41,6 +42,7 @@ const HTSIM_PROTOCOL: &[(&str, &str, Value)] = &[
     ("ndp", "timeout_resends", Value::Bool(false)),
     ("ndp", "keep_early_pulls", Value::Bool(false)),
     ("ndp", "resend_last_pull", Value::Bool(false)),
+    ("ndp", "pull_on_duplicate", Value::Bool(true)),
     ("dctcp", "cut_rule", Value::Str("every_window")),
     ("dctcp", "initial_alpha", Value::Float(0.0)),
     ("tcp", "initial_ssthresh_packets", Value::Int(100)),
@@ -179,6 +181,7 @@ mod tests {
         assert_eq!(ndp["timeout_resends"].as_bool(), Some(false));
         assert_eq!(ndp["keep_early_pulls"].as_bool(), Some(false));
         assert_eq!(ndp["resend_last_pull"].as_bool(), Some(false));
+        assert_eq!(ndp["pull_on_duplicate"].as_bool(), Some(true));
         assert_eq!(
             t["protocol"]["dctcp"]["cut_rule"].as_str(),
             Some("every_window")

@@ -29,6 +29,7 @@
 //! | `timeout_resends` | true: a packet with no ACK, NACK or bounce by its deadline is resent | [P] §3.2 (a 1 ms RTO is safe); htsim disables timer resends and relies on return-to-sender (A12, [C] `RESEND_ON_TIMEOUT` unset): false. Then a packet lost outright (a bounced header dropped again) is never resent, and the flow stalls until the run's watchdog stops it |
 //! | `keep_early_pulls` | true: a PULL that finds nothing to send is kept, and spent on the NACKed packet it was meant for when that NACK comes after it | [P] §3.2.1 (the pull counter absorbs reordering); psim's: over sprayed paths a PULL can overtake the NACK it answers, and a sender that spends it on nothing leaves that packet waiting for a PULL that never comes (no timer runs on a NACKed packet). htsim spends it on nothing ([C] `pull_packets`): false |
 //! | `resend_last_pull` | true: a receiver that has heard nothing of its unfinished flow for `min_rto_us`, while no PULL of its own waits at its pacer, sends its last PULL again (the same counter, so it releases only what a lost PULL owed); each repeat without an answer doubles the wait, up to 64 times | psim's: [P] has no timer for a lost PULL (§3.2.1: the next PULL's counter makes up for it), but a flow's last PULL has no next, and the NACKed packets it would have pulled have no timer. With two failed core links of a k = 4 FatTree (`tests/ndp.rs`), 2 of 140 flows stalled so. htsim has none: false |
+//! | `pull_on_duplicate` | false: a second copy of a data packet is ACKed (a trimmed one too, since the packet did arrive) but pulls nothing | psim's: [P] §3.2 pulls once per arriving packet so that the packets in flight stay as many as the first window; a timer resend whose original was only late (queued behind a slow link) arrives twice, and pulling for both adds one packet in flight for good. The extra packets wait at the sender's NIC, whose queue then grows with every such timeout: in V24 (a 1 Gb/s core link, no path penalty, 40 ms) 28 senders' NIC queues grew at 11 packets per ms to 3.8 MB, one packet per timeout (correlation 0.9999). htsim pulls for every arrival ([C] `NdpSink::receivePacket`, which has no timer resends to make copies): true |
 //! | `control_spray` | true: the receiver sends its ACKs, NACKs and PULLs one per path over a shuffled path list, reshuffled when used up, as the sender sprays data | A19 ([C]: the sink sprays its control packets); false: ACKs and NACKs return on the data packet's path, PULLs go round robin over the paths |
 //! | bounce penalty | a bounce counts as 3 NACKs on its path | A7 |
 //! | loss counter | a retransmission timeout counts one loss on the path the packet last took (not a NACK). With `path_penalty`, a path whose losses are an outlier (at least 3, and above mean + 3·√mean of the sender's paths) is left out of the next 2^s reshuffles, s = 1, 2, … up to 8 for its successive outlier losses | [P] §3.2.3 ("a path loss counter … outliers … temporarily removed"); the thresholds are psim's (the paper gives none): see [`NdpSource::count_loss`] |
@@ -110,6 +111,8 @@ pub struct NdpParams {
     pub rto_from_nic: bool,
     /// Whether a receiver that hears nothing for an RTO sends its last PULL again.
     pub resend_last_pull: bool,
+    /// Whether a second copy of a data packet is pulled for, like any arrival.
+    pub pull_on_duplicate: bool,
 }
 
 impl NdpParams {
@@ -147,6 +150,7 @@ impl Default for NdpParams {
             keep_early_pulls: true,
             rto_from_nic: true,
             resend_last_pull: true,
+            pull_on_duplicate: false,
         }
     }
 }
@@ -827,6 +831,14 @@ impl NdpSink {
         cx.out.push(p);
     }
 
+    /// Whether packet `seq` has arrived whole.
+    fn has(&self, seq: u64) -> bool {
+        let (w, b) = ((seq / 64) as usize, seq % 64);
+        self.received
+            .get(w)
+            .is_some_and(|word| word & (1 << b) != 0)
+    }
+
     fn mark(&mut self, seq: u64) -> bool {
         let (w, b) = ((seq / 64) as usize, seq % 64);
         if self.received.len() <= w {
@@ -876,12 +888,23 @@ impl Transport for NdpSink {
         if pkt.has(flags::LAST) {
             self.total = Some(pkt.seq + 1);
         }
+        let mut duplicate = false;
         let kind = match pkt.kind {
             PacketKind::Data => {
                 if self.mark(pkt.seq) {
                     self.got += 1;
                     self.stats.bytes_received += pkt.payload as u64;
+                } else {
+                    duplicate = true;
                 }
+                PacketKind::Ack
+            }
+            PacketKind::Header if self.has(pkt.seq) && !self.pull.pull_on_duplicate => {
+                // A trimmed copy of a packet that has arrived whole: the
+                // sender resent it because the first ACK was lost. ACK it
+                // again; a NACK would have the sender resend it once more
+                // on a PULL that its copy never gave.
+                duplicate = true;
                 PacketKind::Ack
             }
             PacketKind::Header => PacketKind::Nack,
@@ -903,6 +926,8 @@ impl Transport for NdpSink {
             }
             cx.services.pulls.flush(cx.slot);
             self.check_at = None;
+        } else if duplicate && !self.pull.pull_on_duplicate {
+            // Its copy was pulled for already (`pull_on_duplicate`).
         } else if cx.services.pulls.can_piggyback(cx.now) {
             self.pull_counter += 1;
             reply.flags |= flags::PULL;
@@ -1110,6 +1135,47 @@ mod tests {
             (out[0].0, out[0].1.kind, out[0].1.ack),
             (7_200_000, PacketKind::Pull, 2)
         );
+    }
+
+    /// A second copy of a packet (a timer resend whose original was only
+    /// late, or whose ACK was lost), whole or trimmed, is ACKed but pulls nothing: the
+    /// packets in flight stay as many as the first window. htsim's choice
+    /// (`pull_on_duplicate`) pulls for it like any arrival.
+    #[test]
+    fn a_duplicate_pulls_nothing_unless_asked() {
+        let header = |seq| Packet {
+            kind: PacketKind::Header,
+            payload: 0,
+            size: 64,
+            ..data(seq)
+        };
+        for on in [false, true] {
+            let p = NdpParams {
+                pull_on_duplicate: on,
+                ..NdpParams::default()
+            };
+            let mut h = Host::new(5, NdpSink::new(&data(0), &p));
+            assert_eq!(h.deliver(0, data(0))[0].ack, 1, "the ACK carries PULL 1");
+            // A pull interval later, the copy: ACKed, and pulled for only when on.
+            let copy = h.deliver(10_000_000, data(0));
+            assert_eq!(copy[0].kind, PacketKind::Ack);
+            assert_eq!(copy[0].has(flags::PULL), on);
+            // A trimmed copy: the packet did arrive, so it is ACKed again
+            // (a NACK would have it resent once more) and pulls nothing;
+            // htsim NACKs and pulls for it.
+            let trimmed = h.deliver(20_000_000, header(0));
+            let kind = if on {
+                PacketKind::Nack
+            } else {
+                PacketKind::Ack
+            };
+            assert_eq!((trimmed[0].kind, trimmed[0].seq), (kind, 0));
+            assert_eq!(trimmed[0].has(flags::PULL), on);
+            // A new packet pulls as ever.
+            let next = h.deliver(30_000_000, data(1));
+            assert_eq!(next[0].ack, if on { 4 } else { 2 });
+            assert_eq!(h.ep.stats.bytes_received, 18_000);
+        }
     }
 
     /// A flow whose last PULL is lost goes quiet. After an RTO of silence
