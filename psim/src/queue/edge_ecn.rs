@@ -41,6 +41,11 @@
 //! packet marked on an uplink would have been marked at the egress: the
 //! marked packets are the same as with marking at the egress alone.
 //!
+//! **The NICs.** Only queues that update `rank` count in the used slack;
+//! the default NIC (`priority`) does not, so a sender whose own NIC is its
+//! bottleneck is never marked. Give `[host.queue]` `kind = "fifo_plus"`
+//! too (docs/disciplines.md; T43's Edge-ECN runs).
+//!
 //! | parameter (`kind = "edge_ecn"`) | default | source |
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets (as `lstf`) | as `droptail`; the thesis's DC runs use 500 KB buffers ([TH] §5.2, T43) |

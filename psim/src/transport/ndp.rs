@@ -839,14 +839,17 @@ impl NdpSink {
             .is_some_and(|word| word & (1 << b) != 0)
     }
 
+    /// Records packet `seq` as arrived; whether it is new.
     fn mark(&mut self, seq: u64) -> bool {
+        if self.has(seq) {
+            return false;
+        }
         let (w, b) = ((seq / 64) as usize, seq % 64);
         if self.received.len() <= w {
             self.received.resize(w + 1, 0);
         }
-        let new = self.received[w] & (1 << b) == 0;
         self.received[w] |= 1 << b;
-        new
+        true
     }
 
     fn control(&self, kind: PacketKind, seq: u64, path: u32, now: u64) -> Packet {
@@ -1050,6 +1053,16 @@ mod tests {
         }
     }
 
+    /// The trimmed header of data packet `seq`.
+    fn header(seq: u64) -> Packet {
+        Packet {
+            kind: PacketKind::Header,
+            payload: 0,
+            size: 64,
+            ..data(seq)
+        }
+    }
+
     #[test]
     fn first_window_is_sent_at_once_on_distinct_paths() {
         let mut h = source(&info(100 * 9000, 16), &NdpParams::default());
@@ -1120,13 +1133,7 @@ mod tests {
         assert!(out[0].has(flags::PULL));
         assert_eq!(out[0].ack, 1);
         // A header 1 us later: NACK at once, the pull waits in the pacer.
-        let hdr = Packet {
-            kind: PacketKind::Header,
-            payload: 0,
-            size: 64,
-            ..data(1)
-        };
-        let out = h.deliver(1_000_000, hdr);
+        let out = h.deliver(1_000_000, header(1));
         assert_eq!(out[0].kind, PacketKind::Nack);
         assert!(!out[0].has(flags::PULL));
         assert_eq!(h.services.pulls.next_due(1_000_000, 0.0), Some(7_200_000));
@@ -1143,12 +1150,6 @@ mod tests {
     /// (`pull_on_duplicate`) pulls for it like any arrival.
     #[test]
     fn a_duplicate_pulls_nothing_unless_asked() {
-        let header = |seq| Packet {
-            kind: PacketKind::Header,
-            payload: 0,
-            size: 64,
-            ..data(seq)
-        };
         for on in [false, true] {
             let p = NdpParams {
                 pull_on_duplicate: on,
@@ -1187,12 +1188,6 @@ mod tests {
     fn a_quiet_flow_gets_its_last_pull_again() {
         const MS: u64 = 1_000_000_000;
         const US: u64 = 1_000_000;
-        let header = |seq| Packet {
-            kind: PacketKind::Header,
-            payload: 0,
-            size: 64,
-            ..data(seq)
-        };
         let mut sink = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
         assert_eq!(sink.deliver(0, data(0))[0].ack, 1, "the ACK carries PULL 1");
         assert_eq!(sink.deliver(US, header(1))[0].kind, PacketKind::Nack);
@@ -1332,16 +1327,10 @@ mod tests {
     #[test]
     fn a_nack_names_the_pull_that_will_answer_it() {
         let mut h = Host::new(5, NdpSink::new(&data(0), &NdpParams::default()));
-        let hdr = |seq| Packet {
-            kind: PacketKind::Header,
-            payload: 0,
-            size: 64,
-            ..data(seq)
-        };
         h.deliver(0, data(0)); // pull 1, piggybacked on the ACK
         let nacks: Vec<Packet> = [1, 2, 3]
             .into_iter()
-            .flat_map(|s| h.deliver(1_000 * s, hdr(s)))
+            .flat_map(|s| h.deliver(1_000 * s, header(s)))
             .collect();
         assert!(nacks.iter().all(|n| !n.has(flags::PULL)));
         let named: Vec<u64> = nacks.iter().map(|n| n.ack).collect();
