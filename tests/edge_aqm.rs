@@ -52,6 +52,56 @@ fn dctcp_over_edge_ecn_keeps_the_queue_near_k() {
     }
 }
 
+/// One host sends two 4 MB DCTCP flows to two other racks, so its own NIC is
+/// the bottleneck, and a one-packet probe at 1 ms that queues behind them.
+/// `nic` is the `[host.queue]` table, or empty for the default NIC; FIFO+
+/// switches with Edge-ECN at the ToR tier.
+fn nic_bottleneck(nic: &str) -> String {
+    format!(
+        "seed = 3\nstop_us = 20000\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
+         link_gbps = 10\nlatency_ns = 1000\n[topology.uplink]\ngbps = 40\nlatency_ns = 1000\n\
+         {nic}\
+         [switch.queue]\nkind = \"fifo_plus\"\nqueue_packets = 1000\n\
+         [switch.tor.queue]\nkind = \"edge_ecn\"\nqueue_packets = 1000\n\
+         [protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n\
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4]\nsize_bytes = 4000000\n\
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 8\nsender_hosts = [4]\nsize_bytes = 4000000\n\
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 12\nsender_hosts = [4]\nsize_bytes = 1000\nstart_us = 1000\n"
+    )
+}
+
+/// A FIFO+ NIC of 1000 packets.
+const FIFO_PLUS_NIC: &str = "[host.queue]\nkind = \"fifo_plus\"\nqueue_packets = 1000\n";
+
+/// Edge-ECN's used slack counts only the queues that keep it in `rank`: a
+/// FIFO+ NIC does, so a sender whose own NIC is its bottleneck is marked and
+/// the NIC's queue stays near K; the default NIC (strict priority) keeps
+/// none, so nothing is marked and the NIC's queue grows (docs/disciplines.md,
+/// "The hosts' NICs"; T43).
+#[test]
+fn edge_ecn_counts_the_wait_at_a_fifo_plus_nic() {
+    let go = |nic: &str| {
+        let r = run(&scenario(&nic_bottleneck(nic), &[]), 1, 1);
+        assert!(r.outcome.summary.conserved());
+        assert!(r.flows.iter().all(|f| f.finish_ps.is_some()), "all finish");
+        let probe = r.flows.iter().find(|f| f.size_bytes == Some(1000)).unwrap();
+        let q = probe.fct_ps.unwrap() - probe.ideal_fct_ps.unwrap();
+        (q, r.outcome.summary.ports.marked, r.csv)
+    };
+    let (plus, plus_marks, csv) = go(FIFO_PLUS_NIC);
+    let (default, default_marks, _) = go("");
+    eprintln!("probe queueing: FIFO+ NIC {plus} ps ({plus_marks} marks), default NIC {default} ps ({default_marks} marks)");
+    // K = 15 full packets at 10 Gb/s is 18 µs; judged at the ToR after the
+    // NIC's wait, the NIC's queue may pass K by as much again (as in
+    // `dctcp_over_edge_ecn_keeps_the_queue_near_k`): at most 3 K.
+    let k_time: u64 = 18_000_000;
+    assert!(plus_marks > 0 && plus < 3 * k_time, "FIFO+ NIC: {plus} ps");
+    assert_eq!(default_marks, 0, "nothing downstream of the NIC queues");
+    assert!(default > 5 * k_time, "default NIC: {default} ps");
+    let s = scenario(&nic_bottleneck(FIFO_PLUS_NIC), &[]);
+    assert_eq!(run(&s, 2, 2).csv, csv, "2 shards x 2");
+}
+
 /// The incast above over TCP, with `[switch.to_host.queue]` (the ports that
 /// feed a host) running `to_host` and every other port `others` (1000
 /// packets each).
