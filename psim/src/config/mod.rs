@@ -781,6 +781,49 @@ mod tests {
         }
     }
 
+    /// An edge AQM that reads the used slack from `rank` needs a NIC that
+    /// keeps it there in the same form; `"measured"` needs nothing.
+    #[test]
+    fn edge_aqms_need_a_nic_that_keeps_the_used_slack() {
+        let go = |sets: &[&str]| load(BASE, sets).map(drop).map_err(|e| e.to_string());
+        let fifo_plus = [
+            "switch.queue.kind=\"fifo_plus\"",
+            "switch.tor.queue.kind=\"edge_ecn\"",
+        ];
+        let e = go(&fifo_plus).unwrap_err();
+        assert!(
+            e.contains("host.queue.kind = priority")
+                && e.contains("switch.tor.queue's edge_ecn")
+                && e.contains("give [host.queue] kind = \"fifo_plus\""),
+            "{e}"
+        );
+        assert!(!e.contains('\n'), "{e}");
+        go(&[&fifo_plus[..], &["host.queue.kind=\"fifo_plus\""]].concat()).unwrap();
+        // At the ports that feed a host, the same.
+        let to_host = ["switch.to_host.queue.kind=\"edge_codel\""];
+        assert!(go(&to_host)
+            .unwrap_err()
+            .contains("switch.to_host.queue's edge_codel"));
+        go(&[
+            "switch.to_host.queue.kind=\"edge_codel\"",
+            "switch.to_host.queue.used_slack=\"measured\"",
+        ])
+        .unwrap();
+        // The LSTF form: the NIC must take its wait from the slack, which
+        // FIFO+ (adding it) does not.
+        let lstf = [
+            "switch.queue.kind=\"lstf\"",
+            "switch.tor.queue.kind=\"edge_ecn\"",
+            "switch.tor.queue.used_slack=\"lstf\"",
+            "host.slack.policy=\"tail\"",
+        ];
+        let e = go(&[&lstf[..], &["host.queue.kind=\"fifo_plus\""]].concat()).unwrap_err();
+        assert!(e.contains("give [host.queue] kind = \"lstf\""), "{e}");
+        go(&[&lstf[..], &["host.queue.kind=\"lstf\""]].concat()).unwrap();
+        // Without an edge AQM the default NIC is fine.
+        go(&["switch.queue.kind=\"fifo_plus\""]).unwrap();
+    }
+
     /// The NIC marks at the ToRs' K (asked through the spec), unless told otherwise.
     #[test]
     fn host_nics_mark_at_the_tors_threshold() {

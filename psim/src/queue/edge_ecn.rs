@@ -41,10 +41,11 @@
 //! packet marked on an uplink would have been marked at the egress: the
 //! marked packets are the same as with marking at the egress alone.
 //!
-//! **The NICs.** Only queues that update `rank` count in the used slack;
-//! the default NIC (`priority`) does not, so a sender whose own NIC is its
-//! bottleneck is never marked. Give `[host.queue]` `kind = "fifo_plus"`
-//! too (docs/disciplines.md; T43's Edge-ECN runs).
+//! **The NICs.** Only queues that update `rank` count in the used slack,
+//! so the hosts' NICs must run the same form (`fifo_plus` or `lstf`): a
+//! scenario whose NIC keeps no used slack is refused at load
+//! ([`nic_counts_its_wait`], `config/switch.rs`), since a sender whose own
+//! NIC is its bottleneck would never be marked (T43).
 //!
 //! | parameter (`kind = "edge_ecn"`) | default | source |
 //! |---|---|---|
@@ -54,8 +55,8 @@
 //! | `used_slack` | `"fifo_plus"` | see above; [TH] §5.3 (used slack), §5.2.2 (FIFO+ = LSTF with equal slacks) |
 //! | `initial_slack_us` (`used_slack = "lstf"` only) | 1,000,000 (1 s) | `[host.slack] policy = "tail"`'s default `slack_us` (`UPS` `initSlack_`) |
 
-use super::lstf::{ups_capacity, Form, LstfQueue};
-use super::{Discipline, DisciplineConfig, QueueCtx, QueueEnv};
+use super::lstf::{ups_capacity, Form, LstfMode, LstfQueue};
+use super::{Discipline, DisciplineConfig, QueueConfig, QueueCtx, QueueEnv};
 use crate::config::{bad, ConfigError};
 use crate::packet::{flags, Packet, PacketKind};
 use crate::transport::config::Micros;
@@ -154,6 +155,34 @@ pub(super) fn reader(mode: UsedSlack, initial: Option<Micros>) -> UsedSlackReade
             UsedSlack::FifoPlus | UsedSlack::Measured => 0,
             UsedSlack::Lstf => initial.ps.min(i64::MAX as u64) as i64,
         },
+    }
+}
+
+/// The used-slack form that an edge AQM in `q` (or in a class inside it)
+/// reads from `rank`: `"fifo_plus"` or `"lstf"`. `"measured"` reads no
+/// `rank`, so it asks nothing of the other queues.
+pub(crate) fn rank_form(q: &QueueConfig) -> Option<UsedSlack> {
+    let read = |u: UsedSlack| (u != UsedSlack::Measured).then_some(u);
+    match q {
+        QueueConfig::Classes(c) => c.class.iter().find_map(rank_form),
+        QueueConfig::EdgeEcn(c) => read(c.used_slack),
+        QueueConfig::EdgeCodel(c) => read(c.used_slack),
+        _ => None,
+    }
+}
+
+/// Whether a host NIC running `nic` puts its wait into `rank` in `form`:
+/// FIFO+ adds it to the queueing so far, LSTF (and its `fifo` mode) takes it
+/// from the slack, and an edge AQM of that form does as its queue does.
+/// With any other NIC a packet's wait at its own NIC never counts, so a
+/// sender whose NIC is its bottleneck is never marked (T43 with the default
+/// NIC: its queue reached 1000 packets).
+pub(crate) fn nic_counts_its_wait(nic: &QueueConfig, form: UsedSlack) -> bool {
+    match (nic, form) {
+        (QueueConfig::FifoPlus(_), UsedSlack::FifoPlus) => true,
+        (QueueConfig::Lstf(c), UsedSlack::Lstf) => c.mode != LstfMode::Edf,
+        (QueueConfig::EdgeEcn(_) | QueueConfig::EdgeCodel(_), _) => rank_form(nic) == Some(form),
+        _ => false,
     }
 }
 
