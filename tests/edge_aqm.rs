@@ -6,37 +6,50 @@ use psim_integration_tests::{run, scenario};
 /// A FIFO+ NIC of 1000 packets.
 const FIFO_PLUS_NIC: &str = "[host.queue]\nkind = \"fifo_plus\"\nqueue_packets = 1000\n";
 
-/// Two 4 MB DCTCP flows into host 0 from two other racks (the bottleneck is
-/// host 0's ToR port; 40 Gb/s uplinks), and a one-packet probe flow from a
-/// third rack at 1 ms, when the long flows are in their steady state: the
-/// probe's FCT beyond its ideal is the queueing it met. `tor` is the ToR
-/// tier's discipline; every other switch port and the NICs run FIFO+ with
-/// 1000 packets.
-fn incast(tor: &str) -> String {
+/// A leaf-spine of 4 x 4 hosts (10 Gb/s; 40 Gb/s uplinks): `tor` is the ToR
+/// tier's discipline, every other switch port and the NICs run FIFO+ with
+/// 1000 packets, and DCTCP has a 1 ms RTO. `top` goes before the tables,
+/// `traffic` after them.
+fn fabric(top: &str, tor: &str, traffic: &str) -> String {
     format!(
-        "seed = 3\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
+        "seed = 3\n{top}[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
          link_gbps = 10\nlatency_ns = 1000\n[topology.uplink]\ngbps = 40\nlatency_ns = 1000\n\
          {FIFO_PLUS_NIC}\
          [switch.queue]\nkind = \"fifo_plus\"\nqueue_packets = 1000\n\
          [switch.tor.queue]\n{tor}\nqueue_packets = 1000\n\
-         [protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n\
-         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4, 8]\nsize_bytes = 4000000\n\
-         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [12]\nsize_bytes = 1000\nstart_us = 1000\n"
+         [protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n{traffic}"
+    )
+}
+
+/// The queueing a 1000-byte probe flow met (its FCT beyond its ideal), the
+/// packets marked, and the flow table of `text` run at 1 shard; every flow
+/// must finish.
+fn probe_queueing(text: &str) -> (u64, u64, String) {
+    let r = run(&scenario(text, &[]), 1, 1);
+    assert!(r.outcome.summary.conserved());
+    assert!(r.flows.iter().all(|f| f.finish_ps.is_some()), "all finish");
+    let probe = r.flows.iter().find(|f| f.size_bytes == Some(1000)).unwrap();
+    let q = probe.fct_ps.unwrap() - probe.ideal_fct_ps.unwrap();
+    (q, r.outcome.summary.ports.marked, r.csv)
+}
+
+/// Two 4 MB DCTCP flows into host 0 from two other racks (the bottleneck is
+/// host 0's ToR port), and a one-packet probe flow from a third rack at
+/// 1 ms, when the long flows are in their steady state: the probe's FCT
+/// beyond its ideal is the queueing it met. `tor` as in [`fabric`].
+fn incast(tor: &str) -> String {
+    fabric(
+        "",
+        tor,
+        "[[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4, 8]\nsize_bytes = 4000000\n\
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [12]\nsize_bytes = 1000\nstart_us = 1000\n",
     )
 }
 
 #[test]
 fn dctcp_over_edge_ecn_keeps_the_queue_near_k() {
-    let queueing = |tor: &str| {
-        let r = run(&scenario(&incast(tor), &[]), 1, 1);
-        assert!(r.outcome.summary.conserved());
-        assert!(r.flows.iter().all(|f| f.finish_ps.is_some()), "all finish");
-        let probe = r.flows.iter().find(|f| f.size_bytes == Some(1000)).unwrap();
-        let q = probe.fct_ps.unwrap() - probe.ideal_fct_ps.unwrap();
-        (q, r.outcome.summary.ports.marked, r.csv)
-    };
-    let (edge, marks, csv) = queueing("kind = \"edge_ecn\"");
-    let (plain, no_marks, _) = queueing("kind = \"fifo_plus\"");
+    let (edge, marks, csv) = probe_queueing(&incast("kind = \"edge_ecn\""));
+    let (plain, no_marks, _) = probe_queueing(&incast("kind = \"fifo_plus\""));
     eprintln!("edge {edge} ps ({marks} marks), fifo_plus {plain} ps ({no_marks} marks)");
     assert!(marks > 0 && no_marks == 0);
     // K = 15 full packets at 10 Gb/s is 18 µs. DCTCP holds its queue near
@@ -63,19 +76,14 @@ fn dctcp_over_edge_ecn_keeps_the_queue_near_k() {
 
 /// One host sends two 4 MB DCTCP flows to two other racks, so its own NIC is
 /// the bottleneck, and a one-packet probe at 1 ms that queues behind them.
-/// `tor` is the ToR tier's discipline; every other switch port and the NICs
-/// run FIFO+ with 1000 packets.
+/// `tor` as in [`fabric`].
 fn nic_bottleneck(tor: &str) -> String {
-    format!(
-        "seed = 3\nstop_us = 20000\n[topology]\nkind = \"leafspine\"\nleaves = 4\nspines = 2\nhosts_per_leaf = 4\n\
-         link_gbps = 10\nlatency_ns = 1000\n[topology.uplink]\ngbps = 40\nlatency_ns = 1000\n\
-         {FIFO_PLUS_NIC}\
-         [switch.queue]\nkind = \"fifo_plus\"\nqueue_packets = 1000\n\
-         [switch.tor.queue]\n{tor}\nqueue_packets = 1000\n\
-         [protocol.tcp]\nmin_rto_us = 1000\ninitial_rto_us = 1000\n\
-         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4]\nsize_bytes = 4000000\n\
+    fabric(
+        "stop_us = 20000\n",
+        tor,
+        "[[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 0\nsender_hosts = [4]\nsize_bytes = 4000000\n\
          [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 8\nsender_hosts = [4]\nsize_bytes = 4000000\n\
-         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 12\nsender_hosts = [4]\nsize_bytes = 1000\nstart_us = 1000\n"
+         [[traffic]]\nprotocol = \"dctcp\"\npattern = \"incast\"\nreceiver = 12\nsender_hosts = [4]\nsize_bytes = 1000\nstart_us = 1000\n",
     )
 }
 
@@ -85,16 +93,8 @@ fn nic_bottleneck(tor: &str) -> String {
 /// keeps no used slack is refused at load: `config/mod.rs`; T43.)
 #[test]
 fn edge_ecn_counts_the_wait_at_a_fifo_plus_nic() {
-    let go = |tor: &str| {
-        let r = run(&scenario(&nic_bottleneck(tor), &[]), 1, 1);
-        assert!(r.outcome.summary.conserved());
-        assert!(r.flows.iter().all(|f| f.finish_ps.is_some()), "all finish");
-        let probe = r.flows.iter().find(|f| f.size_bytes == Some(1000)).unwrap();
-        let q = probe.fct_ps.unwrap() - probe.ideal_fct_ps.unwrap();
-        (q, r.outcome.summary.ports.marked, r.csv)
-    };
-    let (edge, marks, csv) = go("kind = \"edge_ecn\"");
-    let (plain, no_marks, _) = go("kind = \"fifo_plus\"");
+    let (edge, marks, csv) = probe_queueing(&nic_bottleneck("kind = \"edge_ecn\""));
+    let (plain, no_marks, _) = probe_queueing(&nic_bottleneck("kind = \"fifo_plus\""));
     eprintln!("probe queueing: edge_ecn {edge} ps ({marks} marks), fifo_plus {plain} ps ({no_marks} marks)");
     // K = 15 full packets at 10 Gb/s is 18 µs; judged at the ToR after the
     // NIC's wait, the NIC's queue may pass K by as much again (as in

@@ -425,45 +425,6 @@ pub(crate) fn port_queues(
         }
     };
     host.queue.validate("host.queue")?;
-    // An edge AQM reads the queueing a packet met from `rank`, which only
-    // queues of its form keep: the NIC must be one, or its wait is lost.
-    let switch_queues = [
-        (tier_key(&sw.tor, "tor"), &tiers[0]),
-        (tier_key(&sw.agg, "agg"), &tiers[1]),
-        (tier_key(&sw.core, "core"), &tiers[2]),
-    ]
-    .into_iter()
-    .chain(
-        to_host
-            .iter()
-            .map(|q| ("switch.to_host.queue".to_string(), q)),
-    )
-    .chain(
-        named
-            .iter()
-            .enumerate()
-            .map(|(i, q)| (format!("switch.named[{i}].queue"), q)),
-    );
-    for (key, q) in switch_queues {
-        let Some(form) = edge_ecn::rank_form(q) else {
-            continue;
-        };
-        if !edge_ecn::nic_counts_its_wait(&host.queue, form) {
-            // The form's name is also the NIC discipline that keeps it.
-            let form = match form {
-                UsedSlack::Lstf => "lstf",
-                UsedSlack::FifoPlus | UsedSlack::Measured => "fifo_plus",
-            };
-            return Err(bad(
-                "host.queue.kind",
-                host.queue.name(),
-                &format!(
-                    "keeps no used slack, so {key}'s {} (used_slack = \"{form}\") would not count a packet's wait at its own NIC: give [host.queue] kind = \"{form}\"",
-                    q.name()
-                ),
-            ));
-        }
-    }
     host.slack.validate(
         "host.slack",
         std::iter::once(&host.queue)
@@ -471,7 +432,7 @@ pub(crate) fn port_queues(
             .chain(&to_host)
             .chain(&named),
     )?;
-    Ok(PortQueues {
+    let queues = PortQueues {
         host: host.queue.clone(),
         env: QueueEnv {
             mtu,
@@ -494,7 +455,31 @@ pub(crate) fn port_queues(
         pfc: sw.pfc.enabled.then(|| sw.pfc.clone()),
         slack: host.slack.clone(),
         tofino,
-    })
+    };
+    // An edge AQM reads the queueing a packet met from `rank`, which only
+    // queues of its form keep: the NIC must be one, or its wait is lost.
+    // (The first table is the NICs' own.)
+    for (key, q) in queues.tables().skip(1) {
+        let Some(form) = edge_ecn::rank_form(q) else {
+            continue;
+        };
+        if !edge_ecn::nic_counts_its_wait(&queues.host, form) {
+            // The form's name is also the NIC discipline that keeps it.
+            let form = match form {
+                UsedSlack::Lstf => "lstf",
+                UsedSlack::FifoPlus | UsedSlack::Measured => "fifo_plus",
+            };
+            return Err(bad(
+                "host.queue.kind",
+                queues.host.name(),
+                &format!(
+                    "keeps no used slack, so {key}'s {} (used_slack = \"{form}\") would not count a packet's wait at its own NIC: give [host.queue] kind = \"{form}\"",
+                    q.name()
+                ),
+            ));
+        }
+    }
+    Ok(queues)
 }
 
 /// Where each key of the old flat `[switch]` and `[host]` tables went.
