@@ -50,6 +50,10 @@ pub struct Outstanding {
     base: u64,
     ring: VecDeque<Option<Sent>>,
     earliest: Option<(u64, u64)>,
+    /// How many of them belong to the first window: a bounce asks, and a
+    /// count over the ring would cost a pass per bounce.
+    #[serde(default)]
+    first_window: usize,
 }
 
 impl Outstanding {
@@ -70,6 +74,8 @@ impl Outstanding {
             self.ring.resize(i + 1, None);
         }
         let old = self.ring[i].replace(sent);
+        self.first_window += usize::from(sent.first_window);
+        self.first_window -= usize::from(old.is_some_and(|o| o.first_window));
         if old.is_some_and(|o| self.earliest == Some((o.deadline, seq))) {
             self.rescan();
         }
@@ -84,6 +90,7 @@ impl Outstanding {
     pub fn remove(&mut self, seq: u64) -> Option<Sent> {
         let i = usize::try_from(seq.checked_sub(self.base)?).ok()?;
         let s = self.ring.get_mut(i)?.take()?;
+        self.first_window -= usize::from(s.first_window);
         while self.ring.front().is_some_and(Option::is_none) {
             self.ring.pop_front();
             self.base += 1;
@@ -108,6 +115,11 @@ impl Outstanding {
         let mut due: Vec<(u64, u64)> = self.deadlines().filter(|&(d, _)| d <= now).collect();
         due.sort_unstable();
         due.into_iter().map(|(_, seq)| seq).collect()
+    }
+
+    /// How many packets of the first window are outstanding.
+    pub fn first_window(&self) -> usize {
+        self.first_window
     }
 
     /// The packets outstanding, by sequence number.
@@ -157,6 +169,14 @@ mod tests {
             path: 0,
             first_window: false,
             retx: false,
+        }
+    }
+
+    /// A first-window packet on odd deadlines, so that the proptest mixes both.
+    fn sent_mixed(deadline: u64) -> Sent {
+        Sent {
+            first_window: deadline % 2 == 1,
+            ..sent(deadline)
         }
     }
 
@@ -220,8 +240,8 @@ mod tests {
                 let deadline = if d == 59 { NO_DEADLINE } else { d };
                 match op {
                     0 | 1 => {
-                        let got = o.insert(seq, sent(deadline));
-                        let want = map.insert(seq, sent(deadline));
+                        let got = o.insert(seq, sent_mixed(deadline));
+                        let want = map.insert(seq, sent_mixed(deadline));
                         if let Some(old) = want {
                             set.remove(&(old.deadline, seq));
                         }
@@ -240,6 +260,7 @@ mod tests {
                     }
                 }
                 prop_assert_eq!(o.len(), map.len());
+                prop_assert_eq!(o.first_window(), map.values().filter(|s| s.first_window).count());
                 prop_assert_eq!(o.earliest_deadline(), set.first().map(|&(d, _)| d));
                 let due: Vec<u64> = set.iter().take_while(|(x, _)| *x <= d).map(|&(_, s)| s).collect();
                 prop_assert_eq!(o.due(d), due);
