@@ -687,11 +687,19 @@ impl Transport for NdpSource {
 
     fn on_timer(&mut self, cx: &mut Ctx<'_>) {
         self.out_summed = None;
-        for seq in self.outstanding.due(cx.now) {
-            let Some(s) = self.settle(seq) else { continue };
+        let due = self.outstanding.take_due(cx.now);
+        if due.is_empty() {
+            return;
+        }
+        // A packet that times out is resent now, not again on a pull. One
+        // pass over the resend list for all of them (one per timeout cost
+        // O(timeouts x list) when a large window timed out).
+        let mut resent: Vec<u64> = due.iter().map(|&(seq, _)| seq).collect();
+        resent.sort_unstable();
+        self.rtx.retain(|(q, _)| resent.binary_search(q).is_err());
+        for (seq, s) in due {
             self.stats.timeouts += 1;
             self.count_loss(s.path);
-            self.rtx.retain(|&(q, _)| q != seq);
             self.send(seq, true, Some(s.path), cx);
         }
     }
