@@ -16,11 +16,13 @@ pub const PS_PER_NS: u64 = 1_000;
 ///
 /// Exact (no rounding) whenever `8e12 / rate_bps` is an integer, which holds for
 /// every common datacenter rate (1, 10, 25, 40, 50, 100, 200, 400 Gb/s).
+/// Saturates at `u64::MAX` (about 213 days) rather than wrapping, for the
+/// whole-flow bounds of absurd sizes (petabytes at 10 Gb/s).
 #[inline]
 pub fn tx_time_ps(bytes: u64, rate_bps: u64) -> u64 {
     debug_assert!(rate_bps > 0);
     let num = bytes as u128 * 8 * PS_PER_SEC as u128;
-    num.div_ceil(rate_bps as u128) as u64
+    u64::try_from(num.div_ceil(rate_bps as u128)).unwrap_or(u64::MAX)
 }
 
 /// Bytes a link of `rate_bps` can carry in `ps` picoseconds (rounded down).
@@ -76,6 +78,16 @@ mod tests {
     fn serialisation_rounds_up() {
         // 1 byte at 3 Gb/s = 2666.67 ps -> 2667.
         assert_eq!(tx_time_ps(1, 3_000_000_000), 2667);
+    }
+
+    #[test]
+    fn serialisation_saturates_instead_of_wrapping() {
+        // 2^61 B at 1 Gb/s is 1.8e22 ps, beyond u64: the largest time, not a wrapped one.
+        assert_eq!(tx_time_ps(1 << 61, 1_000_000_000), u64::MAX);
+        assert_eq!(tx_time_ps(u64::MAX, 400_000_000_000), u64::MAX);
+        // The largest size that fits at 10 Gb/s still gives its exact time.
+        let fits = u64::MAX / 800;
+        assert_eq!(tx_time_ps(fits, 10_000_000_000), fits * 800);
     }
 
     #[test]

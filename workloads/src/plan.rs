@@ -782,6 +782,17 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                 FileFormat::Parquet => read_flows_parquet(&path)?,
             };
             for (row, f) in flows.iter().enumerate() {
+                if f.src == f.dst {
+                    return Err(ctx.invalid(
+                        "path",
+                        format!(
+                            "{}: flow {} (0-based row) goes from host {} to itself",
+                            path.display(),
+                            row,
+                            f.src
+                        ),
+                    ));
+                }
                 for h in [f.src, f.dst] {
                     if h >= env.hosts {
                         return Err(ctx.invalid(

@@ -534,6 +534,36 @@ fn flow_lists_read_csv_and_parquet() {
     }
 }
 
+/// A listed flow that names a host the topology lacks, or that goes from a
+/// host to itself, is refused when the scenario loads, naming the file and
+/// the row, not when the flow starts mid-run.
+#[test]
+fn flow_lists_refuse_missing_hosts_and_self_flows() {
+    let dir = tempfile::tempdir().unwrap();
+    let header = "src,dst,size_bytes,start_ps,priority\n";
+    for (rows, expect) in [
+        (
+            "0,5,100,0,0\n3,10,100,0,0\n",
+            "flow 1 (0-based row) names host 10, the topology has 10 hosts",
+        ),
+        (
+            "0,5,100,0,0\n4,4,100,0,0\n",
+            "flow 1 (0-based row) goes from host 4 to itself",
+        ),
+    ] {
+        std::fs::write(dir.path().join("f.csv"), format!("{header}{rows}")).unwrap();
+        let Err(err) = workload(
+            "[[traffic]]\npattern = \"flow_list\"\npath = \"f.csv\"\n",
+            env(10, None, dir.path()),
+        ) else {
+            panic!("{rows}: accepted");
+        };
+        let err = err.to_string();
+        assert!(err.contains("f.csv") && err.contains(expect), "{err}");
+        assert!(!err.contains('\n'), "one line: {err}");
+    }
+}
+
 /// Closed loops to one server ([TRIM] §8's memcslap): hosts 2 and 3 each
 /// run one loop of 3 requests to host 0, 4 µs of think time apart; host 1
 /// runs none. After its third request a loop sends nothing more.

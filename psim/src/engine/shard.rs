@@ -664,14 +664,17 @@ impl Shard {
         let ideal_fct_ps = match f.size_bytes {
             Some(size) if proto.has_ideal_fct() => {
                 let mtu = proto.mtu(&sh.protocols);
-                Some(match read {
+                match read {
                     // The request's one-way time, then the data back.
-                    true => {
-                        sh.topo.ideal_fct(f.src, f.dst, 0, mtu)
-                            + sh.topo.ideal_fct(f.dst, f.src, size, mtu)
-                    }
-                    false => sh.topo.ideal_fct(f.src, f.dst, size, mtu),
-                })
+                    true => sh
+                        .topo
+                        .ideal_fct(f.src, f.dst, 0, mtu)
+                        .checked_add(sh.topo.ideal_fct(f.dst, f.src, size, mtu)),
+                    false => Some(sh.topo.ideal_fct(f.src, f.dst, size, mtu)),
+                }
+                // A bound past u64 picoseconds (a flow of petabytes) saturates:
+                // it is left out (null) rather than written as a time.
+                .filter(|&t| t != u64::MAX)
             }
             _ => None,
         };
