@@ -150,21 +150,24 @@ pub struct LocalSettings {
 }
 
 /// One point of the grid.
+/// Fields in sorted order, the order of their keys in `sweep.json`.
 #[derive(Serialize, Debug, Clone, PartialEq)]
 pub struct Task {
-    /// Index in the expansion order (the job-array index).
-    pub id: usize,
     /// Its directory name inside the sweep folder.
     pub dir: String,
-    /// Grid axis -> this task's value, as TOML text (a bundle's `name`).
-    pub params: BTreeMap<String, String>,
+    /// Index in the expansion order (the job-array index).
+    pub id: usize,
     /// Scenario key -> value (TOML text): the `--set` overrides, with
     /// bundles expanded.
     pub overrides: BTreeMap<String, String>,
-    /// The resolved scenario its manifest must record, once
-    /// [`Sweep::validate`] (or [`Sweep::validate_task`]) has computed it.
+    /// Grid axis -> this task's value, as TOML text (a bundle's `name`).
+    pub params: BTreeMap<String, String>,
+    /// A digest of the resolved scenario its manifest must record, once
+    /// [`Sweep::validate`] (or [`Sweep::validate_task`]) has computed it. A
+    /// digest, not the scenario: a parsed scenario takes about 30 KB, too
+    /// much for a grid of 100,000 tasks.
     #[serde(skip)]
-    pub expected_config: Option<serde_json::Value>,
+    pub expected_config: Option<ConfigDigest>,
 }
 
 impl Task {
@@ -336,13 +339,31 @@ impl Sweep {
     /// sweep folder, creating it. Written through a temporary file and a
     /// rename, so a reader never sees half an index.
     pub fn write_index(&self) -> Result<PathBuf, SweepError> {
+        if self.out.exists() && !self.out.is_dir() {
+            return Err(SweepError::Invalid {
+                path: self.path.clone(),
+                message: format!(
+                    "the sweep folder {} exists and is not a folder",
+                    self.out.display()
+                ),
+            });
+        }
         std::fs::create_dir_all(&self.out).map_err(io_err(&self.out))?;
-        let index = serde_json::json!({
-            "sweep": self.path.display().to_string(),
-            "base": self.base.display().to_string(),
-            "out": self.out.display().to_string(),
-            "tasks": self.tasks,
-        });
+        // Serialised straight from the tasks (keys in sorted order), not
+        // through a JSON value tree, which took kilobytes per task.
+        #[derive(Serialize)]
+        struct Index<'a> {
+            base: String,
+            out: String,
+            sweep: String,
+            tasks: &'a [Task],
+        }
+        let index = Index {
+            base: self.base.display().to_string(),
+            out: self.out.display().to_string(),
+            sweep: self.path.display().to_string(),
+            tasks: &self.tasks,
+        };
         let mut text = serde_json::to_string_pretty(&index).expect("JSON of strings and maps");
         text.push('\n');
         let path = self.out.join(INDEX_FILE);
@@ -380,24 +401,47 @@ impl Sweep {
     }
 }
 
-/// Loads a task's scenario (which validates it) and records its resolved
-/// form as the manifest will hold it: through JSON text and back, so that
-/// floats compare equal to the ones read from a manifest.
+/// Loads a task's scenario (which validates it) and records the digest of
+/// its resolved form as the manifest will hold it: through JSON text and
+/// back, so that floats are the ones read from a manifest.
 fn resolve_task(base: &Path, sweep: &Path, t: &mut Task) -> Result<(), SweepError> {
     let scn = Scenario::load(base, &t.sets()).map_err(|e| SweepError::Invalid {
         path: sweep.to_path_buf(),
         message: format!("task {} ({}): {e}", t.id, t.dir),
     })?;
     let text = serde_json::to_vec(&scn.resolved_json()).expect("JSON values serialise");
-    t.expected_config = Some(serde_json::from_slice(&text).expect("JSON text parses back"));
+    let back: serde_json::Value = serde_json::from_slice(&text).expect("JSON text parses back");
+    t.expected_config = Some(ConfigDigest::of(&back));
     Ok(())
+}
+
+/// 128 bits standing for a resolved scenario: two SipHashes of its compact
+/// JSON text, each behind its own prefix byte. Both sides of a comparison
+/// are computed by the same binary in the same process, so the hasher need
+/// not be stable across Rust versions, and accidental collisions are
+/// negligible (a stale task would be skipped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ConfigDigest([u64; 2]);
+
+impl ConfigDigest {
+    /// The digest of `config`'s compact JSON text.
+    pub fn of(config: &serde_json::Value) -> ConfigDigest {
+        use std::hash::{DefaultHasher, Hash, Hasher};
+        let text = serde_json::to_vec(config).expect("JSON values serialise");
+        ConfigDigest([0u8, 1].map(|key| {
+            let mut h = DefaultHasher::new();
+            key.hash(&mut h);
+            text.hash(&mut h);
+            h.finish()
+        }))
+    }
 }
 
 /// Whether `dir` holds a finished run: a manifest that parses, says
 /// `complete`, has every data file it lists present and, when `expected` is
 /// given, records that scenario. A complete run of another scenario is
 /// stale; anything else that exists is partial. Both are redone.
-pub fn task_state(dir: &Path, expected: Option<&serde_json::Value>) -> TaskState {
+pub fn task_state(dir: &Path, expected: Option<&ConfigDigest>) -> TaskState {
     if !dir.exists() {
         return TaskState::Missing;
     }
@@ -405,7 +449,7 @@ pub fn task_state(dir: &Path, expected: Option<&serde_json::Value>) -> TaskState
     // a damaged task is redone, not skipped.
     match crate::trace::verify_run(dir) {
         Ok(m) => {
-            if expected.is_some_and(|c| *c != m.config) {
+            if expected.is_some_and(|c| *c != ConfigDigest::of(&m.config)) {
                 TaskState::Stale
             } else {
                 TaskState::Complete
@@ -670,6 +714,21 @@ mod tests {
         .unwrap();
         assert_eq!(tasks[0].dir, "name=x_.._y_z,protocol.ndp.min_rto_us=0.5");
         assert!(!tasks[0].dir.contains('/'));
+    }
+
+    #[test]
+    fn config_digests_tell_scenarios_apart_and_survive_json_text() {
+        let a = serde_json::json!({"seed": 1, "load": 0.7, "k": [4, 8]});
+        let text = serde_json::to_string_pretty(&a).unwrap();
+        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(ConfigDigest::of(&a), ConfigDigest::of(&back));
+        for other in [
+            serde_json::json!({"seed": 2, "load": 0.7, "k": [4, 8]}),
+            serde_json::json!({"seed": 1, "load": 0.7000000000000001, "k": [4, 8]}),
+            serde_json::json!({"seed": 1, "load": 0.7, "k": [8, 4]}),
+        ] {
+            assert_ne!(ConfigDigest::of(&a), ConfigDigest::of(&other), "{other}");
+        }
     }
 
     #[test]

@@ -321,6 +321,16 @@ fn bad_sweeps_are_one_line_errors_before_anything_runs() {
         &psim(&["sweep", "/nonexistent/sweep.toml"]),
         &["/nonexistent/sweep.toml"],
     );
+    // A sweep folder that is a file: named, and the file is left alone.
+    let (d, sweep) = setup(&sweep_text(GRID));
+    fs::write(d.path().join("out"), "not a folder").unwrap();
+    for backend in ["local", "slurm"] {
+        assert_fails(
+            &psim(&["sweep", sweep.to_str().unwrap(), "--backend", backend]),
+            &["sweep.toml", "exists and is not a folder"],
+        );
+    }
+    assert_eq!(fs::read(d.path().join("out")).unwrap(), b"not a folder");
 }
 
 #[test]
