@@ -24,7 +24,7 @@
 //! | pull interval | MTU payload at the receiver's link rate: 7.2 µs for 9000 B at 10 Gb/s | A9 |
 //! | `pull_rate` | 1.0: the interval is divided by this fraction of the link rate | A9; htsim paces at 0.99 ([C] `ndp.cpp`, issue 19: 328.4 ns for 4000 B at 100 Gb/s) |
 //! | `pull_counts_header` | false: the interval covers the payload only | A9; htsim counts payload + 64 B header ([C]) |
-//! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or ≥ 25% ACKs among the last 12 feedback events; else wait for a PULL | [P] §3.2.4; A7 |
+//! | RTS resend rule | resend a bounced header now iff (no pulls outstanding and ≤ 1 first-window packet unaccounted for) or more than 25% ACKs among the last 12 ACKs, NACKs and bounces, this bounce included; else wait for a PULL | [P] §3.2.4; A7. The history holds bounces and the test is strict as in [C] (`count_feedback` records a bounce; `is_bad_path` tests `total / acks <= 3` in integers, though its comment says "at least 25%"); before 2026-12-06 psim left bounces out and took ≥ 25% |
 //! | `retx_other_path` | true: a packet resent after a NACK or a bounce avoids the path it was lost on, as a timeout's resend always does | [P] §3.2 ("a lost packet is always retransmitted on a different path"); htsim resends on the next path of its permutation, whichever it is ([C]): false |
 //! | `timeout_resends` | true: a packet with no ACK, NACK or bounce by its deadline is resent | [P] §3.2 (a 1 ms RTO is safe); htsim disables timer resends and relies on return-to-sender (A12, [C] `RESEND_ON_TIMEOUT` unset): false. Then a packet lost outright (a bounced header dropped again) is never resent, and the flow stalls until the run's watchdog stops it |
 //! | `keep_early_pulls` | true: a PULL that finds nothing to send is kept, and spent on the NACKed packet it was meant for when that NACK comes after it | [P] §3.2.1 (the pull counter absorbs reordering); psim's: over sprayed paths a PULL can overtake the NACK it answers, and a sender that spends it on nothing leaves that packet waiting for a PULL that never comes (no timer runs on a NACKed packet). htsim spends it on nothing ([C] `pull_packets`): false |
@@ -301,7 +301,10 @@ pub struct NdpSource {
     /// Pulls that found nothing to send, kept for NACKs they overtook
     /// (`keep_early_pulls`).
     idle_pulls: u64,
+    /// ACKs and NACKs received: with `last_pull`, the pulls still owed.
     feedback: u64,
+    /// The last `RECENT` ACKs, NACKs and bounces, newest in bit 0 (1 = ACK),
+    /// for the RTS rule (A7).
     recent: u32,
     recent_len: u32,
     paths: PathList,
@@ -491,8 +494,16 @@ impl NdpSource {
         self.outstanding.remove(seq)
     }
 
+    /// An ACK or NACK: one more pull owed, and one more recent event.
     fn record_feedback(&mut self, ack: bool) {
         self.feedback += 1;
+        self.remember(ack);
+    }
+
+    /// One more event in the RTS rule's history: ACKs and NACKs, and bounces
+    /// too, as in htsim ([C] `count_feedback`), so that a sender whose
+    /// window is bouncing sees mostly non-ACKs and waits for pulls.
+    fn remember(&mut self, ack: bool) {
         self.recent = (self.recent << 1 | ack as u32) & ((1 << RECENT) - 1);
         self.recent_len = (self.recent_len + 1).min(RECENT);
     }
@@ -631,7 +642,19 @@ impl Transport for NdpSource {
         self.out_summed = None;
         match pkt.kind {
             PacketKind::Ack => {
-                if let Some(s) = self.settle(pkt.seq) {
+                let settled = self.settle(pkt.seq);
+                // A second ACK of one packet (a resent copy arrived too)
+                // owes no PULL unless `pull_on_duplicate`: the receiver pulls
+                // once per packet. Counted as owing one, it left the sender
+                // waiting for a PULL that never came, with a bounced packet
+                // swallowed and no timer (an 8000-sender incast, 2026-12-06).
+                // Of two ACKs of one packet at most one settles it, whatever
+                // their order; one that owes a PULL and settles nothing (a
+                // NACK settled the packet first) goes uncounted, which costs
+                // at most a bounced packet resent at once.
+                let owes_pull =
+                    settled.is_some() || pkt.has(flags::PULL) || self.p.pull_on_duplicate;
+                if let Some(s) = settled {
                     self.acked += 1;
                     if self.acked == self.total && self.info.size.is_some() {
                         // The ACK of the last outstanding packet.
@@ -644,7 +667,11 @@ impl Transport for NdpSource {
                     }
                     self.score(s.path, 1, 0);
                 }
-                self.record_feedback(true);
+                if owes_pull {
+                    self.record_feedback(true);
+                } else {
+                    self.remember(true);
+                }
                 if pkt.has(flags::PULL) {
                     self.on_pull(pkt.ack, cx);
                 }
@@ -666,15 +693,19 @@ impl Transport for NdpSource {
             PacketKind::Header if pkt.has(flags::BOUNCED) => {
                 // Return-to-sender ([P] §3.2.4, A7).
                 self.stats.bounces += 1;
+                self.remember(false);
                 let Some(s) = self.settle(pkt.seq) else {
                     return;
                 };
                 self.score(s.path, 0, 3);
                 let pulls_outstanding = self.feedback.saturating_sub(self.last_pull);
                 let unaccounted = self.outstanding.first_window();
+                // More than a quarter ACKs among the recent events, this
+                // bounce included: the network delivers, so this path was
+                // bad ([C]: `total / acks <= 3` in integers, i.e. total < 4 acks).
                 let acks = self.recent.count_ones();
-                let resend_now = (pulls_outstanding == 0 && unaccounted <= 1)
-                    || (self.recent_len > 0 && acks * 4 >= self.recent_len);
+                let resend_now =
+                    (pulls_outstanding == 0 && unaccounted <= 1) || acks * 4 > self.recent_len;
                 if resend_now {
                     self.send(pkt.seq, true, Some(s.path), cx);
                 } else {
@@ -1438,8 +1469,9 @@ mod tests {
         };
         let mut h = source(&info(100 * 9000, 4), &p);
         h.start(0);
-        // Packet 0 is ACKed, so a pull is owed; but 1 ACK among 1 recent event
-        // (100% >= 25%) means the network delivers: resend packet 1 at once.
+        // Packet 0 is ACKed, so a pull is owed; but 1 ACK among 2 recent events
+        // (the ACK and this bounce: 50% > 25%) means the network delivers:
+        // resend packet 1 at once.
         assert!(h.deliver(5, ctl(PacketKind::Ack, 0, 0, 0)).is_empty());
         let out = h.deliver(6, ctl(PacketKind::Header, 1, 0, flags::BOUNCED));
         assert_eq!(out.len(), 1);
@@ -1454,6 +1486,51 @@ mod tests {
         let out = h.deliver(6, bounced);
         assert_eq!(out.len(), 1);
         assert_ne!(out[0].path, path, "a resend takes a different path");
+    }
+
+    #[test]
+    fn bounces_count_as_recent_events_against_resending_at_once() {
+        // [C]: the history holds bounces, and a bounce is resent at once only
+        // with more than 25% ACKs in it. One ACK, then bounces of packets 1,
+        // 2 and 3 while pulls are owed: 1 of 2 and 1 of 3 events are ACKs
+        // (resend), 1 of 4 is not more than a quarter (wait for a pull).
+        let p = NdpParams {
+            iw_packets: 8,
+            ..Default::default()
+        };
+        let mut h = source(&info(100 * 9000, 4), &p);
+        h.start(0);
+        assert!(h.deliver(5, ctl(PacketKind::Ack, 0, 0, 0)).is_empty());
+        for (seq, resent) in [(1, true), (2, true), (3, false)] {
+            let out = h.deliver(6, ctl(PacketKind::Header, seq, 0, flags::BOUNCED));
+            assert_eq!(out.len(), resent as usize, "bounce of packet {seq}");
+        }
+        let out = h.deliver(7, ctl(PacketKind::Pull, 0, 1, 0));
+        assert_eq!(out[0].seq, 3, "the swallowed bounce goes on the next pull");
+    }
+
+    #[test]
+    fn a_duplicate_ack_owes_no_pull() {
+        // The receiver pulls once per packet (`pull_on_duplicate` off), so a
+        // second ACK of packet 12 must not leave a PULL owed: with none owed
+        // and the first window accounted for, the bounce of packet 13 is
+        // resent at once. Counted as owed, the bounce waited for a PULL that
+        // never came (the flow stalled with no timer left).
+        let p = NdpParams {
+            iw_packets: 14,
+            ..Default::default()
+        };
+        let mut h = source(&info(100 * 9000, 4), &p);
+        h.start(0);
+        for seq in 0..12 {
+            assert!(h.deliver(5, ctl(PacketKind::Nack, seq, 0, 0)).is_empty());
+        }
+        assert!(h.deliver(6, ctl(PacketKind::Ack, 12, 0, 0)).is_empty());
+        assert_eq!(h.deliver(7, ctl(PacketKind::Pull, 0, 13, 0)).len(), 13);
+        assert!(h.deliver(8, ctl(PacketKind::Ack, 12, 0, 0)).is_empty());
+        let out = h.deliver(9, ctl(PacketKind::Header, 13, 0, flags::BOUNCED));
+        assert_eq!(out.len(), 1, "no PULL is owed: resend the bounce now");
+        assert_eq!(out[0].seq, 13);
     }
 
     #[test]
