@@ -196,6 +196,7 @@ impl HostState {
                 out,
                 rng,
                 services: &mut self.services,
+                summed: Default::default(),
             },
         );
         self.slack.stamp(&mut s.edge, now, &mut out[first..]);

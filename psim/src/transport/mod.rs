@@ -69,6 +69,36 @@ pub struct Ctx<'a> {
     pub rng: &'a mut Rng,
     /// The host's services (NDP's pull pacer), shared by its endpoints.
     pub services: &'a mut HostServices,
+    /// `bytes_ahead`'s running sum; a new context starts from nothing.
+    pub summed: OutSummed,
+}
+
+/// How many of a context's `out` packets [`Ctx::bytes_ahead`] has summed,
+/// and their bytes. It lives in the context, which the engine makes afresh
+/// for every call, so no endpoint has to reset it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OutSummed {
+    packets: usize,
+    bytes: u64,
+}
+
+impl Ctx<'_> {
+    /// Bytes queued at the NIC ahead of the next packet this call emits: the
+    /// queue as the call began and every packet already in `out`. Only the
+    /// packets added since the last call are summed, so that a burst of n
+    /// packets (a large initial window) costs O(n), not O(n²).
+    pub fn bytes_ahead(&mut self) -> u64 {
+        let s = &mut self.summed;
+        if s.packets > self.out.len() {
+            *s = OutSummed::default();
+        }
+        s.bytes += self.out[s.packets..]
+            .iter()
+            .map(|p| p.size as u64)
+            .sum::<u64>();
+        s.packets = self.out.len();
+        self.nic_queued_bytes + s.bytes
+    }
 }
 
 /// Sender-side counters of one flow.
@@ -560,6 +590,61 @@ mod tests {
             assert!(src.ep.source_stats().is_some() && sink.ep.source_stats().is_none());
         }
         assert_eq!(Protocol::from_name("quic"), None);
+    }
+
+    /// `bytes_ahead` counts the NIC's queue and every packet in `out`,
+    /// those of earlier endpoints in the same batch included, and a fresh
+    /// context starts its sum again.
+    #[test]
+    fn bytes_ahead_sums_the_nic_queue_and_the_packets_already_out() {
+        let pkt = |size| Packet {
+            flow: 1,
+            src: 0,
+            dst: 5,
+            seq: 0,
+            ack: 0,
+            size,
+            payload: 0,
+            path: 0,
+            sent_ps: 0,
+            kind: crate::packet::PacketKind::Data,
+            proto: Protocol::Ndp,
+            flags: 0,
+            prio: 0,
+            rank: 0,
+        };
+        let mut out = vec![pkt(100)];
+        let (mut rng, mut services) = (crate::rng::stream_rng(1, 5), HostServices::default());
+        let mut cx = Ctx {
+            now: 0,
+            host: 0,
+            slot: 0,
+            nic_bps: 10_000_000_000,
+            nic_queued_bytes: 1_000,
+            out: &mut out,
+            rng: &mut rng,
+            services: &mut services,
+            summed: Default::default(),
+        };
+        assert_eq!(cx.bytes_ahead(), 1_100);
+        cx.out.push(pkt(64));
+        cx.out.push(pkt(9_064));
+        assert_eq!(cx.bytes_ahead(), 10_228);
+        assert_eq!(cx.bytes_ahead(), 10_228, "nothing new");
+        out.truncate(1);
+        let mut cx = Ctx {
+            now: 1,
+            host: 0,
+            slot: 0,
+            nic_bps: 10_000_000_000,
+            nic_queued_bytes: 0,
+            out: &mut out,
+            rng: &mut rng,
+            services: &mut services,
+            summed: Default::default(),
+        };
+        cx.out.push(pkt(500));
+        assert_eq!(cx.bytes_ahead(), 600, "a new call sums its out afresh");
     }
 
     /// On a lossless fixed-delay network the sender completes exactly one

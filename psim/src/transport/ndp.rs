@@ -315,12 +315,6 @@ pub struct NdpSource {
     /// Per-path losses, empty until the first timeout.
     losses: Vec<PathLoss>,
     rtt: RttEstimator,
-    /// Within one call: how many of `cx.out`'s packets `send` has summed,
-    /// and their bytes, so that a burst of n packets (a large initial
-    /// window) costs O(n), not O(n²). Cleared at every entry point, since
-    /// each call hands its own `out`.
-    #[serde(skip)]
-    out_summed: Option<(usize, u64)>,
     /// Counters.
     pub stats: SourceStats,
 }
@@ -350,7 +344,6 @@ impl NdpSource {
             scores: vec![PathScore::default(); flow.num_paths as usize],
             losses: Vec::new(),
             rtt: RttEstimator::default(),
-            out_summed: None,
             stats: SourceStats::default(),
         }
     }
@@ -428,7 +421,7 @@ impl NdpSource {
             // The timer runs from when the packet starts on the wire: after
             // the bytes queued at the NIC before it, this call's own included.
             let wire_at = if self.p.rto_from_nic {
-                cx.now + tx_time_ps(cx.nic_queued_bytes + self.out_bytes(cx.out), cx.nic_bps)
+                cx.now + tx_time_ps(cx.bytes_ahead(), cx.nic_bps)
             } else {
                 cx.now
             };
@@ -466,18 +459,6 @@ impl NdpSource {
                 retx,
             },
         );
-    }
-
-    /// Bytes of the packets already in `out` (queued at the NIC ahead of
-    /// the next one), summing only those added since the last call.
-    fn out_bytes(&mut self, out: &[Packet]) -> u64 {
-        let (from, mut bytes) = match self.out_summed {
-            Some((n, b)) if n <= out.len() => (n, b),
-            _ => (0, 0),
-        };
-        bytes += out[from..].iter().map(|p| p.size as u64).sum::<u64>();
-        self.out_summed = Some((out.len(), bytes));
-        bytes
     }
 
     /// Whether A11's avoid counter or a loss exclusion keeps `path` out.
@@ -630,7 +611,6 @@ impl NdpSource {
 
 impl Transport for NdpSource {
     fn on_start(&mut self, cx: &mut Ctx<'_>) {
-        self.out_summed = None;
         let iw = (self.p.iw_packets as u64).min(self.total);
         for s in 0..iw {
             self.send(s, false, None, cx);
@@ -639,7 +619,6 @@ impl Transport for NdpSource {
     }
 
     fn on_packet(&mut self, pkt: Packet, cx: &mut Ctx<'_>) {
-        self.out_summed = None;
         match pkt.kind {
             PacketKind::Ack => {
                 let settled = self.settle(pkt.seq);
@@ -717,7 +696,6 @@ impl Transport for NdpSource {
     }
 
     fn on_timer(&mut self, cx: &mut Ctx<'_>) {
-        self.out_summed = None;
         let due = self.outstanding.take_due(cx.now);
         if due.is_empty() {
             return;

@@ -100,6 +100,7 @@ impl<T: Transport> Host<T> {
                 out: &mut out,
                 rng: &mut self.rng,
                 services: &mut self.services,
+                summed: Default::default(),
             },
         );
         (r, out)

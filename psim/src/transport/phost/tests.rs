@@ -200,6 +200,7 @@ impl Rx {
             out: &mut out,
             rng: &mut self.rng,
             services: &mut self.services,
+            summed: Default::default(),
         };
         f(&mut self.sinks[slot], &mut cx);
         if let Some(d) = self.services.rearm(now, &mut self.rng) {
