@@ -402,21 +402,22 @@ impl Sweep {
 }
 
 /// Loads a task's scenario (which validates it) and records the digest of
-/// its resolved form as the manifest will hold it: through JSON text and
-/// back, so that floats are the ones read from a manifest.
+/// its resolved form, which its manifest will hold.
 fn resolve_task(base: &Path, sweep: &Path, t: &mut Task) -> Result<(), SweepError> {
     let scn = Scenario::load(base, &t.sets()).map_err(|e| SweepError::Invalid {
         path: sweep.to_path_buf(),
         message: format!("task {} ({}): {e}", t.id, t.dir),
     })?;
-    let text = serde_json::to_vec(&scn.resolved_json()).expect("JSON values serialise");
-    let back: serde_json::Value = serde_json::from_slice(&text).expect("JSON text parses back");
-    t.expected_config = Some(ConfigDigest::of(&back));
+    t.expected_config = Some(ConfigDigest::of(&scn.resolved_json()));
     Ok(())
 }
 
 /// 128 bits standing for a resolved scenario: two SipHashes of its compact
-/// JSON text, each behind its own prefix byte. Both sides of a comparison
+/// JSON text, each behind its own prefix byte. The text of a value read back
+/// from a manifest is the text of the value written there (serde_json's
+/// `float_roundtrip` reads every float back exactly, and its text is the
+/// shortest that does), so the scenario need not go through text and back
+/// before it is digested. Both sides of a comparison
 /// are computed by the same binary in the same process, so the hasher need
 /// not be stable across Rust versions, and accidental collisions are
 /// negligible (a stale task would be skipped).
