@@ -3,24 +3,20 @@
 //!
 //! Every data packet is filed once and settled once (its ACK, NACK or
 //! bounce), so both must be cheap: a sequence number indexes a ring that
-//! spans the lowest outstanding packet to the highest, and the earliest
-//! deadline is kept beside it. Two ordered trees did this before: four
-//! tree updates per packet, about a tenth of an 8192-host NDP run's time,
-//! and about 4 KB per flow (docs/performance.md).
+//! spans the lowest outstanding packet to the highest. Two ordered trees
+//! did this before: four tree updates per packet, about a tenth of an
+//! 8192-host NDP run's time, and about 4 KB per flow (docs/performance.md).
 //!
-//! Settling the packet with the earliest deadline rescans the ring. NDP
-//! jitters each deadline by ±25% of the RTO, so while the RTO is long
-//! against the time to send a window, that packet is about any one of
-//! those outstanding and a rescan comes once per window's worth of
-//! settles. Where deadlines follow sending order (an RTO near a window's
-//! sending time), in-order ACKs rescan each time: a pass over the window's
-//! 24-byte records per ACK.
-//!
-//! Timeouts are taken together (`take_due`): one pass finds every due
-//! packet and the earliest of the rest. Each timer still costs that pass
-//! over the window, so a huge window timing out packet by packet is
-//! quadratic: 63 senders with initial windows of 20,000 packets into one
-//! port run at 0.05 M events/s (docs/performance.md, "Large NDP windows").
+//! Beside the ring, `soon` holds the earliest deadlines, sorted: every
+//! outstanding packet whose key is at or below `bound` is in it, and it
+//! keeps at most a sixteenth of the window's keys. Settled or refiled
+//! packets leave stale keys behind, dropped when they reach the front.
+//! When it runs dry, a pass over the ring refills it with the earliest
+//! sixteenth of the keys. A window of fewer than 1024 packets keeps one
+//! key, the earliest, as the single field before it did; a huge window timing out
+//! packet by packet costs a pass per sixteenth of the window, not a pass
+//! per packet (63 senders with windows of 20,000 packets into one port ran
+//! 5.7x faster; docs/performance.md, "Large NDP windows").
 //!
 //! The order of deadlines is `(deadline, seq)`, exactly as the trees kept
 //! it, so timeouts fire and resend in the same order.
@@ -30,6 +26,25 @@ use std::collections::VecDeque;
 
 /// No retransmission deadline: the packet is never timed out.
 pub const NO_DEADLINE: u64 = u64::MAX;
+
+/// A refill of `soon` keeps this share of the keys (one in `REFILL_SHARE`).
+const REFILL_SHARE: usize = 16;
+
+/// A window with fewer keys than this keeps one in `soon`, the earliest:
+/// a pass over it costs little, and one key needs no room beyond it.
+const SHARE_FROM_KEYS: usize = 1024;
+
+/// How many keys `soon` keeps for a window spanning `n` packets.
+fn share_of(n: usize) -> usize {
+    if n < SHARE_FROM_KEYS {
+        1
+    } else {
+        n / REFILL_SHARE
+    }
+}
+
+/// `bound` when `soon` holds every key: nothing is left out.
+const ALL_KEYS: (u64, u64) = (u64::MAX, u64::MAX);
 
 /// What a sender recorded about a packet it sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,17 +64,38 @@ pub struct Sent {
 /// Packets sent and not yet settled.
 ///
 /// Invariants: `ring[i]` is packet `base + i`; the first and last entries
-/// are `Some` (the ring is empty when nothing is outstanding); `earliest` is
-/// the least `(deadline, seq)` over them, leaving out [`NO_DEADLINE`].
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+/// are `Some` (the ring is empty when nothing is outstanding). `soon` is
+/// sorted with the least key first and holds no key twice; every
+/// outstanding `(deadline, seq)` at or below `bound` is in it (leaving out
+/// [`NO_DEADLINE`]), and its first key, if any, is outstanding, so it is the
+/// earliest. `soon` is empty only when nothing outstanding has a deadline.
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Outstanding {
     base: u64,
     ring: VecDeque<Option<Sent>>,
-    earliest: Option<(u64, u64)>,
+    soon: SortedKeys,
+    bound: (u64, u64),
     /// How many of them belong to the first window: a bounce asks, and a
     /// count over the ring would cost a pass per bounce.
-    #[serde(default)]
     first_window: usize,
+    /// Passes over the ring to refill `soon`, for the tests' count.
+    #[cfg(test)]
+    #[serde(skip)]
+    refills: usize,
+}
+
+impl Default for Outstanding {
+    fn default() -> Self {
+        Outstanding {
+            base: 0,
+            ring: VecDeque::new(),
+            soon: SortedKeys::default(),
+            bound: ALL_KEYS,
+            first_window: 0,
+            #[cfg(test)]
+            refills: 0,
+        }
+    }
 }
 
 impl Outstanding {
@@ -82,12 +118,13 @@ impl Outstanding {
         let old = self.ring[i].replace(sent);
         self.first_window += usize::from(sent.first_window);
         self.first_window -= usize::from(old.is_some_and(|o| o.first_window));
-        if old.is_some_and(|o| self.earliest == Some((o.deadline, seq))) {
-            self.rescan();
-        }
         let key = (sent.deadline, seq);
-        if sent.deadline != NO_DEADLINE && self.earliest.is_none_or(|e| key < e) {
-            self.earliest = Some(key);
+        if sent.deadline != NO_DEADLINE && key <= self.bound {
+            self.file_key(key);
+        }
+        if old.is_some() {
+            // A refiled packet's old key may have been the front.
+            self.settle_front();
         }
         old
     }
@@ -98,15 +135,16 @@ impl Outstanding {
         let s = self.ring.get_mut(i)?.take()?;
         self.first_window -= usize::from(s.first_window);
         self.trim_ends();
-        if self.earliest == Some((s.deadline, seq)) {
-            self.rescan();
+        if self.soon.front() == Some((s.deadline, seq)) {
+            self.soon.pop_front();
+            self.settle_front();
         }
         Some(s)
     }
 
     /// The earliest deadline of a packet outstanding.
     pub fn earliest_deadline(&self) -> Option<u64> {
-        self.earliest.map(|(d, _)| d)
+        self.soon.front().map(|(d, _)| d)
     }
 
     /// The packets whose deadline is at or before `now`, in deadline order
@@ -125,35 +163,22 @@ impl Outstanding {
 
     /// Settles every packet whose deadline is at or before `now`, in
     /// deadline order (ties by sequence number), returning what was
-    /// recorded for each. One pass and one rescan for all of them: settled
-    /// one by one, in deadline order, each would be the earliest and cost
-    /// a rescan (a window of n packets timing out took O(n²)).
+    /// recorded for each.
     pub fn take_due(&mut self, now: u64) -> Vec<(u64, Sent)> {
-        if self.earliest.is_none_or(|(d, _)| d > now) {
-            return Vec::new();
-        }
-        // One pass finds the due packets and the earliest of the others.
-        let (mut due, mut rest) = (Vec::new(), None::<(u64, u64)>);
-        for key in self.deadlines() {
-            if key.0 <= now {
-                due.push(key);
-            } else if rest.is_none_or(|r| key < r) {
-                rest = Some(key);
+        let mut taken = Vec::new();
+        while let Some((deadline, seq)) = self.soon.front() {
+            if deadline > now {
+                break;
             }
+            self.soon.pop_front();
+            let s = self.ring[(seq - self.base) as usize]
+                .take()
+                .expect("the front of `soon` is outstanding");
+            self.first_window -= usize::from(s.first_window);
+            taken.push((seq, s));
+            self.settle_front();
         }
-        due.sort_unstable();
-        let taken = due
-            .into_iter()
-            .map(|(_, seq)| {
-                let s = self.ring[(seq - self.base) as usize]
-                    .take()
-                    .expect("a due packet is outstanding");
-                self.first_window -= usize::from(s.first_window);
-                (seq, s)
-            })
-            .collect();
         self.trim_ends();
-        self.earliest = rest;
         taken
     }
 
@@ -197,9 +222,164 @@ impl Outstanding {
         }
     }
 
-    /// Finds the earliest deadline again, its packet having been settled.
-    fn rescan(&mut self) {
-        self.earliest = self.deadlines().min();
+    /// Whether `key` is an outstanding packet's current deadline.
+    fn is_current(&self, (deadline, seq): (u64, u64)) -> bool {
+        seq.checked_sub(self.base)
+            .and_then(|i| self.ring.get(usize::try_from(i).ok()?))
+            .is_some_and(|s| s.is_some_and(|s| s.deadline == deadline))
+    }
+
+    /// Files a key at or below `bound` into `soon`, which keeps at most
+    /// its share of the window: a key above all of `soon`'s, once it holds
+    /// that many, lowers `bound` instead, and a key filed into a full
+    /// `soon` pushes its greatest out. A window spanning fewer than
+    /// `SHARE_FROM_KEYS` packets keeps one key, the earliest, as the single
+    /// field before it did.
+    fn file_key(&mut self, key: (u64, u64)) {
+        let share = share_of(self.ring.len());
+        if let Some(last) = self.soon.back() {
+            if key > last && self.soon.len() >= share {
+                self.bound = last;
+                return;
+            }
+        }
+        if share == 1 {
+            // One key kept: the lesser of it and the earliest (a window
+            // that has shrunk may still hold more), with no room taken
+            // beyond the first key's field.
+            match self.soon.front() {
+                None => self.soon.set_one(key),
+                Some(front) => {
+                    let least = front.min(key);
+                    self.soon.set_one(least);
+                    self.bound = least;
+                }
+            }
+            return;
+        }
+        self.soon.insert(key);
+        if self.soon.len() > share {
+            self.soon.truncate(share);
+            self.bound = self.soon.back().expect("`soon` holds its share");
+        }
+    }
+
+    /// Drops stale keys from the front of `soon`, refilling it from the
+    /// ring when it runs dry with keys left out.
+    fn settle_front(&mut self) {
+        while let Some(key) = self.soon.front() {
+            if self.is_current(key) {
+                return;
+            }
+            self.soon.pop_front();
+        }
+        if self.bound != ALL_KEYS {
+            self.refill();
+        }
+    }
+
+    /// Refills `soon` with the earliest sixteenth of the keys (one below
+    /// `SHARE_FROM_KEYS` keys) in one pass over the ring, and sets `bound` to the last of them.
+    fn refill(&mut self) {
+        #[cfg(test)]
+        {
+            self.refills += 1;
+        }
+        let (mut count, mut least) = (0usize, None::<(u64, u64)>);
+        for key in self.deadlines() {
+            count += 1;
+            if least.is_none_or(|l| key < l) {
+                least = Some(key);
+            }
+        }
+        let keep = share_of(count);
+        if keep == 1 {
+            // A small window: the earliest key alone, as a single field did.
+            self.soon = SortedKeys::default();
+            if let Some(least) = least {
+                self.soon.set_one(least);
+            }
+            self.bound = if count <= 1 {
+                ALL_KEYS
+            } else {
+                least.unwrap_or(ALL_KEYS)
+            };
+            return;
+        }
+        let mut keys: Vec<(u64, u64)> = Vec::with_capacity(count);
+        keys.extend(self.deadlines());
+        keys.select_nth_unstable(keep - 1);
+        keys.truncate(keep);
+        // The pass needed room for every key; `soon` keeps room for its share.
+        keys.shrink_to_fit();
+        keys.sort_unstable();
+        self.bound = keys[keep - 1];
+        self.soon = SortedKeys::from_sorted(keys);
+    }
+}
+
+/// Keys in ascending order, none twice. The first sits in its own field,
+/// so that a small window's single key takes no room beyond it.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+struct SortedKeys {
+    first: Option<(u64, u64)>,
+    rest: VecDeque<(u64, u64)>,
+}
+
+impl SortedKeys {
+    /// The least key kept.
+    fn front(&self) -> Option<(u64, u64)> {
+        self.first
+    }
+
+    /// The greatest key kept.
+    fn back(&self) -> Option<(u64, u64)> {
+        self.rest.back().copied().or(self.first)
+    }
+
+    fn len(&self) -> usize {
+        usize::from(self.first.is_some()) + self.rest.len()
+    }
+
+    fn pop_front(&mut self) {
+        self.first = self.rest.pop_front();
+    }
+
+    /// Keeps `key` alone.
+    fn set_one(&mut self, key: (u64, u64)) {
+        self.first = Some(key);
+        self.rest.clear();
+    }
+
+    /// Files `key` in order, unless it is kept already.
+    fn insert(&mut self, key: (u64, u64)) {
+        match self.first {
+            None => self.first = Some(key),
+            Some(first) if key < first => {
+                self.rest.push_front(first);
+                self.first = Some(key);
+            }
+            Some(first) if key == first => {}
+            Some(_) => {
+                if let Err(at) = self.rest.binary_search(&key) {
+                    self.rest.insert(at, key);
+                }
+            }
+        }
+    }
+
+    /// Keeps the least `n` keys, `n` at least one.
+    fn truncate(&mut self, n: usize) {
+        self.rest.truncate(n - 1);
+    }
+
+    /// From keys sorted in ascending order, none twice.
+    fn from_sorted(keys: Vec<(u64, u64)>) -> Self {
+        let mut rest = VecDeque::from(keys);
+        SortedKeys {
+            first: rest.pop_front(),
+            rest,
+        }
     }
 }
 
@@ -275,57 +455,167 @@ mod tests {
         assert_eq!(o.earliest_deadline(), Some(1_000_000 - 9_999));
     }
 
+    /// A window that shrinks below `SHARE_FROM_KEYS` keeps its keys until
+    /// the next one is filed, which then leaves the earliest alone.
+    #[test]
+    fn a_shrinking_window_keeps_its_earliest_key() {
+        let mut o = Outstanding::default();
+        for seq in 0..2_000u64 {
+            o.insert(seq, sent(10_000 + seq));
+        }
+        assert_eq!(o.take_due(10_000).len(), 1);
+        assert!(o.soon.len() > 1, "a large window keeps several keys");
+        // Settle the newest packets: the ring shrinks under 1024.
+        for seq in 100..2_000u64 {
+            o.remove(seq);
+        }
+        assert!(o.ring.len() < SHARE_FROM_KEYS);
+        // A key between the earliest and the last kept.
+        o.insert(100, sent(10_050));
+        assert!(o.ring.len() < SHARE_FROM_KEYS);
+        assert_eq!(o.earliest_deadline(), Some(10_001));
+        let due: Vec<u64> = o.take_due(10_060).into_iter().map(|(q, _)| q).collect();
+        let mut want: Vec<u64> = (1..=60).collect();
+        want.insert(50, 100);
+        assert_eq!(due, want);
+    }
+
+    /// A huge window timing out packet by packet refills `soon` about
+    /// REFILL_SHARE times per halving of the window, not once per packet.
+    #[test]
+    fn a_huge_window_times_out_without_a_pass_per_packet() {
+        let n = 20_000u64;
+        let mut o = Outstanding::default();
+        // Deadlines out of sending order, as NDP's jitter makes them.
+        let deadline = |seq: u64| 1_000 + (seq * 7_919) % n;
+        for seq in 0..n {
+            o.insert(seq, sent(deadline(seq)));
+        }
+        let mut order = Vec::new();
+        for now in 1_000..1_000 + n {
+            let due = o.take_due(now);
+            assert_eq!(due.len(), 1, "one packet is due at {now}");
+            order.push(due[0].0);
+            if now % 3 == 0 {
+                // A resend, due after everything else.
+                o.insert(n + now, sent(10 * n + now));
+            }
+        }
+        let mut want: Vec<u64> = (0..n).collect();
+        want.sort_by_key(|&seq| deadline(seq));
+        assert_eq!(order, want);
+        // ln(20,000) x 16 is about 160; a pass per packet would be 20,000.
+        assert!(o.refills < 400, "{} passes over the window", o.refills);
+        assert!(o.soon.len() <= share_of(o.ring.len()) + 1);
+    }
+
+    /// Keys that arrive below the bound join `soon`, and stale keys do not
+    /// pile up behind a long-lived earliest one.
+    #[test]
+    fn stale_keys_stay_bounded() {
+        let mut o = Outstanding::default();
+        o.insert(0, sent(1));
+        for seq in 1..10_000u64 {
+            // Each deadline is below the one before, so each key is filed
+            // into `soon`; settled, it leaves a stale key behind the first.
+            o.insert(seq, sent(1_000_000 - seq));
+            if seq > 3 {
+                o.remove(seq - 3);
+            }
+        }
+        assert_eq!(o.earliest_deadline(), Some(1));
+        let share = share_of(o.ring.len());
+        assert!(o.soon.len() <= share, "{} keys", o.soon.len());
+        assert_eq!(o.take_due(1_000_000 - 9_998).len(), 3);
+    }
+
+    /// The same check as `matches_ordered_sets`, over one sequence of
+    /// operations: the earliest deadline after each, everything else after
+    /// every `every`-th.
+    fn check_against_ordered_sets(
+        ops: Vec<(u8, u64, u64)>,
+        no_deadline: u64,
+        every: usize,
+    ) -> Result<(), TestCaseError> {
+        let mut o = Outstanding::default();
+        let mut map: BTreeMap<u64, Sent> = BTreeMap::new();
+        let mut set: BTreeSet<(u64, u64)> = BTreeSet::new();
+        for (i, (op, seq, d)) in ops.into_iter().enumerate() {
+            let deadline = if d == no_deadline { NO_DEADLINE } else { d };
+            match op {
+                0 | 1 => {
+                    let got = o.insert(seq, sent_mixed(deadline));
+                    let want = map.insert(seq, sent_mixed(deadline));
+                    if let Some(old) = want {
+                        set.remove(&(old.deadline, seq));
+                    }
+                    if deadline != NO_DEADLINE {
+                        set.insert((deadline, seq));
+                    }
+                    prop_assert_eq!(got, want);
+                }
+                _ => {
+                    let got = o.remove(seq);
+                    let want = map.remove(&seq);
+                    if let Some(s) = want {
+                        set.remove(&(s.deadline, seq));
+                    }
+                    prop_assert_eq!(got, want);
+                }
+            }
+            prop_assert_eq!(o.earliest_deadline(), set.first().map(|&(d, _)| d));
+            if i % every != 0 {
+                continue;
+            }
+            prop_assert_eq!(o.len(), map.len());
+            prop_assert_eq!(
+                o.first_window(),
+                map.values().filter(|s| s.first_window).count()
+            );
+            prop_assert_eq!(o.earliest_deadline(), set.first().map(|&(d, _)| d));
+            let due: Vec<u64> = set
+                .iter()
+                .take_while(|(x, _)| *x <= d)
+                .map(|&(_, s)| s)
+                .collect();
+            prop_assert_eq!(o.due(d), due.clone());
+            // Taking them settles exactly those, as removing them one by one would.
+            let mut taken = o.clone();
+            let mut one_by_one = o.clone();
+            let got: Vec<(u64, Sent)> = taken.take_due(d);
+            let want: Vec<(u64, Sent)> = due
+                .iter()
+                .map(|&q| (q, one_by_one.remove(q).unwrap()))
+                .collect();
+            prop_assert_eq!(got, want);
+            prop_assert_eq!(taken.earliest_deadline(), one_by_one.earliest_deadline());
+            prop_assert_eq!(taken.first_window(), one_by_one.first_window());
+            prop_assert_eq!(taken.ring.len(), one_by_one.ring.len());
+            if !taken.ring.is_empty() {
+                prop_assert_eq!(taken.base, one_by_one.base);
+            }
+            let seqs: Vec<u64> = o.iter().map(|(s, _)| s).collect();
+            prop_assert_eq!(seqs, map.keys().copied().collect::<Vec<_>>());
+        }
+        Ok(())
+    }
+
     proptest! {
         /// Against the two ordered sets it replaces: the same settled
         /// records, the same earliest deadline and the same due order.
         #[test]
         fn matches_ordered_sets(ops in proptest::collection::vec((0u8..3, 0u64..40, 0u64..60), 1..300)) {
-            let mut o = Outstanding::default();
-            let mut map: BTreeMap<u64, Sent> = BTreeMap::new();
-            let mut set: BTreeSet<(u64, u64)> = BTreeSet::new();
-            for (op, seq, d) in ops {
-                let deadline = if d == 59 { NO_DEADLINE } else { d };
-                match op {
-                    0 | 1 => {
-                        let got = o.insert(seq, sent_mixed(deadline));
-                        let want = map.insert(seq, sent_mixed(deadline));
-                        if let Some(old) = want {
-                            set.remove(&(old.deadline, seq));
-                        }
-                        if deadline != NO_DEADLINE {
-                            set.insert((deadline, seq));
-                        }
-                        prop_assert_eq!(got, want);
-                    }
-                    _ => {
-                        let got = o.remove(seq);
-                        let want = map.remove(&seq);
-                        if let Some(s) = want {
-                            set.remove(&(s.deadline, seq));
-                        }
-                        prop_assert_eq!(got, want);
-                    }
-                }
-                prop_assert_eq!(o.len(), map.len());
-                prop_assert_eq!(o.first_window(), map.values().filter(|s| s.first_window).count());
-                prop_assert_eq!(o.earliest_deadline(), set.first().map(|&(d, _)| d));
-                let due: Vec<u64> = set.iter().take_while(|(x, _)| *x <= d).map(|&(_, s)| s).collect();
-                prop_assert_eq!(o.due(d), due.clone());
-                // Taking them settles exactly those, as removing them one by one would.
-                let mut taken = o.clone();
-                let mut one_by_one = o.clone();
-                let got: Vec<(u64, Sent)> = taken.take_due(d);
-                let want: Vec<(u64, Sent)> = due.iter().map(|&q| (q, one_by_one.remove(q).unwrap())).collect();
-                prop_assert_eq!(got, want);
-                prop_assert_eq!(taken.earliest_deadline(), one_by_one.earliest_deadline());
-                prop_assert_eq!(taken.first_window(), one_by_one.first_window());
-                prop_assert_eq!(taken.ring.len(), one_by_one.ring.len());
-                if !taken.ring.is_empty() {
-                    prop_assert_eq!(taken.base, one_by_one.base);
-                }
-                let seqs: Vec<u64> = o.iter().map(|(s, _)| s).collect();
-                prop_assert_eq!(seqs, map.keys().copied().collect::<Vec<_>>());
-            }
+            check_against_ordered_sets(ops, 59, 1)?;
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(16))]
+        /// The same over windows of thousands of packets, where a refill
+        /// keeps many keys and new keys fall below the bound.
+        #[test]
+        fn matches_ordered_sets_in_large_windows(ops in proptest::collection::vec((0u8..3, 0u64..4000, 0u64..20_000), 1..6000)) {
+            check_against_ordered_sets(ops, 19_999, 97)?;
         }
     }
 }
