@@ -417,10 +417,10 @@ fn resolve_task(base: &Path, sweep: &Path, t: &mut Task) -> Result<(), SweepErro
 /// from a manifest is the text of the value written there (serde_json's
 /// `float_roundtrip` reads every float back exactly, and its text is the
 /// shortest that does), so the scenario need not go through text and back
-/// before it is digested. Both sides of a comparison
-/// are computed by the same binary in the same process, so the hasher need
-/// not be stable across Rust versions, and accidental collisions are
-/// negligible (a stale task would be skipped).
+/// before it is digested. Both sides of a comparison are computed by the
+/// same binary in the same process, so the hasher need not be stable across
+/// Rust versions, and accidental collisions are negligible (a stale task
+/// would be skipped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ConfigDigest([u64; 2]);
 

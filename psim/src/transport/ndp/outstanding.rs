@@ -13,10 +13,10 @@
 //! packets leave stale keys behind, dropped when they reach the front.
 //! When it runs dry, a pass over the ring refills it with the earliest
 //! sixteenth of the keys. A window of fewer than 1024 packets keeps one
-//! key, the earliest, as the single field before it did; a huge window timing out
-//! packet by packet costs a pass per sixteenth of the window, not a pass
-//! per packet (63 senders with windows of 20,000 packets into one port ran
-//! 5.7x faster; docs/performance.md, "Large NDP windows").
+//! key, the earliest, as the single field before it did; a huge window
+//! timing out packet by packet costs a pass per sixteenth of the window,
+//! not a pass per packet (63 senders with windows of 20,000 packets into
+//! one port ran 6.0x faster; docs/performance.md, "Large NDP windows").
 //!
 //! The order of deadlines is `(deadline, seq)`, exactly as the trees kept
 //! it, so timeouts fire and resend in the same order.
@@ -279,11 +279,30 @@ impl Outstanding {
     }
 
     /// Refills `soon` with the earliest sixteenth of the keys (one below
-    /// `SHARE_FROM_KEYS` keys) in one pass over the ring, and sets `bound` to the last of them.
+    /// `SHARE_FROM_KEYS` keys) in one pass over the ring, and sets `bound`
+    /// to the last of them.
     fn refill(&mut self) {
         #[cfg(test)]
         {
             self.refills += 1;
+        }
+        if self.ring.len() >= SHARE_FROM_KEYS {
+            // One pass collects the keys; a window that has that many keeps
+            // its share of them.
+            let mut keys: Vec<(u64, u64)> = self.deadlines().collect();
+            let keep = share_of(keys.len());
+            if keep > 1 {
+                keys.select_nth_unstable(keep - 1);
+                keys.truncate(keep);
+                // The pass needed room for every key; `soon` keeps room for its share.
+                keys.shrink_to_fit();
+                keys.sort_unstable();
+                self.bound = keys[keep - 1];
+                self.soon = SortedKeys::from_sorted(keys);
+            } else {
+                self.keep_one(keys.len(), keys.iter().min().copied());
+            }
+            return;
         }
         let (mut count, mut least) = (0usize, None::<(u64, u64)>);
         for key in self.deadlines() {
@@ -292,29 +311,21 @@ impl Outstanding {
                 least = Some(key);
             }
         }
-        let keep = share_of(count);
-        if keep == 1 {
-            // A small window: the earliest key alone, as a single field did.
-            self.soon = SortedKeys::default();
-            if let Some(least) = least {
-                self.soon.set_one(least);
-            }
-            self.bound = if count <= 1 {
-                ALL_KEYS
-            } else {
-                least.unwrap_or(ALL_KEYS)
-            };
-            return;
+        self.keep_one(count, least);
+    }
+
+    /// A small window: the earliest of its `count` keys alone, as a single
+    /// field did.
+    fn keep_one(&mut self, count: usize, least: Option<(u64, u64)>) {
+        self.soon = SortedKeys::default();
+        if let Some(least) = least {
+            self.soon.set_one(least);
         }
-        let mut keys: Vec<(u64, u64)> = Vec::with_capacity(count);
-        keys.extend(self.deadlines());
-        keys.select_nth_unstable(keep - 1);
-        keys.truncate(keep);
-        // The pass needed room for every key; `soon` keeps room for its share.
-        keys.shrink_to_fit();
-        keys.sort_unstable();
-        self.bound = keys[keep - 1];
-        self.soon = SortedKeys::from_sorted(keys);
+        self.bound = if count <= 1 {
+            ALL_KEYS
+        } else {
+            least.unwrap_or(ALL_KEYS)
+        };
     }
 }
 
