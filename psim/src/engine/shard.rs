@@ -1035,9 +1035,12 @@ impl Shard {
             let freed = &mut self.nic_freed;
             nic_started(&self.reports, node.id, local, started.dropped, sent, freed);
         }
-        let Some((pkt, done)) = started.sent else {
+        let Some((mut pkt, done)) = started.sent else {
             return false;
         };
+        if let Some(host) = node.host.as_deref_mut() {
+            host.departing(&mut pkt, now);
+        }
         let from = started.ingress;
         if let (Some(xbar), Some(input)) = (node.crossbar.as_deref_mut(), from) {
             xbar.occupy(input, now, done);

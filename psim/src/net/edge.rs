@@ -19,17 +19,24 @@
 //! | `slack_us` (`tail`) | 1,000,000 (1 s) | `UPS` `initSlack_` (T37 runs) |
 //! | `r_est_mbps_by_entry` (`fairness`) | [] (every flow uses `r_est_mbps`) | [TH] §5.2.3 (T39: r_est 900 : 100 : 100 Mb/s gives flows weights 9 : 1 : 1) |
 //! | `r_est_mbps` (`fairness`) | 100 | `UPS` scripts: interSlack 116,800 ns = 1460 B at 100 Mb/s, the best r_est at 70% load (T40, T41) |
+//! | `at` (`fairness`) | `"handoff"` | [TH] §5.2.3; `"nic_departure"`: `UPS` `edge-fq-lstf.cc` (the host link's dequeue) |
+//! | `packets` (`fairness`) | `"data"` | `"all"`: `UPS` `edge-fq-lstf.cc` keys every packet on its flow id, TCP's ACKs too |
+//! | `per_packet_bytes` (`fairness`) | none: the packet's wire size | `UPS` interSlack = 1460 B × 8 / r_est per packet |
 //! | `deadline_us` (`deadline`) | 1,000,000 (1 s) | none: as `tail`, so that EDF and LSTF give the same schedule |
 //!
 //! Slacks are signed picoseconds (LSTF's unit, `queue/lstf.rs`) and
 //! saturate at `i64::MAX`; a flow without a size has rank `u64::MAX` under
 //! `flow_size` and `remaining`, and the largest slack under `mean_fct`.
 //!
-//! **Fairness** follows the thesis's formula: the packet's wire size over a
-//! common r_est, and t = when the transport hands the packet to the host's
-//! NIC. The `UPS` code (`edge-fq-lstf.cc`) adds a per-packet constant
-//! instead, at the edge queue's departure: the same with equal packets and
-//! an idle NIC. One r_est for every flow, or one per `[[traffic]]` entry
+//! **Fairness** follows the thesis's formula by default: the packet's wire
+//! size over a common r_est, and t = when the transport hands the packet to
+//! the host's NIC. The `UPS` code (`edge-fq-lstf.cc`) adds a per-packet
+//! constant instead, at the host link's departure, to every packet of the
+//! flow: `at = "nic_departure"`, `per_packet_bytes = 1460`, `packets =
+//! "all"` (the shard calls [`SlackConfig::stamp_departure`] as the NIC
+//! starts a packet). The two agree with equal packets and an idle NIC; a
+//! window handed to a NIC slower than r_est per packet gets smaller slacks
+//! at the departure (T40's 1G-1G row). One r_est for every flow, or one per `[[traffic]]` entry
 //! (`r_est_mbps_by_entry`: weights, T39; the thesis gives per-flow values
 //! without saying how a host learns them).
 //!
@@ -71,7 +78,8 @@ pub struct Tail {
     pub slack: Micros,
 }
 
-/// `r_est_mbps` (and `r_est_mbps_by_entry`) of `fairness`.
+/// `r_est_mbps` (and `r_est_mbps_by_entry`, `at`, `packets`,
+/// `per_packet_bytes`) of `fairness`.
 #[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Fairness {
@@ -80,6 +88,38 @@ pub struct Fairness {
     /// Per-`[[traffic]]`-entry rate estimates, Mb/s: entry i's flows use
     /// element i, entries past the end use `r_est_mbps` (weights, T39).
     pub r_est_mbps_by_entry: Vec<f64>,
+    /// When a packet's time tᵢ is read.
+    pub at: StampAt,
+    /// Which of a flow's packets are stamped.
+    pub packets: StampPackets,
+    /// If set, every packet adds this many bytes at r_est (the `UPS` code's
+    /// per-packet `interSlack_`) instead of its own wire size.
+    pub per_packet_bytes: Option<u32>,
+}
+
+/// When the fairness slack reads a packet's time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StampAt {
+    /// When the transport hands the packet to the NIC ([TH] §5.2.3).
+    #[default]
+    Handoff,
+    /// When the NIC starts sending it (`UPS` `edge-fq-lstf.cc`, whose host
+    /// link dequeues it then).
+    NicDeparture,
+}
+
+/// Which packets the fairness slack stamps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StampPackets {
+    /// The source's data packets; the others keep the transport's rank.
+    #[default]
+    Data,
+    /// Every packet of the flow a host sends, acknowledgements included,
+    /// each direction with its own virtual clock (the `UPS` edge queue keys
+    /// on the flow id, which TCP's acknowledgements carry too).
+    All,
 }
 
 /// `deadline_us` of `deadline`.
@@ -108,6 +148,9 @@ impl Default for Fairness {
         Fairness {
             r_est_mbps: 100.0,
             r_est_mbps_by_entry: Vec::new(),
+            at: StampAt::Handoff,
+            packets: StampPackets::Data,
+            per_packet_bytes: None,
         }
     }
 }
@@ -176,8 +219,8 @@ impl SlackConfig {
     }
 
     /// Checks the values (`key` is `host.slack`), and that one of `ports`
-    /// (the NIC's and the switch tiers' disciplines) reads what the policy
-    /// writes.
+    /// (the NIC's first, then the switch tiers' disciplines) reads what the
+    /// policy writes.
     pub fn validate<'a>(
         &self,
         key: &str,
@@ -206,6 +249,28 @@ impl SlackConfig {
                         &format!("{key}.r_est_mbps_by_entry[{i}]"),
                         r,
                         "must be at least 1e-6 (1 b/s)",
+                    ));
+                }
+                if f.per_packet_bytes == Some(0) {
+                    return Err(bad(
+                        &format!("{key}.per_packet_bytes"),
+                        0,
+                        "must be at least 1 (leave it out to add each packet's own size)",
+                    ));
+                }
+                if f.packets == StampPackets::All && f.at != StampAt::NicDeparture {
+                    return Err(bad(
+                        &format!("{key}.packets"),
+                        "\"all\"",
+                        "needs at = \"nic_departure\" (a sink's packets are stamped as its NIC sends them)",
+                    ));
+                }
+                let nic = ports.clone().into_iter().next();
+                if f.at == StampAt::NicDeparture && nic.is_some_and(|q| reads(q, Writes::Slack)) {
+                    return Err(bad(
+                        &format!("{key}.at"),
+                        "\"nic_departure\"",
+                        "stamps a packet as the NIC sends it, after the NIC's own lstf has read it ([host.queue]): give the NIC a discipline that ignores the slack, or at = \"handoff\"",
                     ));
                 }
             }
@@ -247,15 +312,7 @@ impl SlackConfig {
             _ => 0,
         };
         let r_est_bps = match self {
-            SlackConfig::Fairness(f) => {
-                let entry = workloads::split_flow_id(flow.id).0 as usize;
-                let mbps = f
-                    .r_est_mbps_by_entry
-                    .get(entry)
-                    .copied()
-                    .unwrap_or(f.r_est_mbps);
-                (mbps * 1e6).round() as u64
-            }
+            SlackConfig::Fairness(f) => r_est_bps(f, flow.id),
             _ => 0,
         };
         EdgeFlow {
@@ -266,6 +323,35 @@ impl SlackConfig {
             last_at: None,
             r_est_bps,
         }
+    }
+
+    /// Whether the NIC stamps packets as it sends them (`fairness` with
+    /// `at = "nic_departure"`): then [`Self::stamp_departure`] does, not
+    /// [`Self::stamp`].
+    #[inline]
+    pub fn at_departure(&self) -> bool {
+        matches!(self, SlackConfig::Fairness(f) if f.at == StampAt::NicDeparture)
+    }
+
+    /// Stamps `pkt` of flow `id`, whose endpoint on this host keeps `flow`,
+    /// as the host's NIC starts sending it at `now` (`at_departure` only).
+    /// With `packets = "all"` a sink's packets get a virtual clock of their
+    /// own, its r_est that of the flow's `[[traffic]]` entry.
+    pub fn stamp_departure(&self, flow: &mut EdgeFlow, id: u64, now: u64, pkt: &mut Packet) {
+        let SlackConfig::Fairness(f) = self else {
+            return;
+        };
+        let stamped = match f.packets {
+            StampPackets::Data => flow.source && pkt.kind == PacketKind::Data,
+            StampPackets::All => pkt.kind != PacketKind::Pause,
+        };
+        if !stamped {
+            return;
+        }
+        if flow.r_est_bps == 0 {
+            flow.r_est_bps = r_est_bps(f, id);
+        }
+        pkt.rank = fairness_next(flow, f, pkt.size, now) as u64;
     }
 
     /// Stamps the data packets `pkts` that `flow`'s endpoint sent at `now`.
@@ -287,24 +373,44 @@ impl SlackConfig {
                 }
                 SlackConfig::MeanFct(_) => flow.slack as u64,
                 SlackConfig::Tail(t) => t.slack.ps.min(i64::MAX as u64),
-                SlackConfig::Fairness(_) => {
-                    let slack = match flow.last_at {
-                        None => 0,
-                        Some(t) => {
-                            let bits = p.size as f64 * 8.0;
-                            let tx = (bits / flow.r_est_bps as f64 * 1e12).round() as i64;
-                            let gap = now.saturating_sub(t).min(i64::MAX as u64) as i64;
-                            flow.slack.saturating_add(tx).saturating_sub(gap).max(0)
-                        }
-                    };
-                    flow.slack = slack;
-                    flow.last_at = Some(now);
-                    slack as u64
-                }
+                SlackConfig::Fairness(f) => match f.at {
+                    StampAt::Handoff => fairness_next(flow, f, p.size, now) as u64,
+                    // Stamped by `stamp_departure`.
+                    StampAt::NicDeparture => p.rank,
+                },
                 SlackConfig::Deadline(d) => now.saturating_add(d.after.ps),
             };
         }
     }
+}
+
+/// The next fairness slack of `flow` for a `bytes`-byte packet at `now`:
+/// 0 for its first packet, then max(0, previous + bytes × 8 / r_est −
+/// (now − previous time)), `bytes` being `per_packet_bytes` if set.
+fn fairness_next(flow: &mut EdgeFlow, f: &Fairness, bytes: u32, now: u64) -> i64 {
+    let slack = match flow.last_at {
+        None => 0,
+        Some(t) => {
+            let bits = f.per_packet_bytes.unwrap_or(bytes) as f64 * 8.0;
+            let tx = (bits / flow.r_est_bps as f64 * 1e12).round() as i64;
+            let gap = now.saturating_sub(t).min(i64::MAX as u64) as i64;
+            flow.slack.saturating_add(tx).saturating_sub(gap).max(0)
+        }
+    };
+    flow.slack = slack;
+    flow.last_at = Some(now);
+    slack
+}
+
+/// Flow `id`'s rate estimate under `f`, b/s.
+fn r_est_bps(f: &Fairness, id: u64) -> u64 {
+    let entry = workloads::split_flow_id(id).0 as usize;
+    let mbps = f
+        .r_est_mbps_by_entry
+        .get(entry)
+        .copied()
+        .unwrap_or(f.r_est_mbps);
+    (mbps * 1e6).round() as u64
 }
 
 /// Whether discipline `q` (or a class inside it) reads what a policy writes.
@@ -514,6 +620,135 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(msg.contains("host.slack.r_est_mbps_by_entry[1]"), "{msg}");
+    }
+
+    /// `at = "nic_departure"`: the handoff leaves the rank alone and the
+    /// NIC's departures, not the handoff, space the virtual clock. A
+    /// window handed over at once to a NIC that sends a 1,000 B packet
+    /// every 8 µs (1 Gb/s): at r_est 1 Gb/s its slacks stay 0 (at the
+    /// handoff they grow by 8 µs a packet); with `per_packet_bytes =
+    /// 1460` at 100 Mb/s each adds 116.8 µs less the 8 µs gap.
+    #[test]
+    fn nic_departure_spaces_the_clock_by_the_nics_departures() {
+        let us = 1_000_000u64;
+        let at_nic = |r_est_mbps: f64, per_packet_bytes: Option<u32>| {
+            SlackConfig::Fairness(Fairness {
+                r_est_mbps,
+                at: StampAt::NicDeparture,
+                per_packet_bytes,
+                ..Fairness::default()
+            })
+        };
+        let departures = |cfg: &SlackConfig| -> Vec<u64> {
+            let mut st = cfg.flow(&flow(Some(1 << 30), 1), 936);
+            let mut window = [data(936, false), data(936, false), data(936, false)];
+            cfg.stamp(&mut st, 0, &mut window);
+            assert!(window.iter().all(|p| p.rank == 7), "handoff stamps nothing");
+            let mut ranks = Vec::new();
+            for (i, p) in window.iter_mut().enumerate() {
+                cfg.stamp_departure(&mut st, 1, i as u64 * 8 * us, p);
+                ranks.push(p.rank);
+            }
+            ranks
+        };
+        let line_rate = at_nic(1000.0, None);
+        assert!(line_rate.at_departure());
+        assert_eq!(departures(&line_rate), [0, 0, 0]);
+        let handoff = SlackConfig::Fairness(Fairness {
+            r_est_mbps: 1000.0,
+            ..Fairness::default()
+        });
+        assert!(!handoff.at_departure());
+        let mut st = handoff.flow(&flow(Some(1 << 30), 1), 936);
+        let mut window = [data(936, false), data(936, false), data(936, false)];
+        handoff.stamp(&mut st, 0, &mut window);
+        let ranks: Vec<u64> = window.iter().map(|p| p.rank).collect();
+        assert_eq!(ranks, [0, 8 * us, 16 * us], "the handoff reading grows");
+        let ups = at_nic(100.0, Some(1460));
+        let ns = 1_000u64;
+        assert_eq!(departures(&ups), [0, 108_800 * ns, 217_600 * ns]);
+    }
+
+    /// `packets = "data"` stamps only a source's data at the NIC; `"all"`
+    /// stamps its acknowledgements too, and a sink's, each flow end with
+    /// its own clock and its `[[traffic]]` entry's r_est.
+    #[test]
+    fn nic_departure_packets_all_gives_a_sink_its_own_clock() {
+        let us = 1_000_000u64;
+        let cfg = |packets| {
+            SlackConfig::Fairness(Fairness {
+                r_est_mbps_by_entry: vec![900.0, 10.0],
+                at: StampAt::NicDeparture,
+                packets,
+                ..Fairness::default()
+            })
+        };
+        let id = workloads::flow_id(1, 0, 0);
+        let ack = || {
+            let mut p = test_packet(PacketKind::Ack, 0, 936 + HEADER_BYTES);
+            p.rank = 7;
+            p
+        };
+        // Data only: a sink's acknowledgements keep the transport's rank.
+        let data_only = cfg(StampPackets::Data);
+        let mut sink = EdgeFlow::default();
+        for t in [0, 10] {
+            let mut a = ack();
+            data_only.stamp_departure(&mut sink, id, t * us, &mut a);
+            assert_eq!(a.rank, 7);
+        }
+        // All: 1000 B at entry 1's 10 Mb/s is 800 µs; 100 µs apart, the
+        // second has 700 µs.
+        let all = cfg(StampPackets::All);
+        let mut sink = EdgeFlow::default();
+        let ranks: Vec<u64> = [0, 100]
+            .iter()
+            .map(|&t| {
+                let mut a = ack();
+                all.stamp_departure(&mut sink, id, t * us, &mut a);
+                a.rank
+            })
+            .collect();
+        assert_eq!(ranks, [0, 700 * us]);
+        // A source's pull or acknowledgement counts on its own clock too.
+        let mut f = flow(Some(1 << 30), 1);
+        f.id = id;
+        let mut src = all.flow(&f, 936);
+        let mut first = data(936, false);
+        all.stamp_departure(&mut src, id, 0, &mut first);
+        let mut a = ack();
+        all.stamp_departure(&mut src, id, 0, &mut a);
+        assert_eq!([first.rank, a.rank], [0, 800 * us]);
+    }
+
+    #[test]
+    fn nic_departure_keys_are_checked() {
+        let lstf: QueueConfig = toml::from_str("kind = \"lstf\"").unwrap();
+        let fifo = QueueConfig::default();
+        let parsed = |text: &str| parse(&format!("policy = \"fairness\"\n{text}"));
+        let err = |text: &str, ports: &[&QueueConfig]| {
+            parsed(text)
+                .unwrap()
+                .validate("host.slack", ports.iter().copied())
+                .unwrap_err()
+                .to_string()
+        };
+        let msg = err("packets = \"all\"", &[&fifo, &lstf]);
+        assert!(msg.contains("host.slack.packets"), "{msg}");
+        let msg = err("at = \"nic_departure\"", &[&lstf]);
+        assert!(msg.contains("host.slack.at"), "the NIC's lstf: {msg}");
+        let msg = err(
+            "at = \"nic_departure\"\nper_packet_bytes = 0",
+            &[&fifo, &lstf],
+        );
+        assert!(msg.contains("host.slack.per_packet_bytes"), "{msg}");
+        assert!(
+            parsed("at = \"nic_departure\"\npackets = \"all\"\nper_packet_bytes = 1460")
+                .unwrap()
+                .validate("host.slack", [&fifo, &lstf])
+                .is_ok()
+        );
+        assert!(parsed("at = \"departure\"").is_err(), "an unknown value");
     }
 
     /// `r_est_mbps_by_entry`: a flow of entry 1 takes element 1 (10 Mb/s:

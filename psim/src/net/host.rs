@@ -167,6 +167,19 @@ impl HostState {
         TimerDue::Endpoint(slot)
     }
 
+    /// Stamps `pkt` as the NIC starts sending it at `now`, if the slack
+    /// policy stamps there (`[host.slack] at = "nic_departure"`).
+    #[inline]
+    pub fn departing(&mut self, pkt: &mut Packet, now: u64) {
+        if !self.slack.at_departure() {
+            return;
+        }
+        if let Some(&s) = self.by_flow.get(&pkt.flow) {
+            let edge = &mut self.slots[s as usize].edge;
+            self.slack.stamp_departure(edge, pkt.flow, now, pkt);
+        }
+    }
+
     /// Runs one input of endpoint `slot` on host `id` (NIC at `nic_bps`),
     /// appending the packets it emits to `out` (their `rank` stamped by the
     /// host's slack policy), and returns what the engine must schedule.
@@ -219,5 +232,49 @@ impl HostState {
             }
         }
         called
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::net::edge::{Fairness, StampAt, StampPackets};
+    use crate::packet::{test_packet, PacketKind};
+    use crate::transport::testkit::flow;
+
+    /// The NIC's departure stamps a source's data by its own slot's clock
+    /// under `at = "nic_departure"`, and leaves every rank alone otherwise;
+    /// a packet of a flow the host has no endpoint for is left alone.
+    #[test]
+    fn departing_stamps_by_the_flows_slot() {
+        let us = 1_000_000u64;
+        let fairness = |at| {
+            SlackConfig::Fairness(Fairness {
+                at,
+                packets: StampPackets::Data,
+                ..Fairness::default()
+            })
+        };
+        let sent = |at| -> Vec<u64> {
+            let mut host = HostState::new(fairness(at));
+            host.add_source(
+                flow(Some(1 << 30), 1),
+                Protocol::Tcp,
+                &ProtocolParams::default(),
+            );
+            // 1000 B at the default 100 Mb/s: 80 µs a packet.
+            [(1, 0), (1, 10), (2, 10)]
+                .iter()
+                .map(|&(id, t)| {
+                    let mut p = test_packet(PacketKind::Data, 0, 1000);
+                    p.flow = id;
+                    p.rank = 7;
+                    host.departing(&mut p, t * us);
+                    p.rank
+                })
+                .collect()
+        };
+        assert_eq!(sent(StampAt::NicDeparture), [0, 70 * us, 7]);
+        assert_eq!(sent(StampAt::Handoff), [7, 7, 7]);
     }
 }
