@@ -191,6 +191,10 @@ pub struct Shard {
     /// Whether hosts' NICs fetch (`[protocol.roce] nic_packets` > 0), read
     /// once here: transmit tests it on every packet.
     nic_fetch: bool,
+    /// Whether hosts' NICs stamp the slack as they send
+    /// (`[host.slack] at = "nic_departure"`), read once here: transmit tests
+    /// it on every packet without touching the host's state.
+    nic_stamps: bool,
     /// Completion notices created since the last boundary: (due time, flow), for every shard's workload.
     pub finished_out: Vec<(u64, u64)>,
     /// Events processed so far (completion notices excluded: every shard
@@ -312,6 +316,7 @@ impl Shard {
             .unwrap_or(1_000_000);
         let shift = EventQueue::shift_for_delay(min_delay);
         let nic_fetch = shared.protocols.roce.nic_packets > 0;
+        let nic_stamps = scn.queues.slack.at_departure();
         Shard {
             id,
             shared,
@@ -329,6 +334,7 @@ impl Shard {
             bounced: Vec::new(),
             nic_freed: Vec::new(),
             nic_fetch,
+            nic_stamps,
             finished_out: Vec::new(),
             events_processed: 0,
             event_counts: EventCounts::default(),
@@ -1038,7 +1044,7 @@ impl Shard {
         let Some((mut pkt, done)) = started.sent else {
             return false;
         };
-        if let Some(host) = node.host.as_deref_mut() {
+        if let Some(host) = node.host.as_deref_mut().filter(|_| self.nic_stamps) {
             host.departing(&mut pkt, now);
         }
         let from = started.ingress;
