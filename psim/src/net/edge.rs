@@ -357,7 +357,8 @@ impl SlackConfig {
     /// Stamps the data packets `pkts` that `flow`'s endpoint sent at `now`.
     #[inline]
     pub fn stamp(&self, flow: &mut EdgeFlow, now: u64, pkts: &mut [Packet]) {
-        if self.is_none() || !flow.source {
+        // `at = "nic_departure"` stamps in `stamp_departure` instead.
+        if self.is_none() || self.at_departure() || !flow.source {
             return;
         }
         for p in pkts.iter_mut().filter(|p| p.kind == PacketKind::Data) {
@@ -373,11 +374,7 @@ impl SlackConfig {
                 }
                 SlackConfig::MeanFct(_) => flow.slack as u64,
                 SlackConfig::Tail(t) => t.slack.ps.min(i64::MAX as u64),
-                SlackConfig::Fairness(f) => match f.at {
-                    StampAt::Handoff => fairness_next(flow, f, p.size, now) as u64,
-                    // Stamped by `stamp_departure`.
-                    StampAt::NicDeparture => p.rank,
-                },
+                SlackConfig::Fairness(f) => fairness_next(flow, f, p.size, now) as u64,
                 SlackConfig::Deadline(d) => now.saturating_add(d.after.ps),
             };
         }
@@ -710,7 +707,8 @@ mod tests {
             })
             .collect();
         assert_eq!(ranks, [0, 700 * us]);
-        // A source's pull or acknowledgement counts on its own clock too.
+        // A source's own acknowledgements share its data's clock (one per
+        // flow end): after a data packet at 0, an ACK at 0 has 800 µs.
         let mut f = flow(Some(1 << 30), 1);
         f.id = id;
         let mut src = all.flow(&f, 936);
