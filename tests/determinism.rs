@@ -359,7 +359,7 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
 fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
     let root = psim_integration_tests::repo_root();
     let path = root.join("validation/scenarios/t36_mean_fct.toml");
-    let variants: [&[&str]; 9] = [
+    let variants: [&[&str]; 10] = [
         &[],
         // T41's edge schemes, on the default graph and on the I2/10 graphs
         // with every delay halved or doubled.
@@ -374,6 +374,9 @@ fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
             "switch.queue.kind=lstf",
             "host.slack.policy=fairness",
             "host.slack.r_est_mbps=10",
+            "host.slack.at=nic_departure",
+            "host.slack.packets=all",
+            "host.slack.per_packet_bytes=1460",
             "switch.to_host.queue.kind=edge_codel",
             "switch.to_host.queue.used_slack=\"measured\"",
             "topology.file=\"../../scenarios/topologies/i2_div10_doublertt_routed.graph\"",
@@ -384,10 +387,20 @@ fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
         &["switch.queue.kind=lstf", "host.slack.policy=mean_fct"],
         &["switch.queue.kind=fq"],
         &["switch.queue.kind=fq_codel"],
+        // The fairness slack stamped at the handoff (the default) and as
+        // T40's runs stamp it, at the NIC's departure.
         &[
             "switch.queue.kind=lstf",
             "host.slack.policy=fairness",
             "host.slack.r_est_mbps=100",
+        ],
+        &[
+            "switch.queue.kind=lstf",
+            "host.slack.policy=fairness",
+            "host.slack.r_est_mbps=100",
+            "host.slack.at=nic_departure",
+            "host.slack.packets=all",
+            "host.slack.per_packet_bytes=1460",
         ],
     ];
     for v in variants {
