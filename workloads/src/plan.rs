@@ -431,6 +431,8 @@ impl Ctx<'_> {
             SizeDistName::FbHadoop => SizeDist::fb_hadoop(),
             SizeDistName::AliStorage => SizeDist::ali_storage(),
             SizeDistName::FbWeb => SizeDist::fb_web(),
+            SizeDistName::WebsearchPfabric => SizeDist::websearch_pfabric(),
+            SizeDistName::Datamining => SizeDist::datamining(),
             SizeDistName::IrnHeavy => SizeDist::IrnHeavy,
             SizeDistName::Fixed => SizeDist::Fixed(
                 self.size("size_bytes", size)?

@@ -17,6 +17,10 @@ pub const FB_HADOOP_CDF: &str = include_str!("../data/fb_hadoop.cdf");
 pub const ALI_STORAGE_CDF: &str = include_str!("../data/ali_storage.cdf");
 /// Facebook web CDF as NDP's Fig. 23 draws it: a step CDF (ten point masses).
 pub const FB_WEB_CDF: &str = include_str!("../data/fb_web.cdf");
+/// Web search as pFabric's simulations draw it (in 1460-byte packets).
+pub const WEBSEARCH_PFABRIC_CDF: &str = include_str!("../data/websearch_pfabric.cdf");
+/// VL2's data mining as pFabric's simulations draw it (in 1460-byte packets).
+pub const DATAMINING_CDF: &str = include_str!("../data/datamining.cdf");
 
 /// A piecewise-linear CDF: points `(size_bytes, cumulative_fraction)`, sampled by linear
 /// interpolation between consecutive points.
@@ -238,6 +242,14 @@ impl SizeDist {
     pub fn fb_web() -> SizeDist {
         Self::builtin(FB_WEB_CDF, "data/fb_web.cdf")
     }
+    /// The built-in web-search CDF as pFabric's simulations tabulate it ([PFAB] §5.1).
+    pub fn websearch_pfabric() -> SizeDist {
+        Self::builtin(WEBSEARCH_PFABRIC_CDF, "data/websearch_pfabric.cdf")
+    }
+    /// The built-in data-mining CDF (VL2) as pFabric's simulations tabulate it ([PFAB] §5.1).
+    pub fn datamining() -> SizeDist {
+        Self::builtin(DATAMINING_CDF, "data/datamining.cdf")
+    }
 
     fn builtin(text: &str, name: &str) -> SizeDist {
         match EmpiricalCdf::parse(text, Path::new(name)) {
@@ -397,6 +409,28 @@ mod tests {
         // Ten equally likely sizes (the data file's header): mean 1,122,250 / 10.
         let fb = SizeDist::fb_web().mean_bytes();
         assert!((fb - 112_225.0).abs() < 1e-6, "{fb}");
+        // pFabric's tables, by hand in packets (the data files' headers), x 1460 B:
+        // web search 1,140.98 packets, data mining 5,116.6.
+        let ws = SizeDist::websearch_pfabric().mean_bytes();
+        assert!((ws - 1_140.98 * 1460.0).abs() < 1e-3, "{ws}");
+        let dm = SizeDist::datamining().mean_bytes();
+        assert!((dm - 5_116.6 * 1460.0).abs() < 1e-3, "{dm}");
+    }
+
+    /// pFabric's tables start with point masses: 15% of web search flows are
+    /// exactly 6 packets and half the data mining flows exactly one; the
+    /// largest flows are 20,000 and 666,667 packets.
+    #[test]
+    fn the_pfabric_tables_start_with_point_masses() {
+        for (d, first, mass, last) in [
+            (SizeDist::websearch_pfabric(), 6 * 1460, 0.15, 20_000 * 1460),
+            (SizeDist::datamining(), 1460, 0.5, 666_667 * 1460),
+        ] {
+            assert_eq!(d.cdf_at(first - 1), 0.0);
+            assert!((d.cdf_at(first) - mass).abs() < 1e-12);
+            assert!(d.cdf_at(last - 1) < 1.0);
+            assert_eq!(d.cdf_at(last), 1.0);
+        }
     }
 
     /// Rounding up to a quantum, by hand: a fixed 1000 B becomes one 1396 B

@@ -295,6 +295,10 @@ pub enum SizeDistName {
     AliStorage,
     /// Facebook web as NDP's Fig. 23 draws it (a step CDF).
     FbWeb,
+    /// Web search as pFabric's simulations tabulate it (1460-byte packets).
+    WebsearchPfabric,
+    /// VL2's data mining as pFabric's simulations tabulate it (1460-byte packets).
+    Datamining,
     /// IRN heavy-tailed mix.
     IrnHeavy,
     /// Uniform in [`min_size_bytes`, `max_size_bytes`].

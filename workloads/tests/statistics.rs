@@ -102,6 +102,11 @@ fn sampled_sizes_pass_kolmogorov_smirnov() {
         ("size_dist = \"fb_hadoop\"", SizeDist::fb_hadoop()),
         ("size_dist = \"ali_storage\"", SizeDist::ali_storage()),
         ("size_dist = \"fb_web\"", SizeDist::fb_web()),
+        (
+            "size_dist = \"websearch_pfabric\"",
+            SizeDist::websearch_pfabric(),
+        ),
+        ("size_dist = \"datamining\"", SizeDist::datamining()),
         ("size_dist = \"irn_heavy\"", SizeDist::IrnHeavy),
         (
             "size_dist = \"uniform\"\nmin_size_bytes = 500000\nmax_size_bytes = 5000000",
