@@ -34,6 +34,17 @@
 //!   marked lost. The receiver answers a probe with a duplicate ACK whose
 //!   SACK block equals its cumulative ACK, which the sender reads as "no
 //!   SACK" (a data segment never produces that ACK).
+//! - **Load balancing:** `load_balancing = "spray"` (the default) sends
+//!   each data packet of a flow on the next path id in turn, starting from
+//!   the flow's ECMP hash, so a leaf sends a flow's packets round robin over
+//!   its uplinks ([PFAB] §5.1: "each switch sprays packets among all
+//!   shortest-path next hops in round-robin fashion"; `YAPS` turns the
+//!   uplink per packet at the host, the only choice a two-tier leaf-spine
+//!   has). psim's counter is the flow's, where `YAPS` keeps one per host and
+//!   ns-2 one per switch port: at a leaf with several flows the turns
+//!   interleave differently, and each flow still spreads evenly. The
+//!   receiver's ACK takes the path of the packet it answers. `"ecmp"` keeps
+//!   every packet of a flow on its hashed path ([PFAB] §5.1 tried it too).
 //! - **Sizes:** the MSS is a parameter (1460 B as both sources); the header
 //!   is psim's 64 B (`HEADER_BYTES`), not ns-2's 40 B, so a full packet is
 //!   1524 B on the wire and a 36,000 B pFabric queue holds 23 of them, as it
@@ -48,6 +59,7 @@
 //! | `rto_us` | 45 | [PFAB] §4.2 "3 × RTT"; `YAPS`; 200–300 µs also works ([PFAB] §5.4.3) |
 //! | `probe_after` (0 = never probe) | 5 | [PFAB] §4.3; `NS2PF` `prob_cap_` |
 //! | `priority` | `"remaining"` | `"remaining"` ([PFAB] §4.2; `YAPS`) or `"absolute"` ([PFAB] §5.4.3) |
+//! | `load_balancing` | `"spray"` | per-packet spraying ([PFAB] §5.1; `YAPS` `load_balancing 0`) or `"ecmp"`, one hashed path per flow ([PFAB] §5.1; `YAPS` `load_balancing 1`) |
 
 use super::cc::{Controller, PfabricWindow};
 use super::config::{in_range, Micros};
@@ -69,6 +81,17 @@ pub enum PriorityMode {
     Absolute,
 }
 
+/// How a flow's packets are spread over the equal-cost paths.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LoadBalancing {
+    /// Each data packet on the next path id in turn ([PFAB] §5.1).
+    #[default]
+    Spray,
+    /// Every packet on the flow's hashed path.
+    Ecmp,
+}
+
 /// `[protocol.pfabric]` (defaults and sources in the table above).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -88,6 +111,8 @@ pub struct PfabricParams {
     pub probe_after: u32,
     /// Remaining or absolute flow size in `rank`.
     pub priority: PriorityMode,
+    /// Per-packet spraying or one path per flow.
+    pub load_balancing: LoadBalancing,
 }
 
 impl Default for PfabricParams {
@@ -100,6 +125,7 @@ impl Default for PfabricParams {
             rto: Micros::from_ps(45_000_000),
             probe_after: 5,
             priority: PriorityMode::Remaining,
+            load_balancing: LoadBalancing::Spray,
         }
     }
 }
@@ -162,6 +188,10 @@ pub struct PfabricSource {
     /// Scratch for the segments one call sends (reused).
     sends: Vec<Send>,
     probe_after: u32,
+    /// Whether data packets are sprayed over the paths.
+    spray: bool,
+    /// Data packets sent, which picks the next sprayed path.
+    turns: u32,
     /// Timeouts since the last ACK.
     timeouts_in_row: u32,
     probing: bool,
@@ -195,6 +225,8 @@ impl PfabricSource {
             tp,
             sends: Vec::new(),
             probe_after: p.probe_after,
+            spray: p.load_balancing == LoadBalancing::Spray,
+            turns: 0,
             timeouts_in_row: 0,
             probing: false,
             stats: SourceStats::default(),
@@ -219,7 +251,20 @@ impl PfabricSource {
         self.probing
     }
 
-    fn data(&self, seq: u64, len: u32, fl: u8, now: u64, rank: u64) -> Packet {
+    /// The path of the next data packet: the flow's hashed path, or with
+    /// spraying the next path id in turn from it.
+    fn next_path(&mut self) -> u32 {
+        if !self.spray {
+            return self.info.ecmp_path;
+        }
+        let n = self.info.num_paths.max(1);
+        let path = (self.info.ecmp_path % n + self.turns % n) % n;
+        self.turns = self.turns.wrapping_add(1);
+        path
+    }
+
+    fn data(&mut self, seq: u64, len: u32, fl: u8, now: u64, rank: u64) -> Packet {
+        let path = self.next_path();
         Packet {
             flow: self.info.id,
             src: self.info.src,
@@ -228,7 +273,7 @@ impl PfabricSource {
             ack: self.info.size.unwrap_or(u64::MAX),
             size: len + HEADER_BYTES,
             payload: len,
-            path: self.info.ecmp_path,
+            path,
             sent_ps: now,
             kind: PacketKind::Data,
             proto: self.proto,
@@ -372,6 +417,25 @@ mod tests {
             ..PfabricParams::default()
         };
         assert_eq!(source(100 * MSS, &big).start(0).len(), 23, "2 × BDP − 1");
+    }
+
+    /// The testkit's flow hashes to path 3 of 4: sprayed, its initial window
+    /// of 12 takes paths 3, 0, 1, 2 in turn (three packets each); the next
+    /// packet, sent on an ACK, takes the next turn; with ECMP all stay on 3.
+    #[test]
+    fn packets_are_sprayed_round_robin_from_the_hashed_path() {
+        let mut h = source(100 * MSS, &PfabricParams::default());
+        let out = h.start(0);
+        let paths: Vec<u32> = out.iter().map(|p| p.path).collect();
+        assert_eq!(paths, [3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2]);
+        let out = h.deliver(10_000_000, ack(MSS, 0));
+        assert_eq!(out[0].path, 3);
+        let ecmp = PfabricParams {
+            load_balancing: LoadBalancing::Ecmp,
+            ..PfabricParams::default()
+        };
+        let out = source(100 * MSS, &ecmp).start(0);
+        assert!(out.iter().all(|p| p.path == 3), "{out:?}");
     }
 
     #[test]
