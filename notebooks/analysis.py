@@ -119,6 +119,7 @@ aggs = [pl.col("fct_us").count().alias("flows")]
 aggs += [pl.col("fct_us").quantile(q, interpolation="linear").alias(f"fct_{n}_us") for n, q in QUANTILES.items()]
 aggs += [pl.col("slowdown").count().alias("slowdown_flows")]
 aggs += [pl.col("slowdown").quantile(q, interpolation="linear").alias(f"slowdown_{n}") for n, q in QUANTILES.items()]
+aggs += [pl.col("fct_us").mean().alias("fct_mean_us"), pl.col("slowdown").mean().alias("slowdown_mean")]
 
 edges = [0] + BUCKETS
 labels = pl.DataFrame(

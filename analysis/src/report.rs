@@ -136,6 +136,8 @@ pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
         row.extend(pct(&b.fct_us, style));
         row.push(b.slowdown_flows.to_string());
         row.extend(pct(&b.slowdown, style));
+        row.push(f(b.fct_mean_us, style, 3));
+        row.push(f(b.slowdown_mean, style, 3));
         row
     };
     let fct = Table {
@@ -153,6 +155,8 @@ pub fn tables(rep: &Report, style: Style) -> Vec<Table> {
             "slowdown_p50",
             "slowdown_p99",
             "slowdown_p999",
+            "fct_mean_us",
+            "slowdown_mean",
         ]),
         rows: rep
             .runs

@@ -98,10 +98,15 @@ pub struct BucketStats {
     pub flows: u64,
     /// FCT percentiles, microseconds.
     pub fct_us: Percentiles,
+    /// Mean FCT, microseconds (`None` when no flow finished).
+    pub fct_mean_us: Option<f64>,
     /// Finished flows with a slowdown (non-null, non-zero `ideal_fct_ps`).
     pub slowdown_flows: u64,
     /// Slowdown (`fct_ps / ideal_fct_ps`) percentiles.
     pub slowdown: Percentiles,
+    /// Mean slowdown, the "average normalized FCT" of pFabric's and
+    /// pHost's figures (`None` when no flow has one).
+    pub slowdown_mean: Option<f64>,
 }
 
 /// Goodput received by one destination host.
@@ -288,6 +293,8 @@ fn stat_aggs() -> Vec<Expr> {
             .cast(DataType::UInt64)
             .alias("slowdown_flows"),
     ];
+    v.push(col("fct_us").mean().alias("fct_mean"));
+    v.push(col("slowdown").mean().alias("sd_mean"));
     for (i, q) in QUANTILES.iter().enumerate() {
         v.push(
             col("fct_us")
@@ -350,8 +357,10 @@ fn row_stats(df: &DataFrame, row: usize, label: String, lo: u64, hi: Option<u64>
         hi_bytes: hi,
         flows: get_u64(df, "flows", row).unwrap_or(0),
         fct_us: p("fct_q"),
+        fct_mean_us: get_f64(df, "fct_mean", row),
         slowdown_flows: get_u64(df, "slowdown_flows", row).unwrap_or(0),
         slowdown: p("sd_q"),
+        slowdown_mean: get_f64(df, "sd_mean", row),
     }
 }
 
@@ -362,8 +371,10 @@ fn empty_bucket(label: String, lo: u64, hi: Option<u64>) -> BucketStats {
         hi_bytes: hi,
         flows: 0,
         fct_us: Percentiles::default(),
+        fct_mean_us: None,
         slowdown_flows: 0,
         slowdown: Percentiles::default(),
+        slowdown_mean: None,
     }
 }
 

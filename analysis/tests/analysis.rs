@@ -149,6 +149,8 @@ fn percentiles_of_a_hand_made_table_are_linear_interpolation() {
         assert!(close(s.fct_us.p999, 999.001), "{s:?}");
         assert!(close(s.slowdown.p50, 500.5) && close(s.slowdown.p99, 990.01));
         assert!(close(s.slowdown.p999, 999.001));
+        // The means of 1..=1000 µs over a 1 µs ideal: 1001 / 2.
+        assert!(close(s.fct_mean_us, 500.5) && close(s.slowdown_mean, 500.5));
     }
     // The reference implementation agrees.
     let v: Vec<f64> = (1..=1000).map(|x| x as f64).collect();
@@ -159,6 +161,7 @@ fn percentiles_of_a_hand_made_table_are_linear_interpolation() {
     assert_eq!(r.by_size.len(), 5);
     for b in &r.by_size[1..] {
         assert_eq!((b.flows, b.fct_us.p50), (0, None));
+        assert_eq!((b.fct_mean_us, b.slowdown_mean), (None, None));
     }
     assert_eq!(r.counters.flows, 1006);
     assert_eq!(r.counters.finished, 1000);
