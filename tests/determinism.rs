@@ -218,6 +218,44 @@ fn every_rdma_scenario_is_identical_across_partitions() {
     }
 }
 
+/// The pFabric comparison (scenarios/sweep/pfabric_fct_by_size.toml over
+/// scenarios/pfabric/websearch_144.toml): each stack and workload at the
+/// sweep's highest load, cut to 1 ms of arrivals, gives the same flow
+/// table and event count at 1 shard and at 3 shards x 2 threads.
+#[test]
+fn the_pfabric_comparison_sweep_is_identical_across_partitions() {
+    let root = psim_integration_tests::repo_root();
+    let path = root.join("scenarios/sweep/pfabric_fct_by_size.toml");
+    let sweep = psim::sweep::Sweep::load(&path).unwrap_or_else(|e| panic!("{e}"));
+    let top: Vec<_> = sweep
+        .tasks
+        .iter()
+        .filter(|t| t.overrides.get("traffic.0.load").map(String::as_str) == Some("0.8"))
+        .collect();
+    assert_eq!(top.len(), 6, "3 stacks x 2 workloads");
+    for t in top {
+        let mut sets = t.sets();
+        sets.extend(["traffic.0.stop_us=1000".to_string(), "stop_us=2000".into()]);
+        let scn = Scenario::load(&sweep.base, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let reference = run(&scn, 1, 1);
+        let s = &reference.outcome.summary;
+        assert!(
+            reference.flows.len() > 10,
+            "{}: {}",
+            t.dir,
+            reference.flows.len()
+        );
+        assert!(s.conserved(), "{}: {s:?}", t.dir);
+        let other = run(&scn, 3, 2);
+        assert!(
+            other.csv == reference.csv,
+            "{}: 3 shards x 2 threads differs from 1 shard",
+            t.dir
+        );
+        assert_eq!(other.outcome.summary.events, s.events, "{}", t.dir);
+    }
+}
+
 /// The record-and-replay scenarios of scenarios/ups/ (psim/src/replay.rs),
 /// cut to 1 ms of arrivals: the replay run's flows and its comparison with
 /// the original are byte-identical across shards and threads. The Random
@@ -439,7 +477,7 @@ fn every_shipped_scenario_is_valid() {
     // and partition (the checks `psim check` makes).
     let mut n = 0;
     for dir in [
-        "small", "example", "bench", "ndp", "tcp", "rdma", "ups", "rc3", "tofino",
+        "small", "example", "bench", "ndp", "tcp", "rdma", "ups", "rc3", "tofino", "pfabric",
     ] {
         for path in psim_integration_tests::scenario_files(&format!("scenarios/{dir}")) {
             let scn = Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
@@ -450,5 +488,5 @@ fn every_shipped_scenario_is_valid() {
             n += 1;
         }
     }
-    assert!(n >= 37, "{n} scenarios");
+    assert!(n >= 38, "{n} scenarios");
 }
