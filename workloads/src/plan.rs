@@ -433,6 +433,7 @@ impl Ctx<'_> {
             SizeDistName::FbWeb => SizeDist::fb_web(),
             SizeDistName::WebsearchPfabric => SizeDist::websearch_pfabric(),
             SizeDistName::Datamining => SizeDist::datamining(),
+            SizeDistName::Imc10 => SizeDist::imc10(),
             SizeDistName::IrnHeavy => SizeDist::IrnHeavy,
             SizeDistName::Fixed => SizeDist::Fixed(
                 self.size("size_bytes", size)?

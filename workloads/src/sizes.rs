@@ -21,6 +21,8 @@ pub const FB_WEB_CDF: &str = include_str!("../data/fb_web.cdf");
 pub const WEBSEARCH_PFABRIC_CDF: &str = include_str!("../data/websearch_pfabric.cdf");
 /// VL2's data mining as pFabric's simulations draw it (in 1460-byte packets).
 pub const DATAMINING_CDF: &str = include_str!("../data/datamining.cdf");
+/// Benson et al.'s IMC 2010 data center sizes as ns-2 draws the table (a step CDF).
+pub const IMC10_CDF: &str = include_str!("../data/imc10.cdf");
 
 /// A piecewise-linear CDF: points `(size_bytes, cumulative_fraction)`, sampled by linear
 /// interpolation between consecutive points.
@@ -250,6 +252,11 @@ impl SizeDist {
     pub fn datamining() -> SizeDist {
         Self::builtin(DATAMINING_CDF, "data/datamining.cdf")
     }
+    /// The built-in IMC 2010 data center CDF (Benson et al.), eleven sizes in whole packets,
+    /// as the UPS experiments draw it ([TH] Ch. 5).
+    pub fn imc10() -> SizeDist {
+        Self::builtin(IMC10_CDF, "data/imc10.cdf")
+    }
 
     fn builtin(text: &str, name: &str) -> SizeDist {
         match EmpiricalCdf::parse(text, Path::new(name)) {
@@ -415,6 +422,43 @@ mod tests {
         assert!((ws - 1_140.98 * 1460.0).abs() < 1e-3, "{ws}");
         let dm = SizeDist::datamining().mean_bytes();
         assert!((dm - 5_116.6 * 1460.0).abs() < 1e-3, "{dm}");
+        // IMC 2010 as steps: sum of size x mass over its eleven sizes (the file's header).
+        let imc = SizeDist::imc10().mean_bytes();
+        assert!((imc - 184.475 * 1460.0).abs() < 1e-3, "{imc}");
+    }
+
+    /// The IMC 2010 table is drawn as ns-2 draws it: only its eleven sizes
+    /// (whole 1460-byte packets, the sizes the UPS analysis scripts bucket),
+    /// each with its step's probability.
+    #[test]
+    fn imc10_samples_only_its_eleven_sizes() {
+        let SizeDist::Cdf(c) = SizeDist::imc10() else {
+            unreachable!("imc10 is a CDF")
+        };
+        let steps = [
+            (1, 0.5),
+            (2, 0.6),
+            (3, 0.7),
+            (5, 0.75),
+            (7, 0.8),
+            (40, 0.8125),
+            (72, 0.825),
+            (137, 0.85),
+            (267, 0.9),
+            (1187, 0.95),
+            (2107, 1.0),
+        ];
+        let mut below: f64 = 0.0;
+        for (packets, cum) in steps {
+            let size = packets as f64 * 1460.0;
+            for frac in [0.0, 0.5, 0.999] {
+                let u = below + frac * (cum - below);
+                assert_eq!(c.quantile(u), size, "u = {u}");
+            }
+            assert!((c.cdf(size) - cum).abs() < 1e-12);
+            assert!((c.cdf(size - 1.0) - below).abs() < 1e-12);
+            below = cum;
+        }
     }
 
     /// pFabric's tables start with point masses: 15% of web search flows are

@@ -299,6 +299,8 @@ pub enum SizeDistName {
     WebsearchPfabric,
     /// VL2's data mining as pFabric's simulations tabulate it (1460-byte packets).
     Datamining,
+    /// Benson et al.'s IMC 2010 data center sizes, eleven sizes in 1460-byte packets.
+    Imc10,
     /// IRN heavy-tailed mix.
     IrnHeavy,
     /// Uniform in [`min_size_bytes`, `max_size_bytes`].

@@ -107,6 +107,7 @@ fn sampled_sizes_pass_kolmogorov_smirnov() {
             SizeDist::websearch_pfabric(),
         ),
         ("size_dist = \"datamining\"", SizeDist::datamining()),
+        ("size_dist = \"imc10\"", SizeDist::imc10()),
         ("size_dist = \"irn_heavy\"", SizeDist::IrnHeavy),
         (
             "size_dist = \"uniform\"\nmin_size_bytes = 500000\nmax_size_bytes = 5000000",
