@@ -391,7 +391,7 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
 /// The validation scenario of T36, T40 and T41 runs at full scale only (its
 /// queues take hundreds of milliseconds to build), so tests/validate.rs
 /// never partitions it: each of its disciplines and slack policies, cut to
-/// 30 ms of arrivals (300 ms on T41's slower I2/10 graphs), gives the same
+/// 30 ms of arrivals (450 ms on T41's slower I2/10 graphs), gives the same
 /// flow table and event count at 1 shard and at 3 shards x 2 threads.
 #[test]
 fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
@@ -406,7 +406,7 @@ fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
             "switch.to_host.queue.kind=edge_codel",
             "switch.to_host.queue.used_slack=\"measured\"",
             "topology.file=\"../../scenarios/topologies/i2_div10_halfrtt_routed.graph\"",
-            "traffic.0.stop_us=300000",
+            "traffic.0.stop_us=450000",
         ],
         &[
             "switch.queue.kind=lstf",
@@ -418,7 +418,7 @@ fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
             "switch.to_host.queue.kind=edge_codel",
             "switch.to_host.queue.used_slack=\"measured\"",
             "topology.file=\"../../scenarios/topologies/i2_div10_doublertt_routed.graph\"",
-            "traffic.0.stop_us=300000",
+            "traffic.0.stop_us=450000",
         ],
         &["switch.queue.kind=srpt", "host.slack.policy=remaining"],
         &["switch.queue.kind=sjf", "host.slack.policy=flow_size"],
