@@ -190,8 +190,8 @@ pub struct PfabricSource {
     probe_after: u32,
     /// Whether data packets are sprayed over the paths.
     spray: bool,
-    /// Data packets sent, which picks the next sprayed path.
-    turns: u32,
+    /// The path the next sprayed data packet takes.
+    next_path: u32,
     /// Timeouts since the last ACK.
     timeouts_in_row: u32,
     probing: bool,
@@ -226,7 +226,7 @@ impl PfabricSource {
             sends: Vec::new(),
             probe_after: p.probe_after,
             spray: p.load_balancing == LoadBalancing::Spray,
-            turns: 0,
+            next_path: flow.ecmp_path % flow.num_paths.max(1),
             timeouts_in_row: 0,
             probing: false,
             stats: SourceStats::default(),
@@ -253,18 +253,17 @@ impl PfabricSource {
 
     /// The path of the next data packet: the flow's hashed path, or with
     /// spraying the next path id in turn from it.
-    fn next_path(&mut self) -> u32 {
+    fn path(&mut self) -> u32 {
         if !self.spray {
             return self.info.ecmp_path;
         }
-        let n = self.info.num_paths.max(1);
-        let path = (self.info.ecmp_path % n + self.turns % n) % n;
-        self.turns = self.turns.wrapping_add(1);
+        let path = self.next_path;
+        self.next_path = (path + 1) % self.info.num_paths.max(1);
         path
     }
 
     fn data(&mut self, seq: u64, len: u32, fl: u8, now: u64, rank: u64) -> Packet {
-        let path = self.next_path();
+        let path = self.path();
         Packet {
             flow: self.info.id,
             src: self.info.src,
