@@ -20,6 +20,7 @@ fn workload() -> Workload {
         max_size_bytes: None,
         cdf_file: None,
         size_quantum_bytes: None,
+        packet_payload_bytes: None,
         start_us: 0.0,
         stop_us: None,
         exclude_hosts: Vec::new(),

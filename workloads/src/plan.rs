@@ -267,6 +267,24 @@ impl Collective {
     }
 }
 
+/// The bytes of one packet in the tables counted in packets (`websearch_pfabric`, `datamining`,
+/// `imc10`: pFabric's and pHost's 1460-byte packets).
+const TABLE_PACKET_BYTES: u64 = 1460;
+
+/// Largest `packet_payload_bytes` accepted: a 64 KiB packet.
+const MAX_PACKET_PAYLOAD: u64 = 65_536;
+
+/// An entry's size keys, as the TOML names them.
+struct SizeKeys<'a> {
+    name: SizeDistName,
+    size: Option<u64>,
+    min: Option<u64>,
+    max: Option<u64>,
+    file: &'a Option<String>,
+    quantum: Option<u64>,
+    payload: Option<u64>,
+}
+
 /// Per-entry validation helpers that put the entry and pattern into every error.
 struct Ctx<'a> {
     e: usize,
@@ -401,15 +419,16 @@ impl Ctx<'_> {
         }
     }
 
-    fn sizes(
-        &self,
-        name: SizeDistName,
-        size: Option<u64>,
-        min: Option<u64>,
-        max: Option<u64>,
-        file: &Option<String>,
-        quantum: Option<u64>,
-    ) -> Result<SizeDist, WorkloadError> {
+    fn sizes(&self, keys: SizeKeys<'_>) -> Result<SizeDist, WorkloadError> {
+        let SizeKeys {
+            name,
+            size,
+            min,
+            max,
+            file,
+            quantum,
+            payload,
+        } = keys;
         let extra =
             |k: &str| self.conflict(format!("key `{k}` does not apply to size_dist = {name:?}"));
         let missing = |k: &str| self.conflict(format!("size_dist = {name:?} needs key `{k}`"));
@@ -457,6 +476,28 @@ impl Ctx<'_> {
                 SizeDist::from_cdf_file(&self.path(f))?
             }
         };
+        if let Some(p) = payload {
+            if quantum.is_some() {
+                return Err(self.conflict(
+                    "keys `size_quantum_bytes` and `packet_payload_bytes` exclude each other \
+                     (a table in packets is already whole packets)",
+                ));
+            }
+            if !matches!(
+                name,
+                SizeDistName::WebsearchPfabric | SizeDistName::Datamining | SizeDistName::Imc10
+            ) {
+                return Err(extra("packet_payload_bytes"));
+            }
+            if p == 0 || p > MAX_PACKET_PAYLOAD {
+                return Err(self.invalid(
+                    "packet_payload_bytes",
+                    format!("{p} must be in 1..={MAX_PACKET_PAYLOAD} bytes"),
+                ));
+            }
+            return SizeDist::repacketed(dist, TABLE_PACKET_BYTES, p)
+                .map_err(|reason| self.invalid("packet_payload_bytes", reason));
+        }
         match quantum {
             None | Some(1) => Ok(dist),
             Some(0) => Err(self.invalid(
@@ -679,14 +720,15 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             }
             let mut parts = ctx.participants(&s.exclude_hosts, 2)?;
             ctx.far(&mut parts, s.far_group_size)?;
-            let sizes = ctx.sizes(
-                s.size_dist,
-                s.size_bytes,
-                s.min_size_bytes,
-                s.max_size_bytes,
-                &s.cdf_file,
-                s.size_quantum_bytes,
-            )?;
+            let sizes = ctx.sizes(SizeKeys {
+                name: s.size_dist,
+                size: s.size_bytes,
+                min: s.min_size_bytes,
+                max: s.max_size_bytes,
+                file: &s.cdf_file,
+                quantum: s.size_quantum_bytes,
+                payload: s.packet_payload_bytes,
+            })?;
             let link_bytes_per_s = env.host_link_bps as f64 / 8.0;
             let host_bytes_per_s = match s.load_of {
                 LoadOf::HostLink => s.load * link_bytes_per_s,
@@ -756,14 +798,15 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                 requests,
                 parts,
                 conns: ctx.positive("connections_per_host", s.connections_per_host)?,
-                sizes: ctx.sizes(
-                    s.size_dist,
-                    s.size_bytes,
-                    s.min_size_bytes,
-                    s.max_size_bytes,
-                    &s.cdf_file,
-                    s.size_quantum_bytes,
-                )?,
+                sizes: ctx.sizes(SizeKeys {
+                    name: s.size_dist,
+                    size: s.size_bytes,
+                    min: s.min_size_bytes,
+                    max: s.max_size_bytes,
+                    file: &s.cdf_file,
+                    quantum: s.size_quantum_bytes,
+                    payload: s.packet_payload_bytes,
+                })?,
                 think_mean_ps: think as f64,
                 fixed_think: s.think_dist == ThinkDist::Fixed,
                 start_ps: ctx.us("start_us", s.start_us)?,

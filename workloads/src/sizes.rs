@@ -205,14 +205,18 @@ pub enum SizeDist {
     /// The IRN heavy-tailed mix (thesis §6 item 13): 50% uniform in 32 B..1 KB, 35% log-uniform
     /// in 1 KB..200 KB, 15% log-uniform in 200 KB..3 MB (decimal kilo and mega).
     IrnHeavy,
-    /// Another distribution's sizes rounded up to a whole multiple of `quantum` bytes
-    /// (`size_quantum_bytes`: a workload given in whole packets).
+    /// Another distribution's sizes counted in whole quanta (rounded up), each quantum then
+    /// `unit` bytes: `size_quantum_bytes` (unit = quantum: a workload given in whole packets)
+    /// or `packet_payload_bytes` (a table counted in 1460-byte packets, drawn as that many
+    /// packets of another payload).
     RoundedUp {
         /// The distribution drawn from.
         inner: Box<SizeDist>,
-        /// The multiple, bytes (at least 2).
+        /// The multiple of `inner`'s sizes, bytes (at least 2).
         quantum: u64,
-        /// The mean of the rounded sizes, bytes (computed once from `inner`'s CDF).
+        /// Bytes per quantum in the sizes drawn (at least 1).
+        unit: u64,
+        /// The mean of the sizes drawn, bytes (computed once from `inner`'s CDF).
         mean: f64,
     },
 }
@@ -279,6 +283,22 @@ impl SizeDist {
     /// `quantum` x the sum over k >= 0 of P(size > k x quantum), from `inner`'s CDF; a
     /// distribution whose largest size is more than [`MAX_QUANTA`] quanta is refused.
     pub fn rounded_up(inner: SizeDist, quantum: u64) -> Result<SizeDist, String> {
+        Self::in_units(inner, quantum, quantum)
+    }
+
+    /// A table counted in packets of `table_packet` bytes, drawn as the same number of packets
+    /// of `payload` bytes each: a size s becomes ceil(s / `table_packet`) x `payload`.
+    pub fn repacketed(
+        inner: SizeDist,
+        table_packet: u64,
+        payload: u64,
+    ) -> Result<SizeDist, String> {
+        Self::in_units(inner, table_packet, payload)
+    }
+
+    /// ceil(size / `quantum`) x `unit`; the mean is `unit` x the sum over k >= 0 of
+    /// P(size > k x quantum).
+    fn in_units(inner: SizeDist, quantum: u64, unit: u64) -> Result<SizeDist, String> {
         let mut sum = 0.0;
         let mut k = 0u64;
         loop {
@@ -298,7 +318,8 @@ impl SizeDist {
         Ok(SizeDist::RoundedUp {
             inner: Box::new(inner),
             quantum,
-            mean: sum * quantum as f64,
+            unit,
+            mean: sum * unit as f64,
         })
     }
 
@@ -306,9 +327,12 @@ impl SizeDist {
     pub(crate) fn sample(&self, rng: &mut Stream) -> u64 {
         let x = match self {
             SizeDist::Fixed(n) => return *n,
-            SizeDist::RoundedUp { inner, quantum, .. } => {
-                return inner.sample(rng).div_ceil(*quantum) * quantum
-            }
+            SizeDist::RoundedUp {
+                inner,
+                quantum,
+                unit,
+                ..
+            } => return inner.sample(rng).div_ceil(*quantum) * unit,
             SizeDist::Uniform { min, max } => return min + rng.below(max - min + 1),
             SizeDist::Cdf(c) => c.quantile(rng.unit()),
             SizeDist::IrnHeavy => {
@@ -358,7 +382,13 @@ impl SizeDist {
     pub fn cdf_at(&self, x: u64) -> f64 {
         let xf = x as f64;
         match self {
-            SizeDist::RoundedUp { inner, quantum, .. } => inner.cdf_at(x / quantum * quantum),
+            // ceil(s / quantum) x unit <= x  <=>  s <= floor(x / unit) x quantum.
+            SizeDist::RoundedUp {
+                inner,
+                quantum,
+                unit,
+                ..
+            } => inner.cdf_at(x / unit * quantum),
             SizeDist::Fixed(n) => {
                 if x >= *n {
                     1.0
@@ -515,6 +545,32 @@ mod tests {
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
         let se = (var / n as f64).sqrt();
         assert!((mean - m).abs() < 5.0 * se, "{mean} {m} {se}");
+    }
+
+    /// `imc10` in packets of 1396 B: the same eleven packet counts, each size
+    /// a whole number of 1396 B packets; mean 184.475 packets (the data file's
+    /// header, by hand) x 1396 = 257,527.1 B; half the flows are one packet.
+    #[test]
+    fn imc10_in_packets_of_another_payload_by_hand() {
+        let d = SizeDist::repacketed(SizeDist::imc10(), 1460, 1396).unwrap();
+        assert!(
+            (d.mean_bytes() - 257_527.1).abs() < 1e-6,
+            "{}",
+            d.mean_bytes()
+        );
+        assert_eq!(
+            (d.cdf_at(1395), d.cdf_at(1396), d.cdf_at(2791)),
+            (0.0, 0.5, 0.5)
+        );
+        assert!((d.cdf_at(2792) - 0.6).abs() < 1e-12);
+        let mut rng = crate::rng::stream(5, &[2]);
+        let mut seen = std::collections::BTreeSet::new();
+        for _ in 0..20_000 {
+            seen.insert(d.sample(&mut rng));
+        }
+        assert!(seen.iter().all(|b| b % 1396 == 0), "{seen:?}");
+        let packets: Vec<u64> = seen.into_iter().map(|b| b / 1396).collect();
+        assert_eq!(packets, [1, 2, 3, 5, 7, 40, 72, 137, 267, 1187, 2107]);
     }
 
     #[test]

@@ -338,6 +338,10 @@ pub struct PoissonSpec {
     /// payload, for workloads given in whole packets); the load accounts for it.
     #[serde(default)]
     pub size_quantum_bytes: Option<u64>,
+    /// A table counted in 1460-byte packets (`websearch_pfabric`, `datamining`, `imc10`) drawn
+    /// as the same number of packets of this payload each; the load accounts for it.
+    #[serde(default)]
+    pub packet_payload_bytes: Option<u64>,
     /// First arrivals are drawn from this time in µs (default 0).
     #[serde(default = "zero")]
     pub start_us: f64,
@@ -396,6 +400,9 @@ pub struct ClosedLoopSpec {
     /// Round every drawn size up to a whole multiple of this many bytes (as `poisson`).
     #[serde(default)]
     pub size_quantum_bytes: Option<u64>,
+    /// Packets of this payload for a table counted in packets (as `poisson`).
+    #[serde(default)]
+    pub packet_payload_bytes: Option<u64>,
     /// Loops begin at this time in µs (default 0), each after one think time.
     #[serde(default = "zero")]
     pub start_us: f64,

@@ -693,6 +693,29 @@ fn bad_input_gets_clear_errors() {
         "{m}"
     );
 
+    // A payload for a table in bytes, a zero payload, and a payload beside a quantum.
+    let poisson = "[[traffic]]\npattern = \"poisson\"\nload = 0.5\n";
+    for (keys, want) in [
+        (
+            "size_dist = \"irn_heavy\"\npacket_payload_bytes = 1396\n",
+            "does not apply",
+        ),
+        (
+            "size_dist = \"imc10\"\npacket_payload_bytes = 0\n",
+            "must be in 1..=",
+        ),
+        (
+            "size_dist = \"imc10\"\npacket_payload_bytes = 1396\nsize_quantum_bytes = 1396\n",
+            "exclude each other",
+        ),
+    ] {
+        let m = err_of(&format!("{poisson}{keys}"), env(4, Some(1), d));
+        assert!(
+            m.contains("packet_payload_bytes") && m.contains(want) && !m.contains('\n'),
+            "{m}"
+        );
+    }
+
     let m = parse("[[traffic]]\npattern = \"tornado\"\n")
         .unwrap_err()
         .to_string();
