@@ -259,15 +259,16 @@ fn the_pfabric_comparison_sweep_is_identical_across_partitions() {
 /// The record-and-replay scenarios of scenarios/ups/ (psim/src/replay.rs),
 /// cut to 1 ms of arrivals: the replay run's flows and its comparison with
 /// the original are byte-identical across shards and threads. The Random
-/// original also runs with flows that end in a short packet and UPS's
-/// control side queue in both runs (`control_below_bytes`, which the
-/// shipped flows of whole packets never use).
+/// original also runs with flows that end in a short packet (packets of
+/// 1000 B counted, sent as 1396 B payloads) and UPS's control side queue in
+/// both runs (`control_below_bytes`, which the shipped flows of whole
+/// packets never use).
 #[test]
 fn every_replay_scenario_is_identical_across_partitions() {
     let paths = psim_integration_tests::scenario_files("scenarios/ups");
     assert!(!paths.is_empty());
     let side_queue = [
-        "traffic.0.size_quantum_bytes=1",
+        "traffic.0.packet_payload_bytes=1000",
         "switch.queue.control_below_bytes=1460",
         "replay.control_below_bytes=1460",
     ];
