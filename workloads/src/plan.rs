@@ -285,6 +285,21 @@ struct SizeKeys<'a> {
     payload: Option<u64>,
 }
 
+/// The size keys of a pattern spec that has them (`poisson`, `closed_loop`: the same names).
+macro_rules! size_keys {
+    ($s:expr) => {
+        SizeKeys {
+            name: $s.size_dist,
+            size: $s.size_bytes,
+            min: $s.min_size_bytes,
+            max: $s.max_size_bytes,
+            file: &$s.cdf_file,
+            quantum: $s.size_quantum_bytes,
+            payload: $s.packet_payload_bytes,
+        }
+    };
+}
+
 /// Per-entry validation helpers that put the entry and pattern into every error.
 struct Ctx<'a> {
     e: usize,
@@ -720,15 +735,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
             }
             let mut parts = ctx.participants(&s.exclude_hosts, 2)?;
             ctx.far(&mut parts, s.far_group_size)?;
-            let sizes = ctx.sizes(SizeKeys {
-                name: s.size_dist,
-                size: s.size_bytes,
-                min: s.min_size_bytes,
-                max: s.max_size_bytes,
-                file: &s.cdf_file,
-                quantum: s.size_quantum_bytes,
-                payload: s.packet_payload_bytes,
-            })?;
+            let sizes = ctx.sizes(size_keys!(s))?;
             let link_bytes_per_s = env.host_link_bps as f64 / 8.0;
             let host_bytes_per_s = match s.load_of {
                 LoadOf::HostLink => s.load * link_bytes_per_s,
@@ -798,15 +805,7 @@ fn compile(ctx: &Ctx, spec: &PatternSpec) -> Result<Plan, WorkloadError> {
                 requests,
                 parts,
                 conns: ctx.positive("connections_per_host", s.connections_per_host)?,
-                sizes: ctx.sizes(SizeKeys {
-                    name: s.size_dist,
-                    size: s.size_bytes,
-                    min: s.min_size_bytes,
-                    max: s.max_size_bytes,
-                    file: &s.cdf_file,
-                    quantum: s.size_quantum_bytes,
-                    payload: s.packet_payload_bytes,
-                })?,
+                sizes: ctx.sizes(size_keys!(s))?,
                 think_mean_ps: think as f64,
                 fixed_think: s.think_dist == ThinkDist::Fixed,
                 start_ps: ctx.us("start_us", s.start_us)?,
