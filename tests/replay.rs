@@ -178,10 +178,10 @@ fn preemption_rescues_sjf_and_lifo_replays() {
     // (18.33% and 14.77% overdue) because a packet with little slack waits
     // for one already on the wire; preemptive LSTF cuts that to 0.24% and
     // 0.25%, some sixtyfold. Short runs show less of it: on I2 1G-10G SJF
-    // needs 10 ms of arrivals (2.3% late, none preemptive) and LIFO 100 ms
-    // (9.9% against 1.4%; the full second of T34 gives 14.9% against
-    // 0.24%), so each must fall at least fivefold.
-    for (kind, slack, stop_us) in [("sjf", "flow_size", 10_000), ("lifo", "none", 100_000)] {
+    // needs 10 ms of arrivals (2.3% late, none preemptive) and LIFO 200 ms
+    // (12.2% against 1.1%; 100 ms gives only 9.9% against 1.4%, and the
+    // full second of T34 14.9% against 0.24%), for the tenfold cut to show.
+    for (kind, slack, stop_us) in [("sjf", "flow_size", 10_000), ("lifo", "none", 200_000)] {
         let sets = [
             format!("switch.queue.kind={kind}"),
             format!("host.slack.policy={slack}"),
@@ -195,7 +195,7 @@ fn preemption_rescues_sjf_and_lifo_replays() {
         // Enough late packets for the cut to show.
         assert!(plain.overdue >= 1000, "{kind}: {plain:?}");
         assert!(
-            pre.overdue_fraction < plain.overdue_fraction / 5.0,
+            pre.overdue_fraction < plain.overdue_fraction / 10.0,
             "{kind}: {pre:?} against {plain:?}"
         );
     }
