@@ -267,10 +267,6 @@ impl Collective {
     }
 }
 
-/// The bytes of one packet in the tables counted in packets (`websearch_pfabric`, `datamining`,
-/// `imc10`: pFabric's and pHost's 1460-byte packets).
-const TABLE_PACKET_BYTES: u64 = 1460;
-
 /// Largest `packet_payload_bytes` accepted: a 64 KiB packet.
 const MAX_PACKET_PAYLOAD: u64 = 65_536;
 
@@ -498,19 +494,16 @@ impl Ctx<'_> {
                      (a table in packets is already whole packets)",
                 ));
             }
-            if !matches!(
-                name,
-                SizeDistName::WebsearchPfabric | SizeDistName::Datamining | SizeDistName::Imc10
-            ) {
+            let Some(unit) = name.table_packet_bytes() else {
                 return Err(extra("packet_payload_bytes"));
-            }
+            };
             if p == 0 || p > MAX_PACKET_PAYLOAD {
                 return Err(self.invalid(
                     "packet_payload_bytes",
                     format!("{p} must be in 1..={MAX_PACKET_PAYLOAD} bytes"),
                 ));
             }
-            return SizeDist::repacketed(dist, TABLE_PACKET_BYTES, p)
+            return SizeDist::repacketed(dist, unit, p)
                 .map_err(|reason| self.invalid("packet_payload_bytes", reason));
         }
         match quantum {

@@ -311,6 +311,20 @@ pub enum SizeDistName {
     File,
 }
 
+impl SizeDistName {
+    /// The bytes of one packet of a table counted in packets (pFabric's and pHost's 1460-byte
+    /// packets: `websearch_pfabric`, `datamining`, `imc10`), or `None` for one in bytes. Only
+    /// these tables take `packet_payload_bytes`.
+    pub fn table_packet_bytes(self) -> Option<u64> {
+        match self {
+            SizeDistName::WebsearchPfabric | SizeDistName::Datamining | SizeDistName::Imc10 => {
+                Some(1460)
+            }
+            _ => None,
+        }
+    }
+}
+
 /// `pattern = "poisson"`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
