@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use psim::config::Scenario;
-use psim_integration_tests::{run, small_scenarios};
+use psim_integration_tests::{assert_time_order_agrees, run, small_scenarios};
 
 #[test]
 fn every_small_scenario_is_identical_across_partitions() {
@@ -13,10 +13,15 @@ fn every_small_scenario_is_identical_across_partitions() {
         scenarios.len() >= 5,
         "expected the shipped small scenarios, found {scenarios:?}"
     );
+    let mut by_time = Vec::new();
     for path in scenarios {
         let scn = Scenario::load(&path, &[]).unwrap_or_else(|e| panic!("{e}"));
         let reference = run(&scn, 1, 1);
         assert!(!reference.flows.is_empty(), "{}: no flows", path.display());
+        // The windows' order changes nothing either.
+        if !assert_time_order_agrees(&scn, &reference, 2, 2) {
+            by_time.push(path.file_name().unwrap().to_string_lossy().into_owned());
+        }
         let s = &reference.outcome.summary;
         assert!(
             s.conserved(),
@@ -51,6 +56,13 @@ fn every_small_scenario_is_identical_across_partitions() {
             assert_eq!(o.packets, s.packets, "{}", path.display());
         }
     }
+    // Entity-major wherever no link is shorter than a window: all but
+    // those with links of two delays (a window is the longest).
+    assert_eq!(
+        by_time,
+        ["cbr_incast_leafspine.toml", "cbr_poisson_hadoop_k4.toml"],
+        "the runs in time order"
+    );
 }
 
 /// The [TH] Ch. 4 variants of scenarios/rdma/ (IRN, RoCE, with and without
@@ -166,6 +178,13 @@ fn every_rdma_scenario_is_identical_across_partitions() {
             "{}: a flow did not finish",
             path.display()
         );
+        // PFC's pauses, DCQCN's and TIMELY's timers and the fetching NIC
+        // run entity by entity as they run in time order.
+        assert!(
+            assert_time_order_agrees(&scn, &reference, 4, 2),
+            "{}: not entity-major",
+            path.display()
+        );
         for (shards, threads) in [(2, 1), (2, 2), (4, 1), (4, 2)] {
             let other = run(&scn, shards, threads);
             assert!(
@@ -246,6 +265,11 @@ fn the_pfabric_comparison_sweep_is_identical_across_partitions() {
             reference.flows.len()
         );
         assert!(s.conserved(), "{}: {s:?}", t.dir);
+        assert!(
+            assert_time_order_agrees(&scn, &reference, 3, 2),
+            "{}",
+            t.dir
+        );
         let other = run(&scn, 3, 2);
         assert!(
             other.csv == reference.csv,
@@ -373,6 +397,12 @@ fn every_other_shipped_scenario_cut_down_is_identical_across_partitions() {
         let s = &reference.outcome.summary;
         assert!(!reference.flows.is_empty(), "{}", path.display());
         assert!(s.conserved(), "{}: {s:?}", path.display());
+        // The Tofino chip's lines and notices too.
+        assert!(
+            assert_time_order_agrees(&scn, &reference, 3, 2),
+            "{}: not entity-major",
+            path.display()
+        );
         let other = run(&scn, 3, 2);
         assert!(
             other.csv == reference.csv,

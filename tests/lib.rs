@@ -64,6 +64,41 @@ pub fn run(scn: &Scenario, shards: u32, threads: u32) -> Ran {
     }
 }
 
+/// Runs `scn` again with every window in time order (`[run] window_order =
+/// "time"`, the reference order) on `shards` x `threads`, and checks that it
+/// gives what `reference` gave (by default entity by entity wherever the
+/// network allows; docs/engine.md, "Entity-major windows"): the same flow
+/// table, end time and counts. Returns whether `reference` ran entity-major.
+pub fn assert_time_order_agrees(
+    scn: &Scenario,
+    reference: &Ran,
+    shards: u32,
+    threads: u32,
+) -> bool {
+    let mut timed = scn.clone();
+    timed.file.run.window_order = Some(psim::config::WindowOrder::Time);
+    let other = run(&timed, shards, threads);
+    let what = scn.path.display();
+    let (a, b) = (&reference.outcome.summary, &other.outcome.summary);
+    assert!(
+        !b.entity_major,
+        "{what}: window_order = \"time\" ran entity-major"
+    );
+    assert!(
+        other.csv == reference.csv,
+        "{what}: time order gives other flows"
+    );
+    assert_eq!(a.sim_end_ps, b.sim_end_ps, "{what}: end time");
+    assert_eq!(a.event_counts, b.event_counts, "{what}: events by kind");
+    assert_eq!(a.packets, b.packets, "{what}: packet counters");
+    assert_eq!((a.queued, a.in_flight), (b.queued, b.in_flight), "{what}");
+    assert_eq!(a.ports, b.ports, "{what}: port counters");
+    assert_eq!(a.paused_ps_by_priority, b.paused_ps_by_priority, "{what}");
+    assert_eq!(a.pulls, b.pulls, "{what}: pulls");
+    assert_eq!(a.tofino, b.tofino, "{what}: Tofino counters");
+    a.entity_major
+}
+
 /// Panics if a finished flow of `flows` (from `what`) completed faster
 /// than its `ideal_fct_ps`, which is a lower bound (`topo/path.rs`, A16).
 /// [`run`] checks every run with it.

@@ -293,6 +293,13 @@ fn traces_do_not_depend_on_the_partition() {
             assert!(other.packets == one.packets, "{name}: {shards} shards");
             assert!(other.queues == one.queues, "{name}: {shards} shards");
         }
+        // Nor on the order of the windows' events (docs/engine.md,
+        // "Entity-major windows").
+        let mut timed = scn.clone();
+        timed.file.run.window_order = Some(psim::config::WindowOrder::Time);
+        let other = run(&timed, 3);
+        assert!(other.packets == one.packets, "{name}: time order");
+        assert!(other.queues == one.queues, "{name}: time order");
     }
 }
 

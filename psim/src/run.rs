@@ -252,6 +252,7 @@ pub fn execute_checkpointed(
         "events_per_shard": summary.events_per_shard,
         "events_by_kind": events_by_kind(&summary.event_counts),
         "windows": summary.windows,
+        "window_order": if summary.entity_major { "entity" } else { "time" },
         "ranks": summary.ranks,
     });
     if let Some((spec, table)) = &replay {

@@ -91,6 +91,22 @@ pub struct RunFile {
     /// PFC deadlock); 0 turns the check off. Default [`DEFAULT_WATCHDOG_S`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watchdog_s: Option<f64>,
+    /// The order in which a window's events run (docs/engine.md,
+    /// "Entity-major windows"); results are the same either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_order: Option<WindowOrder>,
+}
+
+/// `[run] window_order`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WindowOrder {
+    /// Entity by entity wherever no link is shorter than a window; by time
+    /// elsewhere.
+    #[default]
+    Auto,
+    /// Always by time, across entities (the reference order, for checks).
+    Time,
 }
 
 /// Default stall span, simulated seconds: far above any RTO psim's
@@ -609,6 +625,19 @@ mod tests {
         assert!(e.to_string().contains("topology.core_link.gbps"), "{e}");
         let e = load(BASE, &["topology.latency_ns=-1"]).unwrap_err();
         assert!(matches!(e, ConfigError::NegativeLatency { .. }), "{e}");
+    }
+
+    /// `[run] window_order` takes "auto" (the default) and "time"; anything
+    /// else is refused naming the key.
+    #[test]
+    fn the_window_order_is_auto_or_time() {
+        assert_eq!(load(BASE, &[]).unwrap().file.run.window_order, None);
+        let s = load(BASE, &["run.window_order=\"time\""]).unwrap();
+        assert_eq!(s.file.run.window_order, Some(WindowOrder::Time));
+        let e = load(BASE, &["run.window_order=\"entity\""])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("run.window_order"), "{e}");
     }
 
     /// `[switch.to_host.queue]` takes the switch ports that feed a host,

@@ -340,6 +340,12 @@ pub struct EventQueue {
     far: FarHeap,
     /// Empty lists with room, for the next buckets to fill.
     spares: Vec<Vec<Event>>,
+    /// While an entity-major window runs ([`EventQueue::open_window`]): its
+    /// end. Events pushed before it are the running entity's own and go to
+    /// `own`; 0 otherwise, so that no push goes there.
+    window_end: u64,
+    /// The running entity's own events inside the window, in key order.
+    own: FarHeap,
 }
 
 impl Default for EventQueue {
@@ -365,6 +371,8 @@ impl EventQueue {
             in_buckets: 0,
             far: FarHeap::default(),
             spares: Vec::new(),
+            window_end: 0,
+            own: FarHeap::default(),
         }
     }
 
@@ -397,6 +405,10 @@ impl EventQueue {
     #[inline]
     pub fn push(&mut self, key: EventKey, kind: EventKind) {
         let ev = Event { key, kind };
+        if key.time < self.window_end {
+            self.own.push(ev);
+            return;
+        }
         let slot = key.time >> self.shift;
         if slot == self.cur_slot {
             self.late.push(ev);
@@ -477,8 +489,8 @@ impl EventQueue {
 
     /// Moves the calendar to `next`, the first occupied slot after the
     /// current one (whose events are used up): its bucket becomes `cur`,
-    /// sorted, and far events now within reach join the calendar.
-    fn advance_to(&mut self, next: u64) {
+    /// sorted if `sort`, and far events now within reach join the calendar.
+    fn advance_to(&mut self, next: u64, sort: bool) {
         self.cur.clear();
         self.head = 0;
         self.cur_slot = next;
@@ -506,7 +518,9 @@ impl EventQueue {
                 self.file_in_bucket(slot, ev);
             }
         }
-        self.cur.sort_unstable_by_key(|e| e.key);
+        if sort {
+            self.cur.sort_unstable_by_key(|e| e.key);
+        }
     }
 
     /// The slot of the earliest event once `cur` is used up.
@@ -569,7 +583,7 @@ impl EventQueue {
             if next << self.shift >= end {
                 return None;
             }
-            self.advance_to(next);
+            self.advance_to(next, true);
         }
         let ev = self.cur[self.head];
         if let Some(l) = self.late.peek() {
@@ -586,6 +600,60 @@ impl EventQueue {
         self.head += 1;
         Some(ev)
     }
+    /// Moves every event before `end` to `out`, in no particular order:
+    /// an entity-major window sorts them by entity itself. Only the slot
+    /// that straddles `end` is sorted, to find where `end` cuts it; the
+    /// slots wholly before it are taken unsorted.
+    pub fn drain_before(&mut self, end: u64, out: &mut Vec<Event>) {
+        loop {
+            while let Some(ev) = self.cur.get(self.head).filter(|e| e.key.time < end) {
+                out.push(*ev);
+                self.head += 1;
+            }
+            while self.late.peek().is_some_and(|l| l.key.time < end) {
+                out.push(self.late.pop().expect("peeked"));
+            }
+            if self.head < self.cur.len() || !self.late.heap.is_empty() {
+                return; // the rest of this slot is at `end` or later
+            }
+            let Some(next) = self.next_slot() else {
+                return;
+            };
+            if next << self.shift >= end {
+                return;
+            }
+            let slot_end = (next + 1).checked_shl(self.shift).unwrap_or(u64::MAX);
+            self.advance_to(next, slot_end > end);
+        }
+    }
+
+    /// Starts an entity-major window ending at `end`, after
+    /// [`EventQueue::drain_before`]: from here on, an event pushed before
+    /// `end` can only be the running entity's own (any event for another
+    /// entity is at least one link delay, one window, later), and it waits
+    /// in a small heap of its own, read by [`EventQueue::pop_own`].
+    pub fn open_window(&mut self, end: u64) {
+        self.window_end = end;
+    }
+
+    /// Ends the entity-major window: every own event has run.
+    pub fn close_window(&mut self) {
+        debug_assert!(self.own.heap.is_empty(), "own events left in the window");
+        self.window_end = 0;
+    }
+
+    /// The key of the running entity's next own event in the window.
+    #[inline]
+    pub fn own_next(&self) -> Option<EventKey> {
+        self.own.peek().map(|e| e.key)
+    }
+
+    /// Removes and returns the running entity's next own event.
+    #[inline]
+    pub fn pop_own(&mut self) -> Option<Event> {
+        self.own.pop()
+    }
+
     /// The event `k` places after the next one in the current slot's sorted
     /// run, if there is one (late pushes aside): for cache hints only.
     #[inline]
@@ -632,11 +700,16 @@ impl EventQueue {
             }
         }
         self.far.retain(|e| !drop(e));
+        self.own.retain(|e| !drop(e));
         (before - self.len()) as u64
     }
     /// Number of pending events.
     pub fn len(&self) -> usize {
-        self.cur.len() - self.head + self.late.heap.len() + self.in_buckets + self.far.heap.len()
+        self.cur.len() - self.head
+            + self.late.heap.len()
+            + self.in_buckets
+            + self.far.heap.len()
+            + self.own.heap.len()
     }
     /// Whether nothing is pending.
     pub fn is_empty(&self) -> bool {
@@ -650,6 +723,7 @@ impl EventQueue {
             all.extend_from_slice(b);
         }
         all.extend_from_slice(&self.far.heap);
+        all.extend_from_slice(&self.own.heap);
         all.sort_unstable_by_key(|e| e.key);
         all
     }
@@ -861,6 +935,80 @@ mod tests {
         // 10 ms / 256 = 39 us: 2^25 ps = 33.6 us slots.
         assert_eq!(EventQueue::shift_for_delay(10_000_000_000), 25);
         assert_eq!(EventQueue::shift_for_delay(0), 0);
+    }
+
+    /// An entity-major window: `drain_before` takes exactly the events
+    /// before the window's end (unordered), leaves the rest to pop in key
+    /// order, and pushes before the end while the window is open wait apart,
+    /// in key order; pushes at or after it join the calendar. Against a
+    /// sorted model, for several slot widths and window lengths.
+    #[test]
+    fn drain_before_takes_exactly_the_window_and_own_events_wait_apart() {
+        for (shift, window) in [(0, 7), (4, 100), (11, 1_000_000), (20, 3_000)] {
+            let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ shift as u64;
+            let mut rand = move || {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x
+            };
+            let mut q = EventQueue::with_slot_shift(shift);
+            let mut model = std::collections::BTreeSet::new();
+            let mut seq = 0;
+            // Pushes an event at `time` with a random target and source.
+            let mut push = |q: &mut EventQueue, time: u64, r: u64| {
+                seq += 1;
+                let k = key(time, (r % 7) as u32, (r / 7 % 5) as u32, seq);
+                q.push(k, EventKind::TxDone { port: 0 });
+                k
+            };
+            let mut start = 0;
+            for _ in 0..300 {
+                let end = start + window;
+                for _ in 0..(rand() % 40) {
+                    let ahead = match rand() % 8 {
+                        0 => rand() % (window << 12).max(1 << 20),
+                        _ => rand() % (window * 3),
+                    };
+                    let k = push(&mut q, start + ahead, rand());
+                    model.insert(k);
+                }
+                let mut drained = Vec::new();
+                q.drain_before(end, &mut drained);
+                let mut got: Vec<EventKey> = drained.iter().map(|e| e.key).collect();
+                got.sort();
+                let want: Vec<EventKey> =
+                    model.iter().take_while(|k| k.time < end).copied().collect();
+                assert_eq!(got, want, "shift {shift}");
+                model.retain(|k| k.time >= end);
+                // The running entities' own events inside the window.
+                q.open_window(end);
+                let mut own = std::collections::BTreeSet::new();
+                for _ in 0..(rand() % 10) {
+                    let at = start + rand() % (window * 2);
+                    let k = push(&mut q, at, rand());
+                    if at < end {
+                        own.insert(k);
+                    } else {
+                        model.insert(k);
+                    }
+                }
+                assert_eq!(q.len(), model.len() + own.len());
+                while let Some(k) = q.own_next() {
+                    assert_eq!(q.pop_own().map(|e| e.key), Some(k));
+                    assert_eq!(own.pop_first(), Some(k), "own events in key order");
+                }
+                assert!(own.is_empty());
+                q.close_window();
+                assert_eq!(q.len(), model.len());
+                assert_eq!(q.peek().map(|e| e.key), model.first().copied());
+                start = end;
+            }
+            let rest: Vec<EventKey> = std::iter::from_fn(|| q.pop_before(u64::MAX))
+                .map(|e| e.key)
+                .collect();
+            assert_eq!(rest, model.into_iter().collect::<Vec<_>>());
+        }
     }
 
     #[test]

@@ -83,6 +83,10 @@ pub struct Shared {
     /// network, not of the partition, and it is at least the lookahead of any
     /// partition, so every shard receives a notice before it is due.
     pub notice_ps: u64,
+    /// Whether windows run entity by entity ([`Shard::run_window`]): no
+    /// window is longer than the shortest link delay, so no event inside a
+    /// window can reach another entity before the window ends.
+    pub entity_major: bool,
 }
 
 impl Shared {
@@ -211,6 +215,9 @@ pub struct Shard {
     /// ([`Port::deferred_done`]) before it has already happened, one after
     /// it has not. Set per event, so not checkpointed.
     key_now: EventKey,
+    /// An entity-major window's events as drained, the same grouped by
+    /// entity, and where each entity's run ends. Scratch, reused every window.
+    window_events: (Vec<Event>, Vec<Event>, Vec<u32>),
     /// End of the last window run (everything before it is processed).
     pub horizon: u64,
     /// Packet counters.
@@ -341,6 +348,7 @@ impl Shard {
             flows: (0, 0),
             last_event_ps: 0,
             key_now: EventKey::default(),
+            window_events: Default::default(),
             horizon: 0,
             counters: PacketCounters::default(),
             error: None,
@@ -395,19 +403,133 @@ impl Shard {
     /// Processes every event with time < `end`.
     pub fn run_window(&mut self, end: u64) {
         self.pull_flows(end);
-        while self.error.is_none() {
-            let Some(ev) = self.events.pop_before(end) else {
-                break;
-            };
-            let now = ev.key.time;
-            if let EventKind::Notice { flow } = ev.kind {
-                self.generator.on_finished(flow, now);
-                self.pull_flows(end);
-                continue;
+        if self.shared.entity_major && self.replay.is_none() {
+            self.run_entities(end);
+        } else {
+            while self.error.is_none() {
+                let Some(ev) = self.events.pop_before(end) else {
+                    break;
+                };
+                if let EventKind::Notice { flow } = ev.kind {
+                    self.on_notice(flow, ev.key.time, end);
+                    continue;
+                }
+                self.hint_ahead();
+                self.process(ev);
             }
+        }
+        if let Some(max_rows) = self.trace.as_deref().and_then(|t| t.over_limit()) {
+            self.error
+                .get_or_insert(ShardError::TraceTooLarge { max_rows });
+        }
+        self.horizon = end;
+    }
+
+    /// A completion notice: the workload learns that `flow` finished, and
+    /// may start flows (closed loops, triggers, collectives).
+    fn on_notice(&mut self, flow: u64, now: u64, end: u64) {
+        self.generator.on_finished(flow, now);
+        self.pull_flows(end);
+    }
+
+    /// The window's events entity by entity, each entity's in key order: the
+    /// same order for every entity as by time (docs/engine.md, "Entity-major
+    /// windows"), but each entity's state stays in cache for its whole run
+    /// of events instead of being fetched again at every time step.
+    ///
+    /// Within a window no event reaches another entity (links take at least
+    /// a window to cross), and nothing shared between entities depends on
+    /// their order: the packet pool's slots, counters that add up, traces
+    /// sorted when written. Completion notices run first, in key order: they
+    /// touch only the workload, which is called in the same sequence as by
+    /// time, and the flows they start join their entities' runs.
+    fn run_entities(&mut self, end: u64) {
+        let (mut drained, mut sorted, mut starts) = std::mem::take(&mut self.window_events);
+        drained.clear();
+        self.events.drain_before(end, &mut drained);
+        if drained.iter().any(|e| e.key.target == NOTICE_TARGET) {
+            let mut notices: Vec<Event> = Vec::new();
+            drained.retain(|e| {
+                let notice = e.key.target == NOTICE_TARGET;
+                if notice {
+                    notices.push(*e);
+                }
+                !notice
+            });
+            notices.sort_unstable_by_key(|e| e.key);
+            for n in notices {
+                if let EventKind::Notice { flow } = n.kind {
+                    self.on_notice(flow, n.key.time, end);
+                }
+            }
+            // The flows they started before `end`.
+            self.events.drain_before(end, &mut drained);
+        }
+        // A stable counting sort by the entity's index in the shard, then
+        // each entity's run in key order.
+        let entities = self.nodes.len();
+        starts.clear();
+        starts.resize(entities + 1, 0);
+        let local = &self.shared.local;
+        for e in &drained {
+            starts[local[e.key.target as usize] as usize + 1] += 1;
+        }
+        for k in 1..=entities {
+            starts[k] += starts[k - 1];
+        }
+        sorted.clear();
+        sorted.extend_from_slice(&drained);
+        for e in &drained {
+            let at = &mut starts[local[e.key.target as usize] as usize];
+            sorted[*at as usize] = *e;
+            *at += 1;
+        }
+        // `starts[k]` is now the end of entity k's run.
+        let mut from = 0;
+        for &to in &starts[..entities] {
+            sorted[from..to as usize].sort_unstable_by_key(|e| e.key);
+            from = to as usize;
+        }
+        self.events.open_window(end);
+        let mut i = 0;
+        while self.error.is_none() {
+            // The entity's next event: from its run, or one it scheduled
+            // for itself since (the only events pushed before `end`).
+            let own = self.events.own_next();
+            let from_run = match (sorted.get(i), own) {
+                (Some(e), Some(o)) => e.key.target == o.target && e.key < o,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            let ev = if from_run {
+                i += 1;
+                for (stage, &k) in HINT_AHEAD.iter().enumerate() {
+                    if let Some(ahead) = sorted.get(i + k) {
+                        self.hint(stage, ahead);
+                    }
+                }
+                sorted[i - 1]
+            } else {
+                self.events.pop_own().expect("peeked")
+            };
+            self.process(ev);
+        }
+        if self.error.is_some() {
+            // Stopped by a model error: what is left does not run.
+            while self.events.pop_own().is_some() {}
+        }
+        self.events.close_window();
+        self.window_events = (drained, sorted, starts);
+    }
+
+    /// Processes one entity event.
+    #[inline(always)]
+    fn process(&mut self, ev: Event) {
+        {
+            let now = ev.key.time;
             self.events_processed += 1;
             self.key_now = ev.key;
-            self.hint_ahead();
             let local = self.shared.local[ev.key.target as usize] as usize;
             // Each arm counts its kind at a constant index: one add, no bounds check.
             let counts = &mut self.event_counts.0;
@@ -425,7 +547,7 @@ impl Shard {
                             // the stale timers; it does not extend the run.
                             None => {
                                 self.event_counts.0[EventCounts::TIMER_STALE] += 1;
-                                continue;
+                                return;
                             }
                         }
                     }
@@ -443,7 +565,7 @@ impl Shard {
                 }
                 EventKind::Timer { slot, gen } => {
                     if !self.on_timer(local, slot, gen, now) {
-                        continue; // superseded: it does not extend the run
+                        return; // superseded: it does not extend the run
                     }
                 }
                 EventKind::FlowStart { pending } => {
@@ -468,13 +590,8 @@ impl Shard {
             if !self.nic_freed.is_empty() {
                 self.nic_fetch(now);
             }
-            self.last_event_ps = now;
+            self.last_event_ps = self.last_event_ps.max(now);
         }
-        if let Some(max_rows) = self.trace.as_deref().and_then(|t| t.over_limit()) {
-            self.error
-                .get_or_insert(ShardError::TraceTooLarge { max_rows });
-        }
-        self.horizon = end;
     }
 
     /// The senders whose packets a NIC let go of during this event hand it

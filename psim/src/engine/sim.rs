@@ -31,6 +31,13 @@ mod outputs;
 /// change results.
 const MAX_WINDOW_PS: u64 = 10_000_000;
 
+/// The length of every window: the lookahead (None when nothing is cut),
+/// and never longer than the notice delay, since completion notices are due
+/// one notice delay after their flow ends, even with a single shard.
+fn window_ps(lookahead: Option<u64>, notice_ps: u64) -> u64 {
+    lookahead.unwrap_or(MAX_WINDOW_PS).min(notice_ps)
+}
+
 /// A window that follows one with fewer events than this runs on the calling
 /// thread, not the pool: at about 0.5 µs per event, two threads save less
 /// than the 10–20 µs that waking the pool and waiting for it cost.
@@ -122,6 +129,9 @@ pub struct RunSummary {
     pub event_counts: super::event::EventCounts,
     /// Windows run.
     pub windows: u64,
+    /// Whether the windows ran entity by entity (docs/engine.md,
+    /// "Entity-major windows"); false: by time.
+    pub entity_major: bool,
     /// Packet counters over the whole network.
     pub packets: PacketCounters,
     /// Packets still in queues at the end.
@@ -233,6 +243,12 @@ impl Simulation {
                 "every link has zero latency: psim needs a positive propagation delay".into(),
             ));
         }
+        // Entity-major windows need every link, cut or not, to take at
+        // least a window to cross.
+        let shortest = graph.links.iter().map(|l| l.delay_ps).min().unwrap_or(0);
+        let entity_major = scn.file.run.window_order != Some(crate::config::WindowOrder::Time)
+            && shortest > 0
+            && window_ps(report.lookahead_ps, notice_ps) <= shortest;
         let n = topo.entities() as usize;
         let mut in_base = vec![0u32; n];
         let mut local = vec![0u32; n];
@@ -258,6 +274,7 @@ impl Simulation {
             stop_ps: scn.stop_ps,
             watchdog_ps: scn.watchdog_ps,
             notice_ps,
+            entity_major,
         });
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(opts.threads as usize)
@@ -415,12 +432,7 @@ impl Simulation {
     pub fn run(&mut self, progress: &mut dyn FnMut(Progress)) -> Result<RunSummary, SimError> {
         let started = std::time::Instant::now();
         let stop = self.shared.stop_ps.unwrap_or(u64::MAX);
-        // Completion notices are due one notice delay after the flow ends, so no
-        // window may be longer than that, even with a single shard.
-        let window = self
-            .lookahead
-            .unwrap_or(MAX_WINDOW_PS)
-            .min(self.shared.notice_ps);
+        let window = window_ps(self.lookahead, self.shared.notice_ps);
         // Events the last window processed on this rank: a quiet window
         // predicts a quiet next one, which this thread runs itself.
         let mut last_window_events = 0;

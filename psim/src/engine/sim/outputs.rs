@@ -126,6 +126,8 @@ impl Simulation {
             events_per_shard: per_shard,
             event_counts: counts,
             windows: self.windows,
+            entity_major: self.shared.entity_major
+                && self.shards.iter().all(|s| s.replay.is_none()),
             packets: PacketCounters {
                 created: g[0],
                 delivered: g[1],
