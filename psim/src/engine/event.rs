@@ -815,6 +815,16 @@ mod tests {
         assert_eq!(got, [5, 10, 40]);
     }
 
+    /// A xorshift64 stream from `seed` (not 0): the model tests' inputs.
+    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+        move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        }
+    }
+
     /// Interleaved pushes and pops (a xorshift stream of keys with many
     /// equal times) against a sorted model, and the same after a checkpoint
     /// round trip and after `remove_where`, for several slot widths. Most
@@ -823,13 +833,7 @@ mod tests {
     /// some before the last pop (the calendar moving back). Pops stop at a
     /// moving window end, as the engine's do.
     fn matches_a_sorted_model(shift: u32, rewind: bool) {
-        let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ shift as u64;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = xorshift(0x9e37_79b9_7f4a_7c15 ^ shift as u64);
         let mut q = EventQueue::with_slot_shift(shift);
         let mut model = std::collections::BTreeSet::new();
         let mut seq = 0;
@@ -945,13 +949,7 @@ mod tests {
     #[test]
     fn drain_before_takes_exactly_the_window_and_own_events_wait_apart() {
         for (shift, window) in [(0, 7), (4, 100), (11, 1_000_000), (20, 3_000)] {
-            let mut x: u64 = 0x2545_f491_4f6c_dd1d ^ shift as u64;
-            let mut rand = move || {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x
-            };
+            let mut rand = xorshift(0x2545_f491_4f6c_dd1d ^ shift as u64);
             let mut q = EventQueue::with_slot_shift(shift);
             let mut model = std::collections::BTreeSet::new();
             let mut seq = 0;

@@ -403,7 +403,7 @@ impl Shard {
     /// Processes every event with time < `end`.
     pub fn run_window(&mut self, end: u64) {
         self.pull_flows(end);
-        if self.shared.entity_major && self.replay.is_none() {
+        if self.entity_major() {
             self.run_entities(end);
         } else {
             while self.error.is_none() {
@@ -423,6 +423,12 @@ impl Shard {
                 .get_or_insert(ShardError::TraceTooLarge { max_rows });
         }
         self.horizon = end;
+    }
+
+    /// Whether this shard runs its windows entity by entity: where the
+    /// network allows it ([`Shared::entity_major`]), except in replay runs.
+    pub fn entity_major(&self) -> bool {
+        self.shared.entity_major && self.replay.is_none()
     }
 
     /// A completion notice: the workload learns that `flow` finished, and
@@ -526,72 +532,69 @@ impl Shard {
     /// Processes one entity event.
     #[inline(always)]
     fn process(&mut self, ev: Event) {
-        {
-            let now = ev.key.time;
-            self.events_processed += 1;
-            self.key_now = ev.key;
-            let local = self.shared.local[ev.key.target as usize] as usize;
-            // Each arm counts its kind at a constant index: one add, no bounds check.
-            let counts = &mut self.event_counts.0;
-            match ev.kind {
-                EventKind::LinkArrival { port } => {
-                    counts[EventCounts::LINK_ARRIVAL] += 1;
-                    self.on_link_arrival(local, port, now);
-                }
-                EventKind::TxDone { port } => {
-                    let p = &mut self.nodes[local].ports[port as usize];
-                    if p.preempt.is_some() {
-                        match p.release(now) {
-                            Some(pkt) => self.launch(local, port, pkt, now),
-                            // Superseded by an interruption: counted with
-                            // the stale timers; it does not extend the run.
-                            None => {
-                                self.event_counts.0[EventCounts::TIMER_STALE] += 1;
-                                return;
-                            }
+        let now = ev.key.time;
+        self.events_processed += 1;
+        self.key_now = ev.key;
+        let local = self.shared.local[ev.key.target as usize] as usize;
+        // Each arm counts its kind at a constant index: one add, no bounds check.
+        let counts = &mut self.event_counts.0;
+        match ev.kind {
+            EventKind::LinkArrival { port } => {
+                counts[EventCounts::LINK_ARRIVAL] += 1;
+                self.on_link_arrival(local, port, now);
+            }
+            EventKind::TxDone { port } => {
+                let p = &mut self.nodes[local].ports[port as usize];
+                if p.preempt.is_some() {
+                    match p.release(now) {
+                        Some(pkt) => self.launch(local, port, pkt, now),
+                        // Superseded by an interruption: counted with
+                        // the stale timers; it does not extend the run.
+                        None => {
+                            self.event_counts.0[EventCounts::TIMER_STALE] += 1;
+                            return;
                         }
                     }
-                    self.nodes[local].ports[port as usize].finish();
-                    let started = if self.nodes[local].crossbar.is_some() {
-                        self.crossbar_freed(local, port, now)
-                    } else {
-                        self.transmit(local, port, now)
-                    };
-                    if started {
-                        self.event_counts.0[EventCounts::TX_DONE] += 1;
-                    } else {
-                        self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
-                    }
                 }
-                EventKind::Timer { slot, gen } => {
-                    if !self.on_timer(local, slot, gen, now) {
-                        return; // superseded: it does not extend the run
-                    }
+                self.nodes[local].ports[port as usize].finish();
+                let started = if self.nodes[local].crossbar.is_some() {
+                    self.crossbar_freed(local, port, now)
+                } else {
+                    self.transmit(local, port, now)
+                };
+                if started {
+                    self.event_counts.0[EventCounts::TX_DONE] += 1;
+                } else {
+                    self.event_counts.0[EventCounts::TX_DONE_IDLE] += 1;
                 }
-                EventKind::FlowStart { pending } => {
-                    counts[EventCounts::FLOW_START] += 1;
-                    self.on_flow_start(local, pending, now);
-                }
-                EventKind::PauseEnd { port, prio } => {
-                    counts[EventCounts::PAUSE_END] += 1;
-                    self.wake(local, port);
-                    let resumed =
-                        self.pause_change(local, port, now, |p| p.pause_expired(prio, now));
-                    if resumed {
-                        self.transmit(local, port, now);
-                    }
-                }
-                EventKind::Chip { line, step } => {
-                    counts[EventCounts::CHIP] += 1;
-                    self.on_chip(local, line, step, now);
-                }
-                EventKind::Notice { .. } => unreachable!("handled above"),
             }
-            if !self.nic_freed.is_empty() {
-                self.nic_fetch(now);
+            EventKind::Timer { slot, gen } => {
+                if !self.on_timer(local, slot, gen, now) {
+                    return; // superseded: it does not extend the run
+                }
             }
-            self.last_event_ps = self.last_event_ps.max(now);
+            EventKind::FlowStart { pending } => {
+                counts[EventCounts::FLOW_START] += 1;
+                self.on_flow_start(local, pending, now);
+            }
+            EventKind::PauseEnd { port, prio } => {
+                counts[EventCounts::PAUSE_END] += 1;
+                self.wake(local, port);
+                let resumed = self.pause_change(local, port, now, |p| p.pause_expired(prio, now));
+                if resumed {
+                    self.transmit(local, port, now);
+                }
+            }
+            EventKind::Chip { line, step } => {
+                counts[EventCounts::CHIP] += 1;
+                self.on_chip(local, line, step, now);
+            }
+            EventKind::Notice { .. } => unreachable!("handled above"),
         }
+        if !self.nic_freed.is_empty() {
+            self.nic_fetch(now);
+        }
+        self.last_event_ps = self.last_event_ps.max(now);
     }
 
     /// The senders whose packets a NIC let go of during this event hand it

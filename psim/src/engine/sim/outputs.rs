@@ -126,8 +126,7 @@ impl Simulation {
             events_per_shard: per_shard,
             event_counts: counts,
             windows: self.windows,
-            entity_major: self.shared.entity_major
-                && self.shards.iter().all(|s| s.replay.is_none()),
+            entity_major: self.shared.entity_major && self.shards.iter().all(Shard::entity_major),
             packets: PacketCounters {
                 created: g[0],
                 delivered: g[1],
