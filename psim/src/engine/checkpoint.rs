@@ -42,7 +42,7 @@ use std::time::{Duration, Instant};
 /// First bytes of every rank file.
 pub const MAGIC: &[u8; 8] = b"PSIMCKPT";
 /// Layout version of the rank files and of `meta.json`.
-pub const FORMAT_VERSION: u32 = 35;
+pub const FORMAT_VERSION: u32 = 36;
 /// Folder of the checkpoints in a run's output directory.
 pub const CHECKPOINT_DIR: &str = "checkpoint";
 /// The pointer file naming the complete set.
