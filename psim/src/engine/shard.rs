@@ -32,6 +32,11 @@ use std::sync::Arc;
 /// cache (docs/performance.md).
 const HINT_AHEAD: [usize; 3] = [16, 8, 4];
 
+/// An entity-major window with fewer events than one per this many of the
+/// shard's entities is ordered by one comparison sort; a fuller one by
+/// grouping (`group_by_entity`), whose passes cost a step per entity.
+const FEW_EVENTS_PER_ENTITY: usize = 8;
+
 mod chip;
 mod report;
 mod stale;
@@ -472,17 +477,16 @@ impl Shard {
             // The flows they started before `end`.
             self.events.drain_before(end, &mut drained);
         }
-        // Group by the entity's index in the shard, in place (each event
-        // moves once, straight to its entity's run: no second copy of the
-        // window), then each entity's run in key order.
         let entities = self.nodes.len();
         let local = &self.shared.local;
-        group_by_entity(&mut drained, &mut starts, &mut next, entities, |e| {
-            local[e.key.target as usize] as usize
-        });
-        for k in 0..entities {
-            drained[starts[k] as usize..starts[k + 1] as usize].sort_unstable_by_key(|e| e.key);
-        }
+        order_by_entity(
+            &mut drained,
+            &mut starts,
+            &mut next,
+            entities,
+            local,
+            FEW_EVENTS_PER_ENTITY,
+        );
         self.events.open_window(end);
         let mut i = 0;
         while self.error.is_none() {
@@ -1313,6 +1317,36 @@ fn own_key(id: u32, time: u64, seq: u64) -> EventKey {
     }
 }
 
+/// Orders a window's events entity by entity, in the order of the
+/// entities' indices in the shard (`local`, by entity id), each entity's in
+/// key order. A window with fewer events than one per `few` entities (an
+/// incast's long tail) takes one comparison sort, rather than passes over
+/// every entity of the shard; a fuller one is grouped in place
+/// ([`group_by_entity`]) and each run sorted. `starts` and `next` are
+/// scratch.
+fn order_by_entity(
+    events: &mut [Event],
+    starts: &mut Vec<u32>,
+    next: &mut Vec<u32>,
+    entities: usize,
+    local: &[u32],
+    few: usize,
+) {
+    if events.len().saturating_mul(few) < entities {
+        events.sort_unstable_by_key(|e| (local[e.key.target as usize], e.key));
+        return;
+    }
+    group_by_entity(events, starts, next, entities, |e| {
+        local[e.key.target as usize] as usize
+    });
+    for k in 0..entities {
+        let run = starts[k] as usize..starts[k + 1] as usize;
+        if run.len() > 1 {
+            events[run].sort_unstable_by_key(|e| e.key);
+        }
+    }
+}
+
 /// Permutes `events` in place so that they are grouped by `bucket(e)` (in
 /// `0..buckets`), bucket 0 first, and sets `starts[k]` to where bucket k's
 /// run begins (`starts[buckets]` is the length). Each event moves once,
@@ -1361,6 +1395,46 @@ fn group_by_entity(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sparse_and_full_windows_are_ordered_alike() {
+        // The comparison sort of a sparse window and the grouping of a full
+        // one give the same sequence: by the entity's index, then by key.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rand = move || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let (mut starts, mut next) = (Vec::new(), Vec::new());
+        // Entity ids 0..40, in the shard at indices given by a permutation.
+        let local: Vec<u32> = (0..40u32).map(|i| (i * 17) % 40).collect();
+        for n in [0, 1, 3, 50, 2000] {
+            let events: Vec<Event> = (0..n)
+                .map(|i| Event {
+                    key: EventKey {
+                        time: rand() % 50,
+                        target: (rand() % 40) as u32,
+                        source: (rand() % 3) as u32,
+                        seq: i,
+                    },
+                    kind: EventKind::TxDone { port: 0 },
+                })
+                .collect();
+            let (mut sorted, mut grouped) = (events.clone(), events);
+            // `few` = 0: always the comparison sort; usize::MAX: always grouped.
+            order_by_entity(&mut sorted, &mut starts, &mut next, 40, &local, 0);
+            order_by_entity(&mut grouped, &mut starts, &mut next, 40, &local, usize::MAX);
+            let keys = |v: &[Event]| v.iter().map(|e| e.key).collect::<Vec<_>>();
+            assert_eq!(keys(&sorted), keys(&grouped));
+            let order: Vec<_> = sorted
+                .iter()
+                .map(|e| (local[e.key.target as usize], e.key))
+                .collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "entity, then key");
+        }
+    }
 
     #[test]
     fn group_by_entity_places_every_event_in_its_bucket() {
