@@ -751,7 +751,7 @@ impl<'de> serde::Deserialize<'de> for EventQueue {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     fn key(time: u64, target: u32, source: u32, seq: u64) -> EventKey {
@@ -816,7 +816,7 @@ mod tests {
     }
 
     /// A xorshift64 stream from `seed` (not 0): the model tests' inputs.
-    fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(mut x: u64) -> impl FnMut() -> u64 {
         move || {
             x ^= x << 13;
             x ^= x >> 7;

@@ -1400,13 +1400,7 @@ mod tests {
     fn sparse_and_full_windows_are_ordered_alike() {
         // The comparison sort of a sparse window and the grouping of a full
         // one give the same sequence: by the entity's index, then by key.
-        let mut x = 0x2545_f491_4f6c_dd1du64;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = crate::engine::event::tests::xorshift(0x2545_f491_4f6c_dd1du64);
         let (mut starts, mut next) = (Vec::new(), Vec::new());
         // Entity ids 0..40, in the shard at indices given by a permutation.
         let local: Vec<u32> = (0..40u32).map(|i| (i * 17) % 40).collect();
@@ -1440,13 +1434,7 @@ mod tests {
     fn group_by_entity_places_every_event_in_its_bucket() {
         // Against a model: the same multiset of events per bucket, runs in
         // bucket order, and `starts` at the runs' boundaries.
-        let mut x = 0x9e37_79b9_7f4a_7c15u64;
-        let mut rand = move || {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        };
+        let mut rand = crate::engine::event::tests::xorshift(0x9e37_79b9_7f4a_7c15u64);
         let (mut starts, mut next) = (Vec::new(), Vec::new());
         for (n, buckets) in [(0, 1), (1, 1), (7, 3), (1000, 17), (5000, 1)] {
             let mut events: Vec<Event> = (0..n)
