@@ -22,8 +22,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// reserved: with transparent huge pages, an eagerly committed arena holds
 /// whole 2 MiB pages that it barely uses. On the 8192-host NDP run this cuts
 /// the peak by 28 MiB (1 x 1) to 50 MiB (2 x 4) (docs/performance.md,
-/// "mimalloc's arenas committed on use"). `MIMALLOC_ARENA_EAGER_COMMIT` in
-/// the environment still wins.
+/// "Hints for the events an entity schedules for itself").
+/// `MIMALLOC_ARENA_EAGER_COMMIT` in the environment still wins.
 #[cfg(target_os = "linux")]
 mod lazy_arena_commit {
     // mimalloc's option setter, in the mimalloc library that the global

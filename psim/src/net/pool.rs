@@ -89,12 +89,8 @@ impl PacketPool {
             // The slot taken a few takes from now: fetched now, it is in
             // cache when a burst of packets (a window's mail) gets there
             // (a hint only).
-            if let Some(&ahead) = self
-                .free
-                .len()
-                .checked_sub(FREE_AHEAD)
-                .map(|k| &self.free[k])
-            {
+            let ahead = self.free.len().checked_sub(FREE_AHEAD);
+            if let Some(&ahead) = ahead.and_then(|k| self.free.get(k)) {
                 prefetch(self.slot(ahead));
             }
             *self.slot_mut(i) = Slot { f, next: NIL };
