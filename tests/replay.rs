@@ -14,6 +14,18 @@ fn report(scn: &Scenario) -> ReplayReport {
     serde_json::from_value(r.clone()).expect("a replay report")
 }
 
+/// Every one of more than `min_packets` packets compared, none late, and
+/// the replay's queueing the original's: exactly the original schedule.
+fn assert_replays_exactly(r: &ReplayReport, min_packets: u64, what: &str) {
+    assert!(r.packets > min_packets, "{what}: {r:?}");
+    assert_eq!(r.packets, r.recorded, "{what}: every packet compared");
+    assert_eq!(r.overdue, 0, "{what}: {r:?}");
+    assert_eq!(
+        r.replay_mean_queueing_us, r.original_mean_queueing_us,
+        "{what}: exactly the original schedule"
+    );
+}
+
 /// Seven senders, one 60 KB CBR flow each, to host 0 through one switch:
 /// the switch's port to host 0 is the only queue any packet meets (each
 /// NIC sends one flow, paced at its line rate).
@@ -173,6 +185,26 @@ fn priority_by_exit_time_misses_far_more_than_lstf() {
 }
 
 #[test]
+fn exit_time_priority_replays_one_congestion_point_exactly() {
+    // [TH] App. A.5: simple priorities replay every schedule with one
+    // congestion point when the priority is o(p) − t_min(p, α, dest) +
+    // T(p, α) at that point. In the incast every packet leaves the one
+    // congested port over the same last link, so that is o(p) less a
+    // constant: priority = o(p) replays it exactly. The relative forms
+    // (`slack`, `delay`: o less the packet's own send time) are not o(p)
+    // plus a constant, and leave packets late.
+    let base = ["replay.nic=\"fifo\"", "replay.discipline=\"priority\""];
+    let exit = report(&scenario(INCAST, &base));
+    assert_replays_exactly(&exit, 250, "priority = o(p)");
+    for form in ["slack", "delay"] {
+        let set = format!("replay.priority=\"{form}\"");
+        let r = report(&scenario(INCAST, &[base[0], base[1], &set]));
+        assert_eq!(r.packets, exit.packets, "{form}");
+        assert!(r.overdue > 0, "{form}: {r:?}");
+    }
+}
+
+#[test]
 fn preemption_rescues_sjf_and_lifo_replays() {
     // [TH] §5.1.3 (T34): non-preemptive LSTF replays SJF and LIFO worst
     // (18.33% and 14.77% overdue) because a packet with little slack waits
@@ -225,14 +257,7 @@ fn fifo_nics_replay_exactly_when_the_switch_is_the_one_other_queue() {
             "replay.nic=\"fifo\"".to_string(),
         ];
         let sets: Vec<&str> = sets.iter().map(String::as_str).collect();
-        let r = report(&scenario(&two, &sets));
-        assert!(r.packets > 400, "{kind}: {r:?}");
-        assert_eq!(r.packets, r.recorded, "{kind}: every packet compared");
-        assert_eq!(r.overdue, 0, "{kind}: {r:?}");
-        assert_eq!(
-            r.replay_mean_queueing_us, r.original_mean_queueing_us,
-            "{kind}: exactly the original schedule"
-        );
+        assert_replays_exactly(&report(&scenario(&two, &sets)), 400, kind);
     }
     // A FIFO NIC cannot replay a NIC that was not FIFO: refused by key.
     let sets = vec![
@@ -263,6 +288,16 @@ fn a_replay_needs_open_loop_traffic_and_sane_keys() {
     assert!(e.contains("replay.threshold_us"), "{e}");
     let e = err(&["replay.discipline=\"priority\"", "replay.preemptive=true"]);
     assert!(e.contains("replay.preemptive"), "{e}");
+    let e = err(&["replay.priority=\"slack\""]);
+    assert!(
+        e.contains("replay.priority") && e.contains("priority"),
+        "{e}"
+    );
+    let e = err(&["replay.discipline=\"priority\"", "replay.priority=\"o\""]);
+    assert!(
+        e.contains("replay.priority") || e.contains("priority"),
+        "{e}"
+    );
     let e = err(&["replay.discipline=\"fifo\""]);
     assert!(
         e.contains("replay.discipline") || e.contains("discipline"),

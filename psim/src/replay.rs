@@ -40,6 +40,7 @@
 //! | `max_packets` | 10,000,000 | psim: memory bound of the record (56 B a packet, 560 MB); a run that delivers more stops with an error naming the key |
 //! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
 //! | `write_record` | false | psim: write the original's record (Parquet, `docs/outputs.md`) |
+//! | `priority` | `"exit"` | a `priority` replay's key: `"exit"` o(p) ([TH] §5.1's words); `"slack"` o − i − t_min and `"delay"` o − i, each less the NIC's wait, the relative forms the UPS code's edge queue stamps ([`ReplayPriority`]) |
 //! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served (aging the slack under LSTF; a `priority` replay keeps the original's drop-tail NIC), as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
 //! | `from_record` | none | psim: a run's output directory (relative to the scenario file) whose record to replay; not with `write_record` |
 //!
@@ -70,6 +71,53 @@ pub enum ReplayDiscipline {
     Priority,
 }
 
+/// The value a priority replay (`discipline = "priority"`) sorts on. The
+/// thesis says only "the priority for a packet p is set to o(p)" ([TH]
+/// §5.1, T34); the public UPS code has no such run. Its replay machinery
+/// stamps relative values: the edge queue (`edge-replay.cc`) writes
+/// `deadline − now` into the header and lowers it by the packet's wait
+/// there, and its static priority queue (`fine-priorities.cc`) sorts on
+/// that header unchanged. So a priority replay built from those parts
+/// sorts on a relative form, which `slack` and `delay` give.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ReplayPriority {
+    /// o(p), the absolute exit time: the thesis's words.
+    #[default]
+    Exit,
+    /// o(p) − i(p) − t_min(p) less the wait at the source's NIC: the
+    /// UPS edge queue's stamp from its usual deadline file (o − t_min),
+    /// sorted on unchanged.
+    Slack,
+    /// o(p) − i(p) less the wait at the source's NIC: the same stamp from
+    /// a deadline file of o(p) itself.
+    Delay,
+}
+
+/// What a source writes into each data packet's `rank` in the replay.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Stamp {
+    /// The recorded slack, o − i − t_min (LSTF; `priority = "slack"`).
+    Slack,
+    /// The recorded exit time o(p) (`priority = "exit"`).
+    Exit,
+    /// The recorded delay o − i (`priority = "delay"`).
+    Delay,
+}
+
+impl ReplaySpec {
+    /// What the sources stamp for this replay.
+    pub fn stamp(&self) -> Stamp {
+        match (self.discipline, self.priority) {
+            (ReplayDiscipline::Lstf, _) | (ReplayDiscipline::Priority, ReplayPriority::Slack) => {
+                Stamp::Slack
+            }
+            (ReplayDiscipline::Priority, ReplayPriority::Exit) => Stamp::Exit,
+            (ReplayDiscipline::Priority, ReplayPriority::Delay) => Stamp::Delay,
+        }
+    }
+}
+
 /// What the replay runs at the hosts' NICs.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -90,6 +138,8 @@ pub enum ReplayNic {
 pub struct ReplayFile {
     /// What the replay runs at every port.
     pub discipline: ReplayDiscipline,
+    /// What a priority replay sorts on.
+    pub priority: ReplayPriority,
     /// T of "overdue by more than T", µs.
     pub threshold_us: f64,
     /// Most packets the original may deliver.
@@ -132,6 +182,7 @@ impl Default for ReplayFile {
     fn default() -> Self {
         ReplayFile {
             discipline: ReplayDiscipline::Lstf,
+            priority: ReplayPriority::Exit,
             threshold_us: DEFAULT_THRESHOLD_US,
             max_packets: DEFAULT_MAX_PACKETS,
             queue_packets: DEFAULT_QUEUE_PACKETS,
@@ -150,6 +201,8 @@ impl Default for ReplayFile {
 pub struct ReplaySpec {
     /// What the replay runs.
     pub discipline: ReplayDiscipline,
+    /// What a priority replay sorts on.
+    pub priority: ReplayPriority,
     /// T, ps.
     pub threshold_ps: u64,
     /// Record limit, packets.
@@ -232,6 +285,13 @@ impl ReplayFile {
                 "only the LSTF replay has the control side queue: remove it, or use discipline = \"lstf\"",
             ));
         }
+        if self.priority != ReplayPriority::Exit && self.discipline != ReplayDiscipline::Priority {
+            return Err(bad(
+                "replay.priority",
+                format!("{:?}", self.priority).to_lowercase(),
+                "only a priority replay has one: remove it, or use discipline = \"priority\"",
+            ));
+        }
         if let (true, Some(_)) = (self.write_record, &self.from_record) {
             return Err(bad(
                 "replay.write_record",
@@ -241,6 +301,7 @@ impl ReplayFile {
         }
         Ok(ReplaySpec {
             discipline: self.discipline,
+            priority: self.priority,
             threshold_ps: (t * 1e6).round() as u64,
             max_packets: self.max_packets,
             queue_packets: self.queue_packets,
@@ -282,7 +343,16 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
         }),
         // o(p) is a static priority: the original's drop-tail NIC, which
         // leaves `rank` as it is.
-        (ReplayNic::Fifo, ReplayDiscipline::Priority) => scn.queues.host.clone(),
+        (ReplayNic::Fifo, ReplayDiscipline::Priority) if spec.stamp() == Stamp::Exit => {
+            scn.queues.host.clone()
+        }
+        // The relative forms lose the NIC's wait there, as the UPS edge
+        // queue's stamp does, and stay fixed after it.
+        (ReplayNic::Fifo, ReplayDiscipline::Priority) => QueueConfig::Lstf(LstfConfig {
+            queue_packets: Some(spec.queue_packets),
+            mode: LstfMode::Fifo,
+            ..LstfConfig::default()
+        }),
     };
     r.queues.set_every_switch(lstf);
     // The replay never drops: replay.queue_packets, not the file's sizes.
@@ -401,8 +471,8 @@ pub enum ShardReplay {
     Replay {
         /// The original schedule.
         table: Arc<Table>,
-        /// Stamp o(p) (priority replay) instead of the slack.
-        exit_as_rank: bool,
+        /// What the sources stamp.
+        stamp: Stamp,
         /// T, ps.
         threshold_ps: u64,
         /// Counters.
@@ -416,21 +486,17 @@ impl ShardReplay {
     /// delivered gets the largest.
     #[inline]
     pub fn stamp(&self, pkts: &mut [Packet]) {
-        let ShardReplay::Replay {
-            table,
-            exit_as_rank,
-            ..
-        } = self
-        else {
+        let ShardReplay::Replay { table, stamp, .. } = self else {
             return;
         };
         for p in pkts.iter_mut().filter(|p| p.kind == PacketKind::Data) {
             let r = table.get(p.flow, p.seq);
-            p.rank = match (r, exit_as_rank) {
-                (Some(r), false) => r.slack_ps.max(0) as u64,
-                (Some(r), true) => r.exit_ps,
-                (None, false) => i64::MAX as u64,
-                (None, true) => u64::MAX,
+            p.rank = match (r, stamp) {
+                (Some(r), Stamp::Slack) => r.slack_ps.max(0) as u64,
+                (Some(r), Stamp::Exit) => r.exit_ps,
+                (Some(r), Stamp::Delay) => r.exit_ps.saturating_sub(r.sent_ps),
+                (None, Stamp::Exit) => u64::MAX,
+                (None, _) => i64::MAX as u64,
             };
         }
     }
@@ -633,7 +699,8 @@ mod tests {
 
     /// With FIFO NICs, an LSTF replay ages the slack at the NIC (`lstf`'s
     /// `mode = "fifo"`), while a priority = o(p) replay keeps the original's
-    /// drop-tail NIC: o(p) is static, and aging it would change it.
+    /// drop-tail NIC: o(p) is static, and aging it would change it. The
+    /// relative priorities lose the NIC's wait, as the UPS edge queue does.
     #[test]
     fn fifo_nics_age_the_slack_only_under_lstf() {
         let text = r#"
@@ -658,6 +725,20 @@ size_bytes = 10000
                 vec!["replay.discipline=\"priority\"".to_string()],
                 "droptail",
             ),
+            (
+                vec![
+                    "replay.discipline=\"priority\"".to_string(),
+                    "replay.priority=\"slack\"".to_string(),
+                ],
+                "lstf",
+            ),
+            (
+                vec![
+                    "replay.discipline=\"priority\"".to_string(),
+                    "replay.priority=\"delay\"".to_string(),
+                ],
+                "lstf",
+            ),
         ] {
             let scn = Scenario::from_str(text, path, &sets).unwrap();
             let spec = scn.replay.clone().expect("a replay");
@@ -680,11 +761,7 @@ size_bytes = 10000
     fn slack_of_a_two_hop_packet_worked_by_hand() {
         // Host 0 → leaf → host 1 on one leaf of a leaf-spine: two links,
         // 10 Gb/s, 1 µs each. A 1500-byte packet needs 1.2 µs on each.
-        let link = LinkSpec {
-            rate_bps: 10_000_000_000,
-            delay_ps: 1_000_000,
-        };
-        let topo = Topology::LeafSpine(LeafSpine::new(1, 1, 2, link, link));
+        let topo = two_hop();
         let t_min = topo.t_min_ps(0, 1, 0, 1500);
         assert_eq!(tx_time_ps(1500, 10_000_000_000), 1_200_000);
         assert_eq!(t_min, 2 * (1_200_000 + 1_000_000), "4.4 µs");
@@ -715,27 +792,42 @@ size_bytes = 10000
         assert!(t.get(2, 1).is_none());
     }
 
-    #[test]
-    fn replay_counts_overdue_and_beyond_t() {
+    /// Host 0 → leaf → host 1: two 10 Gb/s links of 1 µs (t_min 4.4 µs
+    /// for 1500 B, `slack_of_a_two_hop_packet_worked_by_hand`).
+    fn two_hop() -> Topology {
         let link = LinkSpec {
             rate_bps: 10_000_000_000,
             delay_ps: 1_000_000,
         };
-        let topo = Topology::LeafSpine(LeafSpine::new(1, 1, 2, link, link));
+        Topology::LeafSpine(LeafSpine::new(1, 1, 2, link, link))
+    }
+
+    /// 1500 B packets sent at 10 µs as seq 0, 1436, 2872, ..., one per
+    /// exit time, recorded on [`two_hop`]: the packets and their table.
+    fn recorded(exits_ps: &[u64], topo: &Topology) -> (Vec<Packet>, Arc<Table>) {
         let mut rec = ShardReplay::Record {
             rows: Vec::new(),
             max: 10,
         };
-        let mut p = crate::packet::test_packet(PacketKind::Data, 0, 1500);
-        p.sent_ps = 10_000_000;
-        rec.on_exit(&p, 20_000_000, &topo);
-        let mut q = p.clone();
-        q.seq = 1436;
-        rec.on_exit(&q, 30_000_000, &topo);
-        let table = Arc::new(table_of(vec![rec], 10).unwrap());
+        let mut pkts = Vec::new();
+        for (i, &exit) in exits_ps.iter().enumerate() {
+            let mut p = crate::packet::test_packet(PacketKind::Data, 0, 1500);
+            p.sent_ps = 10_000_000;
+            p.seq = 1436 * i as u64;
+            rec.on_exit(&p, exit, topo);
+            pkts.push(p);
+        }
+        (pkts, Arc::new(table_of(vec![rec], 10).unwrap()))
+    }
+
+    #[test]
+    fn replay_counts_overdue_and_beyond_t() {
+        let topo = two_hop();
+        let (pkts, table) = recorded(&[20_000_000, 30_000_000], &topo);
+        let (p, q) = (pkts[0].clone(), pkts[1].clone());
         let mut rep = ShardReplay::Replay {
             table,
-            exit_as_rank: false,
+            stamp: Stamp::Slack,
             threshold_ps: 12_000_000,
             counts: Counts::default(),
         };
@@ -750,5 +842,52 @@ size_bytes = 10000
         assert_eq!((c.packets, c.overdue, c.overdue_beyond), (2, 2, 1));
         assert_eq!(c.max_late_ps, 13_000_000);
         assert_eq!(c.original_queueing_ps, 5_600_000 + 15_600_000);
+    }
+
+    #[test]
+    fn each_priority_form_stamps_its_value_worked_by_hand() {
+        // The packet of `slack_of_a_two_hop_packet_worked_by_hand`: sent at
+        // 10 µs, out at 20 µs, t_min 4.4 µs.
+        let (pkts, table) = recorded(&[20_000_000], &two_hop());
+        let p = pkts[0].clone();
+        let mut unknown = p.clone();
+        unknown.seq = 99;
+        for (stamp, want) in [
+            (Stamp::Slack, 5_600_000),
+            (Stamp::Exit, 20_000_000),
+            (Stamp::Delay, 10_000_000),
+        ] {
+            let rep = ShardReplay::Replay {
+                table: table.clone(),
+                stamp,
+                threshold_ps: 12_000_000,
+                counts: Counts::default(),
+            };
+            let mut out = [p.clone(), unknown.clone()];
+            rep.stamp(&mut out);
+            assert_eq!(out[0].rank, want, "{stamp:?}");
+            // A packet the original never delivered goes last.
+            assert!(out[1].rank >= i64::MAX as u64, "{stamp:?}");
+        }
+        // What each [replay] asks the sources to stamp.
+        let spec = |discipline, priority| ReplaySpec {
+            discipline,
+            priority,
+            threshold_ps: 0,
+            max_packets: 1,
+            queue_packets: 1,
+            preemptive: false,
+            nic: ReplayNic::Same,
+            write_record: false,
+            from_record: None,
+            control_below_bytes: None,
+            control_below_until_ps: None,
+        };
+        let p = ReplayDiscipline::Priority;
+        assert_eq!(spec(p, ReplayPriority::Exit).stamp(), Stamp::Exit);
+        assert_eq!(spec(p, ReplayPriority::Slack).stamp(), Stamp::Slack);
+        assert_eq!(spec(p, ReplayPriority::Delay).stamp(), Stamp::Delay);
+        let l = ReplayDiscipline::Lstf;
+        assert_eq!(spec(l, ReplayPriority::Exit).stamp(), Stamp::Slack);
     }
 }

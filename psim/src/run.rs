@@ -142,7 +142,7 @@ pub fn execute_checkpointed(
     if let Some((spec, table)) = &replay {
         sim.set_replay(|| crate::replay::ShardReplay::Replay {
             table: table.clone(),
-            exit_as_rank: spec.discipline == crate::replay::ReplayDiscipline::Priority,
+            stamp: spec.stamp(),
             threshold_ps: spec.threshold_ps,
             counts: Default::default(),
         });
