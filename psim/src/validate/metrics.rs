@@ -28,6 +28,31 @@ pub enum DelayFrom {
     FlowStart,
 }
 
+/// Which completion a flow's FCT ends at (docs/outputs.md, "Two completion
+/// times").
+#[derive(Deserialize, Serialize, Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Completion {
+    /// The last payload byte reached the receiver (`fct_ps`).
+    #[default]
+    Receiver,
+    /// The sender learned that the last byte was acknowledged
+    /// (`sender_finish_ps`): what ns-2's TCP agent logs as a flow's
+    /// completion in the UPS scripts (`TcpAgent::finish`, at the ACK of the
+    /// last packet), half a round trip after the receiver's.
+    Sender,
+}
+
+impl Completion {
+    /// The flow's FCT by this completion, ps; None if it did not complete.
+    fn fct_ps(self, f: &FlowRecord) -> Option<u64> {
+        match self {
+            Completion::Receiver => f.fct_ps,
+            Completion::Sender => f.sender_finish_ps.map(|t| t.saturating_sub(f.start_ps)),
+        }
+    }
+}
+
 /// A metric expression: a function of named runs, or arithmetic on others.
 /// Written in targets.toml as an inline table with `fn` naming the variant.
 #[derive(Deserialize, Serialize, Debug, Clone, PartialEq)]
@@ -394,7 +419,7 @@ pub enum Metric {
     },
     /// Mean FCT of the finished matching flows, seconds: over flows, or
     /// with `by_bytes` weighted by flow size ([TH] Table 2.1's "average over
-    /// bytes").
+    /// bytes"), ending where `completion` says.
     FctMean {
         /// Run name.
         run: String,
@@ -404,6 +429,9 @@ pub enum Metric {
         /// Weight each flow by its size.
         #[serde(default)]
         by_bytes: bool,
+        /// Which completion an FCT ends at.
+        #[serde(default)]
+        completion: Completion,
     },
     /// Mean time from a matching flow's start until its destination held
     /// its first `bytes` bytes, seconds ([`super::one_way::prefix_done`]): a
@@ -977,7 +1005,8 @@ impl Metric {
                 run,
                 filter,
                 by_bytes,
-            } => mean_of(flows(run, filter)?, *by_bytes, |f| f.fct_ps)
+                completion,
+            } => mean_of(flows(run, filter)?, *by_bytes, |f| completion.fct_ps(f))
                 .ok_or_else(|| format!("no flow of run `{run}` finished"))?,
             Metric::PrefixMean { run, bytes, filter } => {
                 let done = super::one_way::prefix_done(&traced(run)?.traced.arrivals, *bytes);
@@ -1285,11 +1314,27 @@ mod tests {
             run: "r".into(),
             filter,
             by_bytes,
+            completion: Completion::Receiver,
         };
         let v = |m: &Metric| m.eval(&runs).unwrap();
         assert!((v(&mean(false, Filter::default())) - 20e-6).abs() < 1e-15);
         // (1000 x 10 + 3000 x 30) / 4000 = 25 us.
         assert!((v(&mean(true, Filter::default())) - 25e-6).abs() < 1e-15);
+        // Ending at the sender: the small flow's ACK came back at 14 us, the
+        // big flow's never did (it does not count).
+        let mut acked = runs.clone();
+        acked.get_mut("r").unwrap().flows[0].sender_finish_ps = Some(14_000_000);
+        let sender = Metric::FctMean {
+            run: "r".into(),
+            filter: Filter::default(),
+            by_bytes: false,
+            completion: Completion::Sender,
+        };
+        assert!((sender.eval(&acked).unwrap() - 14e-6).abs() < 1e-15);
+        assert!(
+            sender.eval(&runs).is_err(),
+            "no flow completed at its sender"
+        );
         let only = |f: Filter| v(&mean(false, f));
         let small = Filter {
             max_size: Some(1000),
