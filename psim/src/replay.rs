@@ -41,13 +41,13 @@
 //! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
 //! | `write_record` | false | psim: write the original's record (Parquet, `docs/outputs.md`) |
 //! | `priority` | `"exit"` | a `priority` replay's key: `"exit"` o(p) ([TH] §5.1's words); `"slack"` o − i − t_min and `"delay"` o − i, each less the NIC's wait, the relative forms the UPS code's edge queue stamps ([`ReplayPriority`]) |
-//! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served (aging the slack under LSTF; a `priority` replay keeps the original's drop-tail NIC), as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
+//! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served (aging the slack under LSTF and under `priority = "slack"` or `"delay"`; a `priority = "exit"` replay keeps the original's drop-tail NIC), as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
 //! | `from_record` | none | psim: a run's output directory (relative to the scenario file) whose record to replay; not with `write_record` |
 //!
 //! Limits: one process (no MPI ranks), no checkpoints, no PFC or Tofino
 //! chip, open-loop transports only (`cbr`); each is refused with an error
-//! naming `replay`. The LSTF is non-preemptive (the thesis's simulations;
-//! the preemptive rows of T34 need a port that aborts a packet on the wire).
+//! naming `replay`. The LSTF is non-preemptive by default (the thesis's
+//! simulations); `preemptive = true` interrupts the packet on the wire (T34).
 
 use crate::config::{bad, ConfigError, PortQueues, Scenario};
 use crate::packet::{Packet, PacketKind, Protocol};
@@ -482,8 +482,8 @@ pub enum ShardReplay {
 
 impl ShardReplay {
     /// Stamps the data packets a source just emitted with their recorded
-    /// slacks, or exit times (replay run only). A packet the original never
-    /// delivered gets the largest.
+    /// slacks, exit times or delays, as [`Stamp`] says (replay run only). A
+    /// packet the original never delivered gets the largest.
     #[inline]
     pub fn stamp(&self, pkts: &mut [Packet]) {
         let ShardReplay::Replay { table, stamp, .. } = self else {
