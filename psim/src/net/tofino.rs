@@ -31,7 +31,7 @@
 //! | `trim_n` | §3 alternative | each DoD dequeue makes each pipeline trim the next `trim_n` data packets to the port |
 //!
 //! All three meters run on every packet headed to the port ([T] `ndp.p4`),
-//! data and control; a meter is charged only when it colours the packet
+//! data and control (`meter_packets = "data"` meters the data alone); a meter is charged only when it colours the packet
 //! GREEN (RED packets consume no tokens, RFC 2698; spec ambiguity 6). Only
 //! data packets are ever trimmed or deflected. The notice is sent when a
 //! packet leaves the DoD queue (starts its recirculation), as in the
@@ -55,6 +55,7 @@
 //! | `mod_cap_packets` | none (unbounded; tail drop when set) | — |
 //! | `meter_burst_bytes` | the data queue's capacity in bytes (all three meters share it) | spec ambiguity 6 ("virtual output queue"); [T] one burst for all three |
 //! | `meter_overhead_bytes` | 0 ([T]: 25, wire overhead per packet) | [TRIM] silent; [T] `setup_ndp.py` |
+//! | `meter_packets` | `"all"`: every packet headed to the port charges the meters, control included | [T] `ndp.p4` (all three meters run on every packet); `"data"`: only the data packets the chip may trim, a reading of [TRIM]'s simulator, which does not say (P5, P9) |
 //!
 //! The trimmed header is [`HEADER_BYTES`] = 64 B, the paper's inferred size
 //! and [T]'s truncation, so it is not a parameter. Header-queue service
@@ -173,6 +174,20 @@ pub struct TofinoConfig {
     pub meter_burst_bytes: Option<u64>,
     /// Bytes each meter charges per packet on top of its size.
     pub meter_overhead_bytes: u32,
+    /// Which packets charge the meters.
+    pub meter_packets: MeterPackets,
+}
+
+/// Which packets headed to a port run its meters (`meter_packets`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MeterPackets {
+    /// Every packet, control included, as [T]'s `ndp.p4` meters them.
+    #[default]
+    All,
+    /// Only the data packets the chip may trim: control packets pass
+    /// unmetered and leave the data the whole of each meter.
+    Data,
 }
 
 impl Default for TofinoConfig {
@@ -191,6 +206,7 @@ impl Default for TofinoConfig {
             mod_cap_packets: None,
             meter_burst_bytes: None,
             meter_overhead_bytes: 0,
+            meter_packets: MeterPackets::All,
         }
     }
 }
@@ -224,6 +240,9 @@ pub struct TofinoParams {
     pub burst_bytes: u64,
     /// Per-packet meter overhead, bytes.
     pub overhead_bytes: u32,
+    /// Which packets charge the meters.
+    #[serde(default)]
+    pub meter_packets: MeterPackets,
 }
 
 impl TofinoConfig {
@@ -262,6 +281,7 @@ impl TofinoConfig {
             mod_cap: self.mod_cap_packets,
             burst_bytes: self.meter_burst_bytes.unwrap_or(data_queue_bytes),
             overhead_bytes: self.meter_overhead_bytes,
+            meter_packets: self.meter_packets,
         })
     }
 }
@@ -509,7 +529,7 @@ impl Chip {
         let v = self.p.variant;
         let data = pkt.kind == PacketKind::Data && pkt.size > HEADER_BYTES;
         let pipe = self.pipeline(in_port);
-        if v.meters() {
+        if v.meters() && (data || self.p.meter_packets == MeterPackets::All) {
             let idx = pipe as usize * self.ports as usize + out_port as usize;
             let green = self.meter(idx, out_port, pkt.size, now);
             if data {
@@ -886,6 +906,24 @@ mod tests {
         }
         // The burst is spent: the next data packet at the same instant is RED.
         assert_eq!(c.ingress(&data(), 1, 0, true, 0), Decision::Trim);
+        // With `meter_packets = "data"` the same ACKs leave the burst whole:
+        // the 10 data packets it holds (15,000 B) pass, the 11th is RED.
+        let cfg = TofinoConfig {
+            variant: Variant::Dod,
+            meter_packets: MeterPackets::Data,
+            ..Default::default()
+        };
+        let mut c = Chip::new(&cfg.params("k", 15_000).unwrap(), 7, &[G100; 16], true);
+        for _ in 0..1000 {
+            assert_eq!(c.ingress(&ack, 1, 0, true, 0), Decision::Forward);
+        }
+        for _ in 0..10 {
+            assert_eq!(c.ingress(&data(), 1, 0, true, 0), Decision::Forward);
+        }
+        assert_eq!(c.ingress(&data(), 1, 0, true, 0), Decision::Trim);
+        let parsed: TofinoConfig = toml::from_str("meter_packets = \"data\"").unwrap();
+        assert_eq!(parsed.meter_packets, MeterPackets::Data);
+        assert!(toml::from_str::<TofinoConfig>("meter_packets = \"some\"").is_err());
     }
 
     /// Ideal trims only at a full data queue; MoD drops and mirrors the
