@@ -31,8 +31,9 @@
 //! | `trim_n` | §3 alternative | each DoD dequeue makes each pipeline trim the next `trim_n` data packets to the port |
 //!
 //! All three meters run on every packet headed to the port ([T] `ndp.p4`),
-//! data and control (`meter_packets = "data"` meters the data alone); a meter is charged only when it colours the packet
-//! GREEN (RED packets consume no tokens, RFC 2698; spec ambiguity 6). Only
+//! data and control (`meter_packets = "data"` meters the data alone); a
+//! meter is charged only when it colours the packet GREEN (RED packets
+//! consume no tokens, RFC 2698; spec ambiguity 6). Only
 //! data packets are ever trimmed or deflected. The notice is sent when a
 //! packet leaves the DoD queue (starts its recirculation), as in the
 //! paper's simulator ([TRIM] §6); the hardware sends it later (discrepancy
