@@ -263,7 +263,9 @@ pub enum Metric {
     /// NIC (or, `from = "flow_start"`, from its flow's start) to the arrival
     /// at the destination ([`super::one_way`], [TH] Fig 5.3). Needs the
     /// run's packet trace with `enqueue` and `dequeue` events; a sampled
-    /// trace gives an unbiased estimate.
+    /// trace gives an unbiased estimate. `filter` keeps the packets of the
+    /// flows it keeps (the UPS tail-delay analysis reads the packets of the
+    /// flows that start in 0.5-2 s).
     OneWay {
         /// Run name.
         run: String,
@@ -273,6 +275,9 @@ pub enum Metric {
         /// Where each packet's delay starts.
         #[serde(default)]
         from: DelayFrom,
+        /// Which flows' packets count (default: all).
+        #[serde(default)]
+        filter: Filter,
     },
     /// Jain's fairness index of the flows' throughput in each `bin_us`
     /// window, averaged over the windows that start in [`from_us`,
@@ -900,22 +905,30 @@ impl Metric {
                 }
                 quantile_or_mean(&mut v, *q)
             }
-            Metric::OneWay { run, q, from } => {
+            Metric::OneWay {
+                run,
+                q,
+                from,
+                filter,
+            } => {
                 let d = traced(run)?;
-                let starts: HashMap<u64, u64> = match from {
-                    DelayFrom::Send => HashMap::new(),
-                    DelayFrom::FlowStart => {
-                        d.flows.iter().map(|f| (f.flow_id, f.start_ps)).collect()
-                    }
-                };
+                // The start of every flow the filter keeps; a packet of any
+                // other flow is left out.
+                let starts: HashMap<u64, u64> = d
+                    .flows
+                    .iter()
+                    .filter(|f| filter.keeps(f))
+                    .map(|f| (f.flow_id, f.start_ps))
+                    .collect();
                 let mut v: Vec<f64> = d
                     .traced
                     .arrivals
                     .iter()
-                    .filter_map(|a| match from {
-                        DelayFrom::Send => a.delay_ps,
-                        DelayFrom::FlowStart => {
-                            starts.get(&a.flow).map(|&t0| a.at_ps.saturating_sub(t0))
+                    .filter_map(|a| {
+                        let t0 = *starts.get(&a.flow)?;
+                        match from {
+                            DelayFrom::Send => a.delay_ps,
+                            DelayFrom::FlowStart => Some(a.at_ps.saturating_sub(t0)),
                         }
                     })
                     .map(|x| x as f64 / 1e6)
@@ -1569,6 +1582,7 @@ mod tests {
             run: "r".into(),
             q,
             from: DelayFrom::Send,
+            filter: Filter::default(),
         };
         assert!(m(None).eval(&runs).unwrap_err().contains("no packet trace"));
         let d = runs.get_mut("r").unwrap();
@@ -1595,6 +1609,7 @@ mod tests {
             run: "r".into(),
             q,
             from: DelayFrom::FlowStart,
+            filter: Filter::default(),
         };
         let d = runs.get_mut("r").unwrap();
         d.flows[0].start_ps = 500_000;
@@ -1604,6 +1619,37 @@ mod tests {
         assert_eq!(from_start(None).eval(&runs).unwrap(), 2.5);
         assert_eq!(from_start(Some(1.0)).eval(&runs).unwrap(), 4.5);
         assert_eq!(m(None).eval(&runs).unwrap(), 1e-6);
+        // A start window keeps only the packets of the flows that start in
+        // it: a second flow starting at 2 µs, its one packet arriving at
+        // 10 µs (8 µs from its start), is all that [2, 3] µs keeps.
+        let d = runs.get_mut("r").unwrap();
+        d.flows.push(flow(2, 1000, 10, 1000));
+        d.flows[1].start_ps = 2_000_000;
+        d.traced.arrivals.push(Arrival {
+            flow: 2,
+            seq: 0,
+            at_ps: 10_000_000,
+            payload_bytes: 1000,
+            delay_ps: Some(1),
+        });
+        let window = |from_us, until_us| Metric::OneWay {
+            run: "r".into(),
+            q: None,
+            from: DelayFrom::FlowStart,
+            filter: Filter {
+                start_from_us: from_us,
+                start_until_us: until_us,
+                ..Filter::default()
+            },
+        };
+        assert_eq!(window(Some(2), Some(3)).eval(&runs).unwrap(), 8.0);
+        assert_eq!(window(None, Some(1)).eval(&runs).unwrap(), 2.5);
+        assert_eq!(
+            from_start(None).eval(&runs).unwrap(),
+            (0.5 + 4.5 + 2.5 + 8.0) / 4.0
+        );
+        let e = window(Some(4), None).eval(&runs).unwrap_err();
+        assert!(e.contains("no data packet"), "{e}");
     }
 
     /// A traced arrival without a one-way delay.
