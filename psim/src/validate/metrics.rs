@@ -934,7 +934,14 @@ impl Metric {
                     .map(|x| x as f64 / 1e6)
                     .collect();
                 if v.is_empty() {
-                    return Err(format!("no data packet arrived in the trace of `{run}`"));
+                    let whose = if *filter == Filter::default() {
+                        ""
+                    } else {
+                        " of the flows its filter keeps"
+                    };
+                    return Err(format!(
+                        "no data packet{whose} arrived in the trace of `{run}`"
+                    ));
                 }
                 quantile_or_mean(&mut v, *q)
             }
@@ -1649,7 +1656,10 @@ mod tests {
             (0.5 + 4.5 + 2.5 + 8.0) / 4.0
         );
         let e = window(Some(4), None).eval(&runs).unwrap_err();
-        assert!(e.contains("no data packet"), "{e}");
+        assert!(
+            e.contains("no data packet of the flows its filter keeps"),
+            "{e}"
+        );
     }
 
     /// A traced arrival without a one-way delay.
