@@ -94,3 +94,57 @@ fn closed_loop_incast_rounds_start_after_the_previous_round_is_known_to_be_done(
         );
     }
 }
+
+/// Collectives run over the RDMA transports as over CBR (issue 14): a ring
+/// allreduce of 16 KB steps (16 packets of RoCE's 1 KB MTU) over go-back-N
+/// RoCE, IRN, and RoCE + DCQCN on marking switches. Every step's flow
+/// delivers its bytes, starts exactly one notice delay after both flows it
+/// waits on finished (the recurrence above, on the run's own finish times),
+/// and the run is the same on 1 and 3 shards.
+#[test]
+fn ring_allreduce_runs_over_roce_irn_and_dcqcn() {
+    let n = 16u32;
+    let steps = 2 * (n as usize - 1);
+    for (proto, switch) in [
+        ("roce", "droptail"),
+        ("irn", "droptail"),
+        ("dcqcn", "ecn_ramp"),
+    ] {
+        let text = format!(
+            "seed = 4\n[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"{switch}\"\n\
+             [[traffic]]\nprotocol = \"{proto}\"\npattern = \"collective\"\n\
+             algorithm = \"ring_allreduce\"\nsize_bytes = 256000\n"
+        );
+        let scn = scenario(&text, &[]);
+        let one = run(&scn, 1, 1);
+        assert_eq!(one.flows.len(), steps * n as usize, "{proto}");
+        assert!(one.outcome.summary.conserved(), "{proto}");
+        // finish[k][i]: when host i's step-k flow's last byte arrived.
+        let mut finish = vec![vec![0u64; n as usize]; steps];
+        let mut start = vec![vec![0u64; n as usize]; steps];
+        for i in 0..n {
+            let mut mine: Vec<_> = one.flows.iter().filter(|f| f.src == i).collect();
+            mine.sort_by_key(|f| f.start_ps);
+            assert_eq!(mine.len(), steps, "{proto} host {i}");
+            for (k, f) in mine.iter().enumerate() {
+                assert_eq!(f.dst, (i + 1) % n, "{proto}");
+                assert_eq!(f.size_bytes, Some(16_000), "{proto}");
+                assert_eq!(f.bytes_received, 16_000, "{proto} host {i} step {k}");
+                finish[k][i as usize] = f.finish_ps.expect("every step finishes");
+                start[k][i as usize] = f.start_ps;
+            }
+        }
+        for k in 1..steps {
+            for i in 0..n as usize {
+                let prev = (i + n as usize - 1) % n as usize;
+                assert_eq!(
+                    start[k][i],
+                    finish[k - 1][i].max(finish[k - 1][prev]) + NOTICE_PS,
+                    "{proto}: host {i} step {k}"
+                );
+            }
+        }
+        let other = run(&scn, 3, 2);
+        assert!(other.csv == one.csv, "{proto}: 3 shards differ from 1");
+    }
+}

@@ -55,6 +55,54 @@ fn a_three_hop_line_graph_gives_the_closed_form_completion_time() {
     }
 }
 
+/// A closed loop's next flow starts one notice delay (plus its think time)
+/// after the last one's last byte arrived: by default the network's longest
+/// link delay (50 us on LINE), with `run.notice_delay_us` that delay, and
+/// either way the same for any partition (the 50 us link is cut at 2 and 3
+/// shards, so a 0.5 us notice shrinks the windows below the lookahead).
+#[test]
+fn a_closed_loops_next_flow_waits_one_notice_delay_for_any_partition() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("line.graph"), LINE).unwrap();
+    let text = "seed = 1\nstop_us = 10000\n[topology]\nkind = \"graph\"\nfile = \"line.graph\"\n[switch.queue]\n\
+                kind = \"droptail\"\nqueue_packets = 1000\n[[traffic]]\nprotocol = \"cbr\"\n\
+                pattern = \"closed_loop\"\nclient_hosts = [0]\ntarget = 1\nthink_time_us = 2\n\
+                think_dist = \"fixed\"\nsize_dist = \"fixed\"\nsize_bytes = 14360\nrequests = 4\n";
+    let path = dir.path().join("loop.toml");
+    for (sets, notice_ps) in [
+        (&[][..], 50_000_000u64),
+        (&["run.notice_delay_us=0.5"][..], 500_000),
+    ] {
+        let sets: Vec<String> = sets.iter().map(|s| s.to_string()).collect();
+        let scn = Scenario::from_str(text, &path, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let one = run(&scn, 1, 1);
+        let mut flows = one.flows.clone();
+        flows.sort_by_key(|f| f.start_ps);
+        assert_eq!(flows.len(), 4, "{sets:?}");
+        for w in flows.windows(2) {
+            let last_byte = w[0].finish_ps.expect("finished");
+            assert_eq!(w[1].start_ps, last_byte + notice_ps + 2_000_000, "{sets:?}");
+        }
+        for shards in [2, 3] {
+            let other = run(&scn, shards, 2);
+            assert!(
+                other.csv == one.csv,
+                "{sets:?}: {shards} shards differ from 1"
+            );
+        }
+    }
+    for bad in ["0", "-1", "nan"] {
+        let set = format!("run.notice_delay_us={bad}");
+        let e = Scenario::from_str(text, &path, &[set])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("run.notice_delay_us") && !e.contains('\n'),
+            "{bad}: {e}"
+        );
+    }
+}
+
 #[test]
 fn internet2_runs_are_identical_for_one_two_and_three_shards() {
     // CBR all-to-all bursts on I2 10G-10G with microsecond delays: flows cross

@@ -95,6 +95,14 @@ pub struct RunFile {
     /// "Entity-major windows"); results are the same either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_order: Option<WindowOrder>,
+    /// How long a flow's completion takes to reach the workload (closed-loop
+    /// patterns: incast rounds, clients, collectives, `.cm` triggers), µs.
+    /// Default: the largest link delay of the network (docs/engine.md,
+    /// "Workload flows and completion notices"). Windows are never longer,
+    /// so a short delay on a network of long links costs more windows; the
+    /// results never depend on the partition.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice_delay_us: Option<f64>,
 }
 
 /// `[run] window_order`.
@@ -127,6 +135,8 @@ pub struct Scenario {
     pub stop_ps: Option<u64>,
     /// Stall span of the progress watchdog, ps; None: off.
     pub watchdog_ps: Option<u64>,
+    /// `run.notice_delay_us`, ps; None: the largest link delay.
+    pub notice_ps: Option<u64>,
     /// Network.
     pub topology: Topology,
     /// The discipline of every port: host NICs and each switch tier.
@@ -257,6 +267,24 @@ impl Scenario {
             0.0 => None,
             s => Some(time_ps("run.watchdog_s", s, PS_PER_SEC, MAX_TIME_PS)?),
         };
+        let notice_ps = match file.run.notice_delay_us {
+            Some(us) if !(us > 0.0 && us.is_finite()) => {
+                return Err(bad(
+                    "run.notice_delay_us",
+                    us,
+                    "must be a positive time: a completion reaches the workload after it happens",
+                ));
+            }
+            Some(us) => Some(time_ps("run.notice_delay_us", us, PS_PER_US, MAX_TIME_PS)?),
+            None => None,
+        };
+        if notice_ps == Some(0) {
+            return Err(bad(
+                "run.notice_delay_us",
+                file.run.notice_delay_us.unwrap_or(0.0),
+                "must be at least 1 ps",
+            ));
+        }
         let base = path.parent().map(Path::to_path_buf).unwrap_or_default();
         let topology = topology::build_topology(&file.topology, &base)?;
         file.protocol.validate()?;
@@ -373,6 +401,7 @@ impl Scenario {
             queues.tiers[0].name(),
             switch_marks,
         )?;
+        check_roce_lossless(&protocols, &traffic_protocols, &patterns, &file.switch.pfc)?;
         let workload = workloads::Workload::new(patterns, env)?;
         let trace = crate::trace::spec::validate(
             &file.trace,
@@ -395,6 +424,7 @@ impl Scenario {
             seed: file.seed,
             stop_ps,
             watchdog_ps,
+            notice_ps,
             topology,
             queues,
             protocols,
@@ -509,6 +539,56 @@ fn read_verb(
         ));
     }
     Ok(read)
+}
+
+/// `protocol.roce.pfc = true` turns go-back-N RoCE's timeout off ([TH]
+/// §4.3.1: with PFC nothing is lost), so a RoCE flow at a priority that
+/// the switches do not keep lossless would never resend a dropped packet
+/// and hang. IRN keeps its timeouts under PFC and is not checked. A flow
+/// list's per-row priorities are not known here.
+fn check_roce_lossless(
+    protocols: &crate::transport::ProtocolParams,
+    traffic_protocols: &[Protocol],
+    patterns: &[workloads::PatternSpec],
+    pfc: &crate::net::pfc::PfcConfig,
+) -> Result<(), ConfigError> {
+    if !protocols.roce.pfc {
+        return Ok(());
+    }
+    let go_back_n = [
+        Protocol::Roce,
+        Protocol::Dcqcn,
+        Protocol::Timely,
+        Protocol::RoceAimd,
+        Protocol::RoceDctcp,
+    ];
+    for (index, (proto, pattern)) in traffic_protocols.iter().zip(patterns).enumerate() {
+        if !go_back_n.contains(proto) {
+            continue;
+        }
+        let prio = match pattern {
+            workloads::PatternSpec::Poisson(p) => p.priority,
+            _ => 0,
+        };
+        let why = if !pfc.enabled {
+            "switch.pfc.enabled = false".to_string()
+        } else if !pfc.lossless.contains(&prio) {
+            format!("switch.pfc.lossless = {:?} leaves it out", pfc.lossless)
+        } else {
+            continue;
+        };
+        return Err(bad(
+            "protocol.roce.pfc",
+            true,
+            &format!(
+                "traffic[{index}] ({}) runs at priority {prio}, which no switch keeps lossless ({why}), \
+                 and with pfc = true RoCE never resends a dropped packet: enable PFC for that priority \
+                 or set protocol.roce.pfc = false",
+                proto.name()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -1004,6 +1084,47 @@ mod tests {
             e.contains("switch.pfc.headroom_bytes") && e.contains("9064 bytes"),
             "{e}"
         );
+    }
+
+    /// RoCE with `pfc = true` has no timeout, so its traffic must run at a
+    /// priority the switches keep lossless: PFC off, or the priority left
+    /// out of `lossless`, is a one-line error naming `protocol.roce.pfc`.
+    /// IRN keeps its timeouts and is not refused.
+    #[test]
+    fn roce_over_pfc_needs_a_lossless_priority() {
+        let text = |proto: &str| {
+            format!(
+                "[topology]\nkind = \"fattree\"\nk = 4\n[switch.pfc]\nenabled = true\n\
+                 [protocol.roce]\npfc = true\n[[traffic]]\nprotocol = \"{proto}\"\n\
+                 pattern = \"poisson\"\nload = 0.1\nsize_dist = \"irn_heavy\"\nstop_us = 10\n"
+            )
+        };
+        load(&text("dcqcn"), &["switch.queue.kind=\"ecn_ramp\""]).unwrap();
+        for (proto, sets) in [
+            ("roce", &["switch.pfc.enabled=false"][..]),
+            ("roce", &["switch.pfc.lossless=[3]"][..]),
+            (
+                "timely",
+                &["traffic.0.priority=2", "switch.pfc.lossless=[0, 1]"][..],
+            ),
+        ] {
+            let e = load(&text(proto), sets).unwrap_err().to_string();
+            assert!(
+                e.starts_with("protocol.roce.pfc") && e.contains("traffic[0]") && !e.contains('\n'),
+                "{proto} {sets:?}: {e}"
+            );
+        }
+        load(
+            &text("roce"),
+            &["traffic.0.priority=3", "switch.pfc.lossless=[3]"],
+        )
+        .unwrap();
+        load(&text("irn"), &["switch.pfc.enabled=false"]).unwrap();
+        load(
+            &text("roce"),
+            &["switch.pfc.enabled=false", "protocol.roce.pfc=false"],
+        )
+        .unwrap();
     }
 
     /// The manifest's `config` writes out defaults that depend on other

@@ -234,15 +234,18 @@ impl Simulation {
         let graph = topo.partition_graph();
         let part = partition::partition(&graph, opts.shards)?;
         let report = part.report(&graph)?;
-        // Completion notices travel one maximum link delay: that bounds the
-        // lookahead of every possible partition, so the delay never depends on
-        // the partition and a notice is never due inside a running window.
-        let notice_ps = graph.links.iter().map(|l| l.delay_ps).max().unwrap_or(0);
-        if notice_ps == 0 {
+        // Completion notices travel one maximum link delay by default: that
+        // bounds the lookahead of every possible partition, so windows keep
+        // the lookahead. `run.notice_delay_us` sets another delay; windows
+        // never exceed it, so a notice is never due inside a running window,
+        // and the delay never depends on the partition.
+        let longest = graph.links.iter().map(|l| l.delay_ps).max().unwrap_or(0);
+        if longest == 0 {
             return Err(SimError::Options(
                 "every link has zero latency: psim needs a positive propagation delay".into(),
             ));
         }
+        let notice_ps = scn.notice_ps.unwrap_or(longest);
         // Entity-major windows need every link, cut or not, to take at
         // least a window to cross.
         let shortest = graph.links.iter().map(|l| l.delay_ps).min().unwrap_or(0);
