@@ -92,8 +92,12 @@ fn scan_paths(paths: &[PathBuf]) -> PolarsResult<LazyFrame> {
         .iter()
         .map(|p| PlRefPath::try_from_path(p))
         .collect::<PolarsResult<_>>()?;
+    // A sweep names its task directories `key=value,...`, which polars
+    // would read as hive partitions (and, trying to parse a value such as
+    // `load30` as a date, panic): the flows table is the only source.
     let args = ScanArgsParquet {
         glob: false,
+        hive_options: HiveOptions::new_disabled(),
         ..Default::default()
     };
     let cols: Vec<Expr> = REQUIRED_COLUMNS.iter().map(|(n, _)| col(*n)).collect();

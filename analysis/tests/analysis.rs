@@ -1218,3 +1218,24 @@ fn a_tofino_runs_mode_timeline_is_tabulated_and_drawn() {
     let tables = analysis::tables(&rep, analysis::Style::Exact);
     assert!(tables.iter().all(|t| t.name != "mode_shares"));
 }
+
+/// A sweep's bundle axis names task directories such as `row=load30`:
+/// polars would read that as a hive partition and, trying the value as a
+/// date, panic. The flows are read with hive partitioning off.
+#[test]
+fn a_task_directory_named_like_a_hive_partition_is_read() {
+    let text = "seed = 3\n[topology]\nkind = \"fattree\"\nk = 4\n[[traffic]]\nprotocol = \"ndp\"\n\
+                pattern = \"incast\"\nreceiver = 0\nsenders = 3\nsize_bytes = 9000\n";
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let scn = psim::config::Scenario::from_str(text, &root.join("inline.toml"), &[]).unwrap();
+    let t = tempfile::tempdir().unwrap();
+    let out = t.path().join("row=load30");
+    let opts = psim::engine::SimOptions {
+        shards: 1,
+        threads: 1,
+    };
+    psim::run::execute(&scn, opts, &out, false, &mut |_| {}).unwrap();
+    let rep = analyze(std::slice::from_ref(&out), &Options::default()).unwrap();
+    assert_eq!(rep.runs.len(), 1);
+    assert_eq!(rep.runs[0].counters.flows, 3);
+}

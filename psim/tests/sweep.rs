@@ -562,3 +562,41 @@ fn sweep_task_passes_sigusr1_on_and_exits_75_then_resumes() {
     let out = assert_ok(&psim(&["sweep", sweep.to_str().unwrap(), "--task", "0"]));
     assert!(out.contains("skipped (complete)"), "{out}");
 }
+
+/// Every shipped sweep file expands and validates every task's scenario
+/// (a dry run writes nothing else): [TH] Ch. 4's sensitivity sweeps give
+/// 16, 16 and 12 tasks (RoCE+PFC has no RTO_high or N rows).
+#[test]
+fn every_shipped_sweep_file_validates() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/sweep");
+    let mut seen = 0;
+    for entry in fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().and_then(|e| e.to_str()) != Some("toml") {
+            continue;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let out = d.path().join("out");
+        let r = assert_ok(&psim(&[
+            "sweep",
+            path.to_str().unwrap(),
+            "--dry-run",
+            "--out",
+            out.to_str().unwrap(),
+        ]));
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let want = match name {
+            "rdma_sensitivity_irn.toml" | "rdma_sensitivity_irn_pfc.toml" => Some(16),
+            "rdma_sensitivity_roce_pfc.toml" => Some(12),
+            _ => None,
+        };
+        if let Some(n) = want {
+            assert!(
+                r.contains(&format!("dry run: {n} to run, skipped 0")),
+                "{name}: {r}"
+            );
+        }
+        seen += 1;
+    }
+    assert!(seen >= 6, "{seen} sweep files");
+}

@@ -386,6 +386,7 @@ impl Scenario {
             ranges::check_queue_fits(&key, q, &protos, &protocols)?;
         }
         switch::check_port_sizes(&topology, &queues, ranges::full_packet(&protos, &protocols))?;
+        switch::check_scaled_ramps(&topology, &queues)?;
         let env = workloads::WorkloadEnv {
             hosts: topology.hosts(),
             host_link_bps: topology.host_link().rate_bps,
@@ -1084,6 +1085,32 @@ mod tests {
             e.contains("switch.pfc.headroom_bytes") && e.contains("9064 bytes"),
             "{e}"
         );
+    }
+
+    /// An `ecn_ramp` Kmax that scales with the rate (the default) must fit
+    /// the buffer at every port's rate: 50 KB at 25 Gb/s is 20 KB at the
+    /// k = 4 FatTree's 10 Gb/s and fits 100 KB, but is 200 KB at 100 Gb/s.
+    #[test]
+    fn a_scaled_kmax_must_fit_the_buffer_at_each_ports_rate() {
+        let text = "[topology]\nkind = \"fattree\"\nk = 4\n[switch.queue]\nkind = \"ecn_ramp\"\n\
+                    queue_bytes = 100000\nkmin_kb = 10\nkmax_kb = 50\n[[traffic]]\nprotocol = \"dcqcn\"\n\
+                    pattern = \"permutation\"\nsize_bytes = 10000\n";
+        load(text, &[]).unwrap();
+        let e = load(text, &["topology.link_gbps=100"])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("switch.queue.kmax_kb") && e.contains("200000 bytes at a 100 Gb/s port"),
+            "{e}"
+        );
+        load(
+            text,
+            &[
+                "topology.link_gbps=100",
+                "switch.queue.scale_with_rate=false",
+            ],
+        )
+        .unwrap();
     }
 
     /// RoCE with `pfc = true` has no timeout, so its traffic must run at a

@@ -304,6 +304,45 @@ pub(crate) fn check_port_sizes(
     Ok(())
 }
 
+/// With `scale_with_rate` (the default), an `ecn_ramp` port's Kmax grows
+/// with its link's rate, so a threshold that fits the buffer at the
+/// reference rate may not at a faster port: checked here, at every port
+/// rate the scenario has, naming the table's `kmax_kb`.
+pub(crate) fn check_scaled_ramps(topo: &Topology, queues: &PortQueues) -> Result<(), ConfigError> {
+    let mut checked = std::collections::BTreeSet::new();
+    for e in 0..topo.entities() {
+        let kind = topo.kind(e);
+        for p in 0..topo.port_count(e) {
+            let port = topo.port(e, p);
+            let to_host = topo.kind(port.peer) == EntityKind::Host;
+            let QueueConfig::EcnRamp(ramp) = queues.port_config(kind, to_host, e) else {
+                continue;
+            };
+            let size = topo.port_queue(e, p).filter(|_| queues.topology_sizes);
+            let named = queues.named_of.get(&e).copied();
+            let rate = port.link.rate_bps;
+            let size_key = match size {
+                None => (0, 0),
+                Some(QueueLimit::Packets(n)) => (1, n),
+                Some(QueueLimit::Bytes(b)) => (2, b),
+            };
+            if !checked.insert((kind as u8, to_host, named, size_key, rate)) {
+                continue;
+            }
+            if let Some((kmax, buffer)) = ramp.scaled_kmax_overflow(rate, size.map(capacity)) {
+                let key = format!("{}.kmax_kb", queues.table_key(kind, to_host, e));
+                let why = format!(
+                    "scaled with the rate (scale_with_rate) to {:.0} bytes at a {} Gb/s port, above that port's buffer ({buffer} bytes): lower kmax_kb, raise the capacity, or set scale_with_rate = false",
+                    kmax,
+                    rate as f64 / 1e9
+                );
+                return Err(bad(&key, ramp.kmax_kb, &why));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Resolves `[[switch.named]]`'s switch names in `topo` into
 /// `queues.named_of`: each must name a switch, at most once over all tables.
 pub(crate) fn resolve_named(

@@ -8,9 +8,9 @@
 //! others pass unmarked (RoCE's ACKs, CNPs and NACKs). At enqueue, q is the
 //! queue the arrival finds; at dequeue (`HPCC`, `R3`, `CW` mark there), q is
 //! what the departing packet leaves behind. A FIFO with a tail-drop limit
-//! otherwise. A Kmax above a byte capacity is an error when the thresholds
-//! are fixed (`scale_with_rate = false`); scaled ones depend on each port's
-//! rate and are not checked.
+//! otherwise. A Kmax above a byte capacity is an error: fixed thresholds
+//! (`scale_with_rate = false`) in `validate`, scaled ones at each port's
+//! rate once the topology is known (`config/switch.rs`, `check_scaled_ramps`).
 //!
 //! Thresholds are in KB of 1000 B (`HPCC`, DQ2; `R3` counts 1030-B cells).
 //! With `scale_with_rate` they are per `reference_gbps` of the port's link
@@ -86,6 +86,24 @@ impl EcnRampConfig {
     fn cap(&self, key: &str) -> Result<Capacity, ConfigError> {
         let default = Capacity::Bytes(DEFAULT_QUEUE_BYTES);
         capacity(key, self.queue_packets, self.queue_bytes, default)
+    }
+    /// With `scale_with_rate`, Kmax at a port of `rate_bps` and the buffer
+    /// it must fit (bytes; `buffer` replaces the table's capacity where a
+    /// graph file sizes the port), when it does not fit; `validate` checks
+    /// only fixed thresholds, as the scaled ones depend on each port's rate.
+    pub(crate) fn scaled_kmax_overflow(
+        &self,
+        rate_bps: u64,
+        buffer: Option<Capacity>,
+    ) -> Option<(f64, u64)> {
+        if !self.scale_with_rate {
+            return None;
+        }
+        let Capacity::Bytes(b) = buffer.or_else(|| self.cap("").ok())? else {
+            return None;
+        };
+        let kmax = self.kmax_kb * 1000.0 * rate_bps as f64 / (self.reference_gbps * 1e9);
+        (kmax > b as f64).then_some((kmax, b))
     }
     /// The marking decision these keys describe. Call only after `validate`.
     pub(super) fn ramp(&self) -> Ramp {
