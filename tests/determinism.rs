@@ -472,13 +472,42 @@ fn the_full_only_ups_tcp_runs_cut_down_are_identical_across_partitions() {
             "host.slack.per_packet_bytes=1460",
         ],
     ];
+    cut_down_runs_agree(
+        &path,
+        &["traffic.0.stop_us=30000", "stop_us=500000"],
+        &variants,
+    );
+}
+
+/// T37's tail-delay runs (full scale only in `psim validate`): CBR on I2
+/// 1G-10G under FIFO and under LSTF with the tail slack, cut down to 20 ms
+/// of arrivals, give the same flow table and event count at 1 shard and at
+/// 3 shards x 2 threads.
+#[test]
+fn the_full_only_ups_tail_delay_runs_cut_down_are_identical_across_partitions() {
+    let root = psim_integration_tests::repo_root();
+    let path = root.join("validation/scenarios/t37_tail_delay.toml");
+    let variants: [&[&str]; 2] = [
+        &[],
+        &[
+            "switch.queue.kind=lstf",
+            "switch.queue.queue_packets=100000000",
+            "host.slack.policy=tail",
+        ],
+    ];
+    cut_down_runs_agree(
+        &path,
+        &["traffic.0.stop_us=20000", "trace.packets.enabled=false"],
+        &variants,
+    );
+}
+
+/// Runs `path` with `base` and each variant's `--set`s at 1 shard and at 3
+/// shards x 2 threads: the same flow table (of over 100 flows) and events.
+fn cut_down_runs_agree(path: &std::path::Path, base: &[&str], variants: &[&[&str]]) {
     for v in variants {
-        let sets: Vec<String> = ["traffic.0.stop_us=30000", "stop_us=500000"]
-            .iter()
-            .chain(v)
-            .map(|s| s.to_string())
-            .collect();
-        let scn = Scenario::load(&path, &sets).unwrap_or_else(|e| panic!("{e}"));
+        let sets: Vec<String> = base.iter().chain(v.iter()).map(|s| s.to_string()).collect();
+        let scn = Scenario::load(path, &sets).unwrap_or_else(|e| panic!("{e}"));
         let reference = run(&scn, 1, 1);
         assert!(reference.flows.len() > 100, "{v:?}");
         let other = run(&scn, 3, 2);
