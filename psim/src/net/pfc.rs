@@ -797,6 +797,46 @@ mod tests {
         }
     }
 
+    /// The dynamic threshold on buffers per input port: X-OFF = alpha x
+    /// (10 000 − 3 000 headroom − the input's bytes, every priority). By
+    /// hand with alpha = 1 and 1000 B packets on priority 3: after n,
+    /// 1000n ≥ 7000 − 1000n first at n = 4, so the 4th pauses. With 2000 B
+    /// of lossy priority 1 already in from the same input, 1000n ≥ 5000 −
+    /// 1000n at n = 3. Resuming from the 4 (resume offset 2000): after k
+    /// departures 4000 − 1000k + 2000 < 3000 + 1000k first at k = 2.
+    #[test]
+    fn buffers_per_input_pause_at_the_dynamic_threshold() {
+        let cfg = PfcConfig {
+            threshold: Threshold::Dynamic,
+            alpha: 1.0,
+            ..cfg()
+        };
+        for (lossy_first, pause_at) in [(0, 4), (2, 3)] {
+            let mut m = Mmu::new(&cfg, 2, false);
+            for s in 0..lossy_first {
+                let p = data(100 + s, 1);
+                assert!(m.admit(&p, 0, 1));
+                assert_eq!(m.charge(&p, 0, 1, 0), Signal::None);
+            }
+            let first = (0..10).position(|s| {
+                let p = data(s, 3);
+                assert!(m.admit(&p, 0, 1));
+                m.charge(&p, 0, 1, 0) != Signal::None
+            });
+            assert_eq!(first.map(|n| n + 1), Some(pause_at), "{lossy_first} lossy");
+        }
+        let mut m = Mmu::new(&cfg, 2, false);
+        for s in 0..4 {
+            let p = data(s, 3);
+            assert!(m.admit(&p, 0, 1));
+            m.charge(&p, 0, 1, 0);
+        }
+        let resumed = (0..4)
+            .position(|s| m.release(&data(s, 3), 1, None) != Signal::None)
+            .map(|k| k + 1);
+        assert_eq!(resumed, Some(2));
+    }
+
     /// A shared pool of 100 000 B on 2 ports, lossless priority 3 only:
     /// 2 x (10 000 headroom + 4 000 reserve) set aside leaves 72 000;
     /// threshold = 0.5 x (72 000 − shared bytes in use).
