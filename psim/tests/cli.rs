@@ -703,7 +703,8 @@ fn workload_errors_name_the_traffic_problem() {
 }
 
 /// A run without a stop time whose flows can never finish (RoCE with
-/// `pfc = true` has no timeout, and lossy links drop its packets) ends when
+/// `pfc = true` has no timeout, and lossy links drop its packets, which PFC
+/// cannot prevent) ends when
 /// nothing is left to do: its flow table records the flows unfinished, and a
 /// warning on stderr says why; a run that finishes every flow prints none.
 #[test]
@@ -712,7 +713,7 @@ fn flows_stuck_without_a_timer_are_named_in_a_warning() {
     let text = |loss: f64| {
         format!(
             "seed = 1\n[topology]\nkind = \"fattree\"\nk = 4\n[link]\nloss_rate = {loss}\n\
-             [protocol.roce]\npfc = true\n\
+             [switch.pfc]\nenabled = true\n[protocol.roce]\npfc = true\n\
              [[traffic]]\nprotocol = \"roce\"\npattern = \"incast\"\nreceiver = 0\nsenders = 8\nsize_bytes = 20000\n"
         )
     };
