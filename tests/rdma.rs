@@ -148,7 +148,11 @@ fn dcqcn_without_marks_and_timely_without_acks_are_refused() {
     }
     // IRN ACKs every packet whatever ack_every says; plain RoCE may go without.
     load(&text("irn_timely", "droptail", no_acks)).unwrap();
-    load(&text("roce", "droptail", no_acks)).unwrap();
+    // RoCE with `pfc = true` has no timeout: it needs PFC on the switches.
+    let no_acks_over_pfc = format!("{no_acks}[switch.pfc]\nenabled = true\n");
+    load(&text("roce", "droptail", &no_acks_over_pfc)).unwrap();
+    let e = load(&text("roce", "droptail", no_acks)).unwrap_err();
+    assert!(e.starts_with("protocol.roce.pfc"), "{e}");
 }
 
 /// [TH] §3.2.3's rate engine on the TIMELY testbed incast
@@ -237,8 +241,10 @@ fn app_limited_roce_flows_deliver_exactly_the_released_messages() {
 }
 
 /// IRN's `CW` variant (`[protocol.irn] cw_compat`, docs/rdma.md) with
-/// DCQCN over a lossy fabric whose 17 KB queues are far below the ECN
-/// ramp's 40 KB Kmin, so no switch marks: every flow still completes with
+/// DCQCN over a lossy fabric whose 17 KB queues never reach the ECN
+/// ramp's 16.9 KB Kmin (an arrival finds at most 17 KB less its own
+/// size; a Kmax above the buffer is refused), so no switch marks: every
+/// flow still completes with
 /// every byte, and it is identical across partitions. The thesis's IRN
 /// never hears a CNP and keeps line rate; `CW`'s receiver flags every NACK
 /// as a CNP, so DCQCN cuts on losses (the spec's pitfall 3: loss recovery
@@ -246,7 +252,7 @@ fn app_limited_roce_flows_deliver_exactly_the_released_messages() {
 #[test]
 fn irn_cw_variant_cuts_dcqcn_on_nacks_and_is_deterministic() {
     let text = "seed = 4\nstop_us = 200000\n[topology]\nkind = \"fattree\"\nk = 4\n\
-         [switch.queue]\nkind = \"ecn_ramp\"\nqueue_bytes = 17000\n\
+         [switch.queue]\nkind = \"ecn_ramp\"\nqueue_bytes = 17000\nscale_with_rate = false\nkmin_kb = 16.9\nkmax_kb = 17\n\
          [[traffic]]\nprotocol = \"irn_dcqcn\"\npattern = \"incast\"\nreceiver = 0\nsenders = 6\nsize_bytes = 300000\n\
          [[traffic]]\nprotocol = \"irn_dcqcn\"\npattern = \"permutation\"\nsize_bytes = 200000\n";
     let thesis = run(&scenario(text, &[]), 1, 1);
