@@ -233,7 +233,8 @@ fn queue_series_agree_with_the_packet_trace_and_the_counters() {
         }
         let mut tx: BTreeMap<(u32, u16), u64> = BTreeMap::new();
         for r in &t.packets {
-            if r.event == PacketEvent::Dequeue {
+            // A port sends its queue's packets and its own PFC frames.
+            if matches!(r.event, PacketEvent::Dequeue | PacketEvent::Pause) {
                 *tx.entry((r.entity, r.port)).or_default() += r.size_bytes as u64;
             }
         }
