@@ -1,8 +1,10 @@
 //! Record and replay ([TH] §5.1–5.2; psim/src/replay.rs): a schedule with
 //! one congestion point per packet replays exactly, whatever made it; a
 //! FIFO schedule on Internet2 replays with few packets late; priority =
-//! o(p) misses far more than LSTF; preemptive LSTF replays SJF and LIFO
-//! far better than LSTF without; bad input is refused by key.
+//! o(p) misses far more than LSTF; network-wide EDF replays as LSTF does;
+//! any discipline replays its own schedule exactly; preemptive LSTF
+//! replays SJF and LIFO far better than LSTF without; bad input is refused
+//! by key.
 
 use psim::config::Scenario;
 use psim::replay::ReplayReport;
@@ -168,6 +170,109 @@ fn a_fifo_schedule_on_internet2_replays_mostly_on_time() {
 }
 
 #[test]
+fn network_wide_edf_replays_exactly_as_lstf_does() {
+    // [TH] App. A.4: EDF with priority(p, α) = o(p) − t_min(p, α, dest) +
+    // T(p, α) gives LSTF's schedule. psim's EDF replay stamps o(p) and keys
+    // each hop by that priority from the packet's path; LSTF keys by
+    // arrival + slack + T, which equals it at every hop. A FIFO original on
+    // I2 with 10 ms of arrivals has several congestion points, so LSTF
+    // leaves packets late: EDF must leave the same packets exactly as late,
+    // every flow finishing at the same picosecond, with and without
+    // preemption. A key off by any hop's propagation or transmission time
+    // would reorder some queue: paths here cross 4 or more links of 1 to
+    // 14.4 Gb/s and 10 ms, and flows of 1000-byte payloads end in short
+    // packets.
+    for pre in ["false", "true"] {
+        let sets = [
+            "switch.queue.kind=droptail".to_string(),
+            "traffic.0.stop_us=10000".to_string(),
+            "traffic.0.packet_payload_bytes=1000".to_string(),
+            format!("replay.preemptive={pre}"),
+        ];
+        let with = |d: &str| {
+            let mut v: Vec<String> = sets.to_vec();
+            v.push(format!("replay.discipline=\"{d}\""));
+            v
+        };
+        let run_one = |d: &str| {
+            let v = with(d);
+            let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+            let scn = internet2(&refs);
+            let ran = run(&scn, 1, 1);
+            let r = ran.outcome.manifest.packets.get("replay").expect("replay");
+            let r: ReplayReport = serde_json::from_value(r.clone()).expect("a report");
+            (r, ran.csv)
+        };
+        let (lstf, lstf_flows) = run_one("lstf");
+        let (edf, edf_flows) = run_one("edf");
+        assert_eq!(edf.replay, "edf");
+        assert!(lstf.packets > 50_000, "preemptive {pre}: {lstf:?}");
+        if pre == "false" {
+            assert!(
+                lstf.overdue > 100,
+                "not exact: a test of the keys: {lstf:?}"
+            );
+        }
+        let numbers = |r: &ReplayReport| {
+            (
+                r.packets,
+                r.overdue,
+                r.overdue_beyond_t,
+                r.max_late_us,
+                r.replay_mean_queueing_us,
+            )
+        };
+        assert_eq!(numbers(&edf), numbers(&lstf), "preemptive {pre}");
+        assert_eq!(edf_flows, lstf_flows, "preemptive {pre}");
+    }
+}
+
+#[test]
+fn any_discipline_replays_and_replays_itself_exactly() {
+    // `discipline = "queue"` runs [replay.queue] at the switch ports. A
+    // deterministic discipline replaying its own schedule (same packets,
+    // same times, same paths) reproduces it exactly: FIFO, and SJF with its
+    // flow-size stamps kept from the original's edge policy (without them
+    // SJF would be FIFO and miss). FIFO replaying a Random original does
+    // far worse than LSTF: [TH] §5.1's point that the rule matters.
+    let queue = |kind: &str| {
+        vec![
+            "replay.discipline=\"queue\"".to_string(),
+            format!("replay.queue.kind=\"{kind}\""),
+            "replay.queue.queue_packets=100000000".to_string(),
+            "traffic.0.stop_us=10000".to_string(),
+        ]
+    };
+    let refs = |v: &[String]| -> Vec<String> { v.to_vec() };
+    let go = |v: Vec<String>| {
+        let r: Vec<&str> = v.iter().map(String::as_str).collect();
+        report(&internet2(&r))
+    };
+    let mut fifo = refs(&queue("droptail"));
+    fifo.push("switch.queue.kind=droptail".into());
+    let r = go(fifo);
+    assert_eq!(r.replay, "droptail");
+    assert_replays_exactly(&r, 50_000, "fifo by fifo");
+    let mut sjf = refs(&queue("sjf"));
+    sjf.push("switch.queue.kind=sjf".into());
+    sjf.push("host.slack.policy=flow_size".into());
+    let sjf_itself = go(sjf.clone());
+    assert_replays_exactly(&sjf_itself, 50_000, "sjf by sjf");
+    // The same SJF original replayed by LSTF is not exact.
+    let lstf = go(sjf[3..].to_vec());
+    assert_eq!(lstf.replay, "lstf");
+    assert!(lstf.overdue > 0, "{lstf:?}");
+    // A Random original: FIFO misses more than ten times as many as LSTF.
+    let by_fifo = go(queue("droptail"));
+    let by_lstf = go(vec!["traffic.0.stop_us=10000".into()]);
+    assert_eq!(by_fifo.packets, by_lstf.packets);
+    assert!(
+        by_fifo.overdue > 10 * by_lstf.overdue.max(1),
+        "{by_fifo:?} against {by_lstf:?}"
+    );
+}
+
+#[test]
 fn priority_by_exit_time_misses_far_more_than_lstf() {
     // [TH] §5.1 (T34): priority = o(p) leaves 21% of packets overdue (20.69%
     // by more than T), LSTF 0.21% (0.02%).
@@ -298,6 +403,38 @@ fn a_replay_needs_open_loop_traffic_and_sane_keys() {
         e.contains("replay.priority") || e.contains("priority"),
         "{e}"
     );
+    // A queue replay needs its table, and the table needs that replay.
+    let e = err(&["replay.discipline=\"queue\""]);
+    assert!(e.contains("replay.queue") && e.contains("missing"), "{e}");
+    let e = err(&["replay.queue.kind=\"fq\""]);
+    assert!(e.contains("replay.queue") && e.contains("lstf"), "{e}");
+    let e = err(&[
+        "replay.discipline=\"queue\"",
+        "replay.queue.kind=\"droptail\"",
+        "replay.queue.queue_packets=0",
+    ]);
+    assert!(e.contains("replay.queue.queue_packets"), "{e}");
+    // An edge policy the replay keeps must be read there.
+    let e = err(&[
+        "switch.queue.kind=\"sjf\"",
+        "host.slack.policy=\"flow_size\"",
+        "replay.discipline=\"queue\"",
+        "replay.queue.kind=\"droptail\"",
+    ]);
+    assert!(
+        e.contains("replay.queue.kind") && e.contains("flow_size"),
+        "{e}"
+    );
+    // EDF preempts as LSTF does, but has no control side queue.
+    assert_eq!(
+        err(&["replay.discipline=\"edf\"", "replay.preemptive=true"]),
+        ""
+    );
+    let e = err(&[
+        "replay.discipline=\"edf\"",
+        "replay.control_below_bytes=1000",
+    ]);
+    assert!(e.contains("replay.control_below_bytes"), "{e}");
     let e = err(&["replay.discipline=\"fifo\""]);
     assert!(
         e.contains("replay.discipline") || e.contains("discipline"),

@@ -40,6 +40,8 @@
 //! | `max_packets` | 10,000,000 | psim: memory bound of the record (56 B a packet, 560 MB); a run that delivers more stops with an error naming the key |
 //! | `queue_packets` | 100,000,000 | the replay's LSTF capacity: `UPS` replay scripts (`maxq`, no drops) |
 //! | `write_record` | false | psim: write the original's record (Parquet, `docs/outputs.md`) |
+//! | `discipline` | `"lstf"` | [`ReplayDiscipline`]: `"lstf"` ([TH] §5.1), `"priority"` (T34's simple priorities), `"edf"` (network-wide EDF, [TH] App. A.4: the LSTF schedule again), `"queue"` (any discipline, `[replay.queue]`) |
+//! | `queue` | none | with `discipline = "queue"`: a `switch.queue` table for every switch port (and the NICs with `nic = "same"`); nothing is stamped, the original's `[host.slack]` stays |
 //! | `priority` | `"exit"` | a `priority` replay's key: `"exit"` o(p) ([TH] §5.1's words); `"slack"` o − i − t_min and `"delay"` o − i, each less the NIC's wait, the relative forms the UPS code's edge queue stamps ([`ReplayPriority`]) |
 //! | `nic` | `"same"` | `"same"`: the replay's discipline at the NICs too; `"fifo"`: the NICs stay first come, first served (aging the slack under LSTF and under `priority = "slack"` or `"delay"`; a `priority = "exit"` replay keeps the original's drop-tail NIC), as in the `UPS` scripts, whose host queues are DropTail in both runs (spec §9.1); needs the original's `host.queue` to be `droptail` |
 //! | `from_record` | none | psim: a run's output directory (relative to the scenario file) whose record to replay; not with `write_record` |
@@ -69,6 +71,16 @@ pub enum ReplayDiscipline {
     /// "Simple priorities": the `rank` queue with priority = o(p), FIFO
     /// among equals ([TH] §5.1, T34: 21% overdue against LSTF's 0.21%).
     Priority,
+    /// Network-wide EDF, LSTF's priority form ([TH] App. A.4): the sources
+    /// stamp o(p) and each hop α serves by o(p) − t_min(p, α, dest) +
+    /// T(p, α) (`lstf`'s `mode = "edf_network"`). The same schedule as the
+    /// LSTF replay, packet for packet.
+    Edf,
+    /// Any discipline, given as `[replay.queue]` (a `switch.queue` table):
+    /// nothing is stamped, and the scenario's `[host.slack]` policy, if
+    /// any, stamps as in the original. How well a rule other than LSTF
+    /// replays the schedule.
+    Queue,
 }
 
 /// The value a priority replay (`discipline = "priority"`) sorts on. The
@@ -103,6 +115,9 @@ pub enum Stamp {
     Exit,
     /// The recorded delay o − i (`priority = "delay"`).
     Delay,
+    /// Nothing: `rank` stays as the transport and the edge policy left it
+    /// (`discipline = "queue"`).
+    None,
 }
 
 impl ReplaySpec {
@@ -112,8 +127,11 @@ impl ReplaySpec {
             (ReplayDiscipline::Lstf, _) | (ReplayDiscipline::Priority, ReplayPriority::Slack) => {
                 Stamp::Slack
             }
-            (ReplayDiscipline::Priority, ReplayPriority::Exit) => Stamp::Exit,
+            (ReplayDiscipline::Priority, ReplayPriority::Exit) | (ReplayDiscipline::Edf, _) => {
+                Stamp::Exit
+            }
             (ReplayDiscipline::Priority, ReplayPriority::Delay) => Stamp::Delay,
+            (ReplayDiscipline::Queue, _) => Stamp::None,
         }
     }
 }
@@ -151,6 +169,9 @@ pub struct ReplayFile {
     pub preemptive: bool,
     /// What the NICs run in the replay.
     pub nic: ReplayNic,
+    /// The discipline of a `discipline = "queue"` replay, as `switch.queue`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<QueueConfig>,
     /// Write the original's record to `DIR/record/` (`trace/record.rs`).
     pub write_record: bool,
     /// Replay the record a run wrote to this output directory (relative to
@@ -188,6 +209,7 @@ impl Default for ReplayFile {
             queue_packets: DEFAULT_QUEUE_PACKETS,
             preemptive: false,
             nic: ReplayNic::Same,
+            queue: None,
             write_record: false,
             from_record: None,
             control_below_bytes: None,
@@ -197,7 +219,7 @@ impl Default for ReplayFile {
 }
 
 /// The validated `[replay]`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct ReplaySpec {
     /// What the replay runs.
     pub discipline: ReplayDiscipline,
@@ -213,6 +235,8 @@ pub struct ReplaySpec {
     pub preemptive: bool,
     /// What the NICs run.
     pub nic: ReplayNic,
+    /// The discipline of a `discipline = "queue"` replay.
+    pub queue: Option<QueueConfig>,
     /// Write the original's record.
     pub write_record: bool,
     /// The output directory whose record to replay (resolved).
@@ -255,12 +279,53 @@ impl ReplayFile {
                 "a replay runs LSTF on plain output queues: remove PFC and the Tofino chip",
             ));
         }
-        if self.preemptive && self.discipline != ReplayDiscipline::Lstf {
+        if self.preemptive
+            && !matches!(
+                self.discipline,
+                ReplayDiscipline::Lstf | ReplayDiscipline::Edf
+            )
+        {
             return Err(bad(
                 "replay.preemptive",
                 true,
-                "only LSTF preempts: remove it, or use discipline = \"lstf\"",
+                "only LSTF and its EDF form preempt: remove it, or use discipline = \"lstf\" or \"edf\" (or the preemptive key of an lstf [replay.queue])",
             ));
+        }
+        match (self.discipline, &self.queue) {
+            (ReplayDiscipline::Queue, None) => {
+                return Err(bad(
+                    "replay.queue",
+                    "(missing)",
+                    "discipline = \"queue\" replays with the discipline given as [replay.queue] (any switch.queue table): add it",
+                ))
+            }
+            (ReplayDiscipline::Queue, Some(q)) => {
+                q.validate("replay.queue")?;
+                // The original's edge policy stamps in the replay too: one
+                // of the replay's ports must read what it writes.
+                let nic = match self.nic {
+                    ReplayNic::Same => q,
+                    ReplayNic::Fifo => &queues.host,
+                };
+                if queues.slack.validate("host.slack", [nic, q]).is_err() {
+                    return Err(bad(
+                        "replay.queue.kind",
+                        format!("{:?}", q.name()),
+                        &format!(
+                            "does not read what host.slack.policy = {:?} stamps, which the replay keeps: replay with a discipline that reads it",
+                            queues.slack.name()
+                        ),
+                    ));
+                }
+            }
+            (d, Some(_)) => {
+                return Err(bad(
+                    "replay.queue",
+                    format!("(with discipline = {:?})", format!("{d:?}").to_lowercase()),
+                    "is the discipline of a discipline = \"queue\" replay: remove it, or set discipline = \"queue\"",
+                ))
+            }
+            (_, None) => {}
         }
         if self.nic == ReplayNic::Fifo && queues.host.name() != "droptail" {
             return Err(bad(
@@ -278,11 +343,14 @@ impl ReplayFile {
             self.control_below_bytes,
             self.control_below_until,
         )?;
-        if let (Some(b), ReplayDiscipline::Priority) = (self.control_below_bytes, self.discipline) {
+        if let Some(b) = self
+            .control_below_bytes
+            .filter(|_| self.discipline != ReplayDiscipline::Lstf)
+        {
             return Err(bad(
                 "replay.control_below_bytes",
                 b,
-                "only the LSTF replay has the control side queue: remove it, or use discipline = \"lstf\"",
+                "only the LSTF replay has the control side queue (its packets keep their slack, which has no EDF form): remove it, or use discipline = \"lstf\"",
             ));
         }
         if self.priority != ReplayPriority::Exit && self.discipline != ReplayDiscipline::Priority {
@@ -307,6 +375,7 @@ impl ReplayFile {
             queue_packets: self.queue_packets,
             preemptive: self.preemptive,
             nic: self.nic,
+            queue: self.queue.clone(),
             write_record: self.write_record,
             from_record: self.from_record.as_ref().map(|d| base_dir.join(d)),
             control_below_bytes: self.control_below_bytes,
@@ -315,9 +384,10 @@ impl ReplayFile {
     }
 }
 
-/// The scenario of the replay run: `scn` with LSTF (or priority = o(p))
-/// on every port and no edge policy (the recorded slacks or exit times are
-/// stamped instead).
+/// The scenario of the replay run: `scn` with LSTF (or priority = o(p),
+/// or network-wide EDF) on every port and no edge policy (the recorded
+/// slacks or exit times are stamped instead); or with `[replay.queue]` on
+/// every port and the original's edge policy.
 pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
     let mut r = scn.clone();
     let lstf = match spec.discipline {
@@ -332,32 +402,38 @@ pub fn replay_scenario(scn: &Scenario, spec: &ReplaySpec) -> Scenario {
             queue_packets: Some(spec.queue_packets),
             queue_bytes: None,
         }),
+        ReplayDiscipline::Edf => QueueConfig::Lstf(LstfConfig {
+            queue_packets: Some(spec.queue_packets),
+            preemptive: spec.preemptive,
+            mode: LstfMode::EdfNetwork,
+            ..LstfConfig::default()
+        }),
+        ReplayDiscipline::Queue => spec.queue.clone().expect("validated"),
     };
-    r.queues.host = match (spec.nic, spec.discipline) {
-        (ReplayNic::Same, _) => lstf.clone(),
-        // LSTF's next hop needs the slack left after the NIC's wait.
-        (ReplayNic::Fifo, ReplayDiscipline::Lstf) => QueueConfig::Lstf(LstfConfig {
-            queue_packets: Some(spec.queue_packets),
-            mode: LstfMode::Fifo,
-            ..LstfConfig::default()
-        }),
-        // o(p) is a static priority: the original's drop-tail NIC, which
-        // leaves `rank` as it is.
-        (ReplayNic::Fifo, ReplayDiscipline::Priority) if spec.stamp() == Stamp::Exit => {
-            scn.queues.host.clone()
+    r.queues.host = match spec.nic {
+        ReplayNic::Same => lstf.clone(),
+        // LSTF's next hop needs the slack left after the NIC's wait; the
+        // relative priorities lose that wait there, as the UPS edge queue's
+        // stamp does, and stay fixed after it.
+        ReplayNic::Fifo if matches!(spec.stamp(), Stamp::Slack | Stamp::Delay) => {
+            QueueConfig::Lstf(LstfConfig {
+                queue_packets: Some(spec.queue_packets),
+                mode: LstfMode::Fifo,
+                ..LstfConfig::default()
+            })
         }
-        // The relative forms lose the NIC's wait there, as the UPS edge
-        // queue's stamp does, and stay fixed after it.
-        (ReplayNic::Fifo, ReplayDiscipline::Priority) => QueueConfig::Lstf(LstfConfig {
-            queue_packets: Some(spec.queue_packets),
-            mode: LstfMode::Fifo,
-            ..LstfConfig::default()
-        }),
+        // o(p) and the exit deadline are static, and any other discipline
+        // replays with FIFO NICs as the original ran them: the original's
+        // drop-tail NIC, which leaves `rank` as it is.
+        ReplayNic::Fifo => scn.queues.host.clone(),
     };
     r.queues.set_every_switch(lstf);
-    // The replay never drops: replay.queue_packets, not the file's sizes.
+    // The replay never drops: replay.queue_packets (or [replay.queue]'s
+    // own), not the file's sizes.
     r.queues.topology_sizes = false;
-    r.queues.slack = crate::net::edge::SlackConfig::None;
+    if spec.stamp() != Stamp::None {
+        r.queues.slack = crate::net::edge::SlackConfig::None;
+    }
     r
 }
 
@@ -495,6 +571,7 @@ impl ShardReplay {
                 (Some(r), Stamp::Slack) => r.slack_ps.max(0) as u64,
                 (Some(r), Stamp::Exit) => r.exit_ps,
                 (Some(r), Stamp::Delay) => r.exit_ps.saturating_sub(r.sent_ps),
+                (_, Stamp::None) => p.rank,
                 (None, Stamp::Exit) => u64::MAX,
                 (None, _) => i64::MAX as u64,
             };
@@ -556,8 +633,9 @@ pub struct ReplayReport {
     /// Disciplines of the original: NICs, then ToR/agg/core tiers, then
     /// `[switch.to_host]`'s and the `[[switch.named]]` tables'.
     pub original: Vec<String>,
-    /// What the replay ran (`lstf` or `priority`).
-    pub replay: ReplayDiscipline,
+    /// What the replay ran: `lstf`, `priority`, `edf`, or the discipline
+    /// of `[replay.queue]` (`fq`, `droptail`, ...).
+    pub replay: String,
     /// Data packets the original delivered (the record).
     pub recorded: u64,
     /// Of them, delivered in the replay.
@@ -590,7 +668,10 @@ impl ReplayReport {
         original.extend(scn.queues.switch_configs().map(|q| q.name().to_string()));
         ReplayReport {
             original,
-            replay: spec.discipline,
+            replay: match &spec.queue {
+                Some(q) => q.name().to_string(),
+                None => format!("{:?}", spec.discipline).to_lowercase(),
+            },
             recorded,
             packets: c.packets,
             unmatched: c.unmatched,
@@ -623,7 +704,7 @@ impl ReplayReport {
             "replay: {} packets of a {} original replayed by {}: {:.4} overdue, {:.4} by more than {} us (max {:.1} us late); mean queueing {:.1} -> {:.1} us",
             self.packets,
             self.switch_disciplines(),
-            format!("{:?}", self.replay).to_lowercase(),
+            self.replay,
             self.overdue_fraction,
             self.overdue_beyond_t_fraction,
             self.threshold_us,
@@ -750,6 +831,7 @@ size_bytes = 10000
             let switches = match spec.discipline {
                 ReplayDiscipline::Lstf => "lstf",
                 ReplayDiscipline::Priority => "rank",
+                ReplayDiscipline::Edf | ReplayDiscipline::Queue => unreachable!(),
             };
             assert_eq!(r.queues.tiers[0].name(), switches);
             // A graph file's port sizes stay with the original.
@@ -769,6 +851,25 @@ size_bytes = 10000
         assert_eq!(slack_ps(20_000_000, 10_000_000, t_min), 5_600_000);
         // A packet can never beat t_min, but the arithmetic stays signed.
         assert_eq!(slack_ps(14_000_000, 10_000_000, t_min), -400_000);
+    }
+
+    /// t_min(p, α, dest) ([TH] App. A.4), which the EDF replay's hops
+    /// serve by: from the source, all of t_min; from the leaf, its one
+    /// link into host 1; at the destination, or off the path, none.
+    #[test]
+    fn t_min_from_a_hop_worked_by_hand() {
+        let topo = two_hop();
+        let leaf = topo.port(0, 0).peer;
+        assert_eq!(topo.t_min_from_ps(0, 1, 0, 1500, 0), Some(4_400_000));
+        assert_eq!(topo.t_min_from_ps(0, 1, 0, 1500, leaf), Some(2_200_000));
+        assert_eq!(topo.t_min_from_ps(0, 1, 0, 1500, 1), None);
+        let spine = (0..topo.entities()).find(|&e| e > leaf).expect("a spine");
+        assert_eq!(topo.t_min_from_ps(0, 1, 0, 1500, spine), None);
+        // With the part before the leaf, the whole of t_min.
+        assert_eq!(
+            topo.t_min_to_ps(0, 1, 0, 1500, leaf).unwrap() + 2_200_000,
+            topo.t_min_ps(0, 1, 0, 1500)
+        );
     }
 
     #[test]
@@ -869,6 +970,18 @@ size_bytes = 10000
             // A packet the original never delivered goes last.
             assert!(out[1].rank >= i64::MAX as u64, "{stamp:?}");
         }
+        // Any other discipline: `rank` stays as the edge policy left it.
+        let rep = ShardReplay::Replay {
+            table: table.clone(),
+            stamp: Stamp::None,
+            threshold_ps: 12_000_000,
+            counts: Counts::default(),
+        };
+        let mut out = [p.clone(), unknown.clone()];
+        out[0].rank = 777;
+        out[1].rank = 778;
+        rep.stamp(&mut out);
+        assert_eq!((out[0].rank, out[1].rank), (777, 778));
         // What each [replay] asks the sources to stamp.
         let spec = |discipline, priority| ReplaySpec {
             discipline,
@@ -878,6 +991,7 @@ size_bytes = 10000
             queue_packets: 1,
             preemptive: false,
             nic: ReplayNic::Same,
+            queue: None,
             write_record: false,
             from_record: None,
             control_below_bytes: None,
@@ -889,5 +1003,9 @@ size_bytes = 10000
         assert_eq!(spec(p, ReplayPriority::Delay).stamp(), Stamp::Delay);
         let l = ReplayDiscipline::Lstf;
         assert_eq!(spec(l, ReplayPriority::Exit).stamp(), Stamp::Slack);
+        let e = ReplayDiscipline::Edf;
+        assert_eq!(spec(e, ReplayPriority::Exit).stamp(), Stamp::Exit);
+        let q = ReplayDiscipline::Queue;
+        assert_eq!(spec(q, ReplayPriority::Exit).stamp(), Stamp::None);
     }
 }

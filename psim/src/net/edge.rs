@@ -195,7 +195,8 @@ impl SlackConfig {
         *self == SlackConfig::None
     }
 
-    fn name(&self) -> &'static str {
+    /// The policy's name, as `policy` spells it.
+    pub fn name(&self) -> &'static str {
         match self {
             SlackConfig::None => "none",
             SlackConfig::FlowSize => "flow_size",
@@ -285,7 +286,10 @@ impl SlackConfig {
         let (what, kinds) = match w {
             Writes::Priority => ("a rank", "sjf, srpt, pfabric or rank"),
             Writes::Slack => ("a slack", "lstf"),
-            Writes::Deadline => ("a deadline", "lstf with mode = \"edf\", or rank"),
+            Writes::Deadline => (
+                "a deadline",
+                "lstf with mode = \"edf\" or \"edf_network\", or rank",
+            ),
         };
         let mut names: Vec<&str> = ports.into_iter().map(QueueConfig::name).collect();
         names.dedup();
@@ -422,7 +426,9 @@ fn reads(q: &QueueConfig, w: Writes) -> bool {
             Writes::Priority,
         ) => true,
         (QueueConfig::Lstf(c), Writes::Slack) => c.mode == LstfMode::Lstf,
-        (QueueConfig::Lstf(c), Writes::Deadline) => c.mode == LstfMode::Edf,
+        (QueueConfig::Lstf(c), Writes::Deadline) => {
+            matches!(c.mode, LstfMode::Edf | LstfMode::EdfNetwork)
+        }
         (QueueConfig::Rank(_), Writes::Deadline) => true,
         (QueueConfig::EdgeEcn(c), Writes::Slack) => c.used_slack == UsedSlack::Lstf,
         (QueueConfig::EdgeCodel(c), Writes::Slack) => c.used_slack == UsedSlack::Lstf,

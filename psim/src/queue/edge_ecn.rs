@@ -180,7 +180,9 @@ pub(crate) fn rank_form(q: &QueueConfig) -> Option<UsedSlack> {
 pub(crate) fn nic_counts_its_wait(nic: &QueueConfig, form: UsedSlack) -> bool {
     match (nic, form) {
         (QueueConfig::FifoPlus(_), UsedSlack::FifoPlus) => true,
-        (QueueConfig::Lstf(c), UsedSlack::Lstf) => c.mode != LstfMode::Edf,
+        (QueueConfig::Lstf(c), UsedSlack::Lstf) => {
+            !matches!(c.mode, LstfMode::Edf | LstfMode::EdfNetwork)
+        }
         (QueueConfig::EdgeEcn(_) | QueueConfig::EdgeCodel(_), _) => rank_form(nic) == Some(form),
         _ => false,
     }

@@ -27,9 +27,18 @@
 //! - **`mode = "edf"`**: `rank` holds the packet's absolute deadline at
 //!   this hop (ps); key = deadline + T, and the header is not changed.
 //!   With deadline = i + slack this is the same schedule as LSTF with the
-//!   same tie-break ([TH] App. A.4; tested below). The network-wide form
-//!   needs priority = o(p) − t_min(p, α, dest) per hop, i.e. switch state
-//!   keyed by destination: nothing computes that yet.
+//!   same tie-break ([TH] App. A.4; tested below).
+//! - **`mode = "edf_network"`**: the network-wide EDF of [TH] App. A.4.
+//!   `rank` holds the packet's exit deadline o (when its last bit is due at
+//!   the destination), unchanged on the way; each hop α keys it by
+//!   o − t_min(p, α, dest) + T(p, α), where t_min(p, α, dest) is the
+//!   packet's transmission plus propagation time from α's own link to the
+//!   destination (`Topology::t_min_from_ps`, one walk of the path per
+//!   arrival: no per-destination state). Stamped with the recorded o(p)
+//!   (`replay.discipline = "edf"`) its keys are exactly the LSTF replay's
+//!   (now + slack = o − t_min(p, α, dest) at every hop), so the schedule
+//!   is the same packet for packet (tests/replay.rs). A `deadline` edge
+//!   policy stamps now + `deadline_us` as o.
 //! - **`mode = "fifo"`**: first come, first served, with the slack in
 //!   `rank` lowered by the wait as in `"lstf"`. This is the UPS scripts'
 //!   host queue in a replay: the hosts' queues there are FIFO in both the
@@ -74,7 +83,7 @@
 //! |---|---|---|
 //! | `queue_packets`, or `queue_bytes` | 100 packets ([`DEFAULT_QUEUE_PACKETS`]) | as `droptail`; the UPS runs set 100,000,000 (replay, tail delay), 3425 or 34,250 (TCP runs) (`UPS` scripts) |
 //! | `preemptive` | false | [TH] §5.1.3 ("we extended our simulator to support preemption"); the simulations default to non-preemptive |
-//! | `mode` | `"lstf"` | `"lstf"`: slack in `rank`, updated at dequeue ([TH] §5.4); `"edf"`: deadline in `rank`, static ([TH] App. A.4); `"fifo"`: arrival order, slack updated at dequeue (the UPS replay's host queue) |
+//! | `mode` | `"lstf"` | `"lstf"`: slack in `rank`, updated at dequeue ([TH] §5.4); `"edf"`: deadline in `rank`, static ([TH] App. A.4); `"edf_network"`: exit deadline in `rank`, keyed per hop by o − t_min(p, α, dest) + T ([TH] App. A.4); `"fifo"`: arrival order, slack updated at dequeue (the UPS replay's host queue) |
 //! | `control_below_bytes` | none (off) | `lstf.cc`'s control side queue: packets under this wire size first, FIFO, slack untouched; the UPS UDP runs: 1460 (`control_packets_` 1, `control_packets_time_` 1 s, `ns-default.tcl`) |
 //! | `control_below_until_us` (with `control_below_bytes` only) | none (for ever) | `lstf.cc`'s `control_packets_time_`: arrivals from then on skip the side queue; the UPS runs: 1,000,000 (1 s, `ns-default.tcl`) |
 
@@ -98,6 +107,10 @@ pub enum LstfMode {
     Lstf,
     /// Absolute deadline at this hop, ps; unchanged.
     Edf,
+    /// Absolute exit deadline (when the last bit is due at the
+    /// destination), ps; unchanged. Each hop α serves it by
+    /// o − t_min(p, α, dest) + T(p, α), the network-wide EDF.
+    EdfNetwork,
     /// Remaining slack, lowered by the wait, but served in arrival order.
     Fifo,
 }
@@ -109,6 +122,9 @@ pub enum Form {
     Lstf,
     /// `rank` = deadline (ps); key = deadline + T; unchanged.
     Edf,
+    /// `rank` = exit deadline o (ps); key = o − t_min(p, α, dest) + T;
+    /// unchanged.
+    EdfNetwork,
     /// `rank` = queueing delay so far (ps); key = now − delay + T; delay += wait.
     FifoPlus,
     /// `rank` = slack (i64 ps); key = now (arrival order); slack −= wait.
@@ -178,6 +194,7 @@ impl DisciplineConfig for LstfConfig {
         let form = match self.mode {
             LstfMode::Lstf => Form::Lstf,
             LstfMode::Edf => Form::Edf,
+            LstfMode::EdfNetwork => Form::EdfNetwork,
             LstfMode::Fifo => Form::Fifo,
         };
         LstfQueue::new(cap, form)
@@ -261,14 +278,15 @@ impl LstfQueue {
     fn charge(&self, p: &mut Packet, waited: i64) {
         match self.form {
             Form::Lstf | Form::Fifo => p.rank = (p.rank as i64).saturating_sub(waited) as u64,
-            Form::Edf => {}
+            Form::Edf | Form::EdfNetwork => {}
             Form::FifoPlus => p.rank = (p.rank as i64).saturating_add(waited) as u64,
         }
     }
 
-    /// The packet's key at arrival at `now` on a link of `rate_bps`.
+    /// The packet's key at arrival at `cx.now` on a link of `cx.rate_bps`.
     #[inline]
-    fn key(&self, pkt: &Packet, now: u64, rate_bps: u64) -> u64 {
+    fn key(&self, pkt: &Packet, cx: &QueueCtx<'_>) -> u64 {
+        let (now, rate_bps) = (cx.now, cx.rate_bps);
         // The control side queue: below every slack, ties (arrival order)
         // among its own.
         if self.is_control(pkt, now) {
@@ -284,6 +302,13 @@ impl LstfQueue {
         let k = match self.form {
             Form::Lstf => now.saturating_add(pkt.rank as i64),
             Form::Edf => pkt.rank.min(i64::MAX as u64) as i64,
+            // Where the path is not known (unit tests of other queues), the
+            // exit deadline is served as it is.
+            Form::EdfNetwork => {
+                let rest = cx.t_min_from_here_ps(pkt).unwrap_or(0);
+                (pkt.rank.min(i64::MAX as u64) as i64)
+                    .saturating_sub(rest.min(i64::MAX as u64) as i64)
+            }
             Form::FifoPlus => now.saturating_sub(pkt.rank.min(i64::MAX as u64) as i64),
             Form::Fifo => now,
         };
@@ -293,7 +318,7 @@ impl LstfQueue {
 
 impl Discipline for LstfQueue {
     fn enqueue(&mut self, pkt: Packet, cx: &mut QueueCtx<'_>) {
-        let key = self.key(&pkt, cx.now, cx.rate_bps);
+        let key = self.key(&pkt, cx);
         if self
             .store
             .make_room(self.cap, pkt.size, key, true, |p| cx.evicted(p))
@@ -616,6 +641,8 @@ pub(crate) mod tests {
     fn mode_parses_and_unknown_keys_fail() {
         let c: LstfConfig = toml::from_str("mode = \"edf\"").unwrap();
         assert_eq!(c.mode, LstfMode::Edf);
+        let c: LstfConfig = toml::from_str("mode = \"edf_network\"").unwrap();
+        assert_eq!(c.mode, LstfMode::EdfNetwork);
         assert!(toml::from_str::<LstfConfig>("mode = \"sjf\"").is_err());
         assert!(
             toml::from_str::<LstfConfig>("preemptive = true")

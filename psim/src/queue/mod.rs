@@ -207,6 +207,15 @@ impl<'a> QueueCtx<'a> {
         let (node, topo) = self.place?;
         topo.t_min_to_ps(pkt.src, pkt.dst, pkt.path, pkt.size as u64, node)
     }
+    /// t_min(p, α, dest) with α this port's entity: what `pkt` needs, with
+    /// no queueing, from entering this port's queue until its last bit
+    /// reaches its destination ([`crate::topo::Topology::t_min_from_ps`]);
+    /// None where the place is not known or the path does not leave here.
+    #[inline]
+    pub fn t_min_from_here_ps(&self, pkt: &Packet) -> Option<u64> {
+        let (node, topo) = self.place?;
+        topo.t_min_from_ps(pkt.src, pkt.dst, pkt.path, pkt.size as u64, node)
+    }
     /// Reports `outcome` for `pkt`.
     #[inline]
     pub fn report(&mut self, outcome: Outcome, pkt: Packet) {

@@ -110,6 +110,30 @@ impl Topology {
         }
     }
 
+    /// t_min(p, α, dest) ([TH] App. A.4): as [`Self::t_min_ps`], from
+    /// entity `at` on the way (its own outgoing link first) to the arrival of
+    /// the last bit at `dst`. `at == src` gives the whole t_min; None when
+    /// the path does not leave through `at` (`at == dst` included). One walk,
+    /// no allocation: network-wide EDF calls it per packet per hop.
+    pub fn t_min_from_ps(&self, src: u32, dst: u32, path: u32, bytes: u64, at: u32) -> Option<u64> {
+        let (mut node, mut port, mut t) = (src, 0u16, None::<u64>);
+        loop {
+            if node == at {
+                t = Some(0);
+            }
+            let info = self.port(node, port);
+            t = t.map(|t| {
+                t.saturating_add(tx_time_ps(bytes, info.link.rate_bps))
+                    .saturating_add(info.link.delay_ps)
+            });
+            if info.peer == dst {
+                return t;
+            }
+            node = info.peer;
+            port = self.route(node, dst, path);
+        }
+    }
+
     /// The ideal completion time of a `size`-byte flow from `src` to `dst`
     /// in `mtu`-byte payloads: a lower bound no schedule can beat, over any
     /// of the pair's equal-cost paths (derivation in the module doc).
