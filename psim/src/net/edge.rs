@@ -195,8 +195,7 @@ impl SlackConfig {
         *self == SlackConfig::None
     }
 
-    /// The policy's name, as `policy` spells it.
-    pub fn name(&self) -> &'static str {
+    fn name(&self) -> &'static str {
         match self {
             SlackConfig::None => "none",
             SlackConfig::FlowSize => "flow_size",
