@@ -556,15 +556,8 @@ fn check_roce_lossless(
     if !protocols.roce.pfc {
         return Ok(());
     }
-    let go_back_n = [
-        Protocol::Roce,
-        Protocol::Dcqcn,
-        Protocol::Timely,
-        Protocol::RoceAimd,
-        Protocol::RoceDctcp,
-    ];
     for (index, (proto, pattern)) in traffic_protocols.iter().zip(patterns).enumerate() {
-        if !go_back_n.contains(proto) {
+        if !proto.go_back_n() {
             continue;
         }
         let prio = match pattern {

@@ -291,6 +291,10 @@ pub trait ProtocolDef {
     /// Whether a flow may be an RDMA Read (`[[traffic]] verb = "read"`,
     /// `roce/read.rs`): its source then asks its destination for the data.
     const READS: bool = false;
+    /// Whether it is RoCE's go-back-N sender, which with
+    /// `protocol.roce.pfc = true` never resends a dropped packet and so
+    /// needs its priority lossless (IRN keeps its timeouts: false).
+    const GO_BACK_N: bool = false;
     /// Payload bytes per full packet, from the protocol's parameters.
     fn mtu(p: &ProtocolParams) -> u32;
     /// The sending endpoint of `flow`.
@@ -391,6 +395,10 @@ macro_rules! registry {
             /// Whether a flow of it may be an RDMA Read (`roce/read.rs`).
             pub fn reads(self) -> bool {
                 match self { $( Protocol::$P => <$def as ProtocolDef>::READS, )* }
+            }
+            /// Whether it is RoCE's go-back-N sender ([`ProtocolDef::GO_BACK_N`]).
+            pub fn go_back_n(self) -> bool {
+                match self { $( Protocol::$P => <$def as ProtocolDef>::GO_BACK_N, )* }
             }
             /// Payload bytes per full packet.
             pub fn mtu(self, p: &ProtocolParams) -> u32 {
@@ -576,7 +584,15 @@ mod tests {
             assert_eq!(p.name(), Protocol::NAMES[i]);
             assert!(Protocol::ALL[..i].iter().all(|q| *q as u8 != p as u8));
             assert!(p.mtu(&params) > 0);
-            let mut src = Host::new(0, p.source(&flow(Some(100_000), 4), &params));
+            // The go-back-N flag (`protocol.roce.pfc`'s lossless check) is
+            // exactly the rows whose sender is RoCE's go-back-N source.
+            let ep = p.source(&flow(Some(100_000), 4), &params);
+            assert_eq!(
+                p.go_back_n(),
+                matches!(ep, Endpoint::RoceSource(_)),
+                "{p:?}"
+            );
+            let mut src = Host::new(0, ep);
             // What it sends at time 0, host services' turns included (a
             // TIMELY segment waits for the host's scheduler).
             let mut out = src.start(0);

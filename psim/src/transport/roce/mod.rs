@@ -241,6 +241,7 @@ impl ProtocolDef for RoceDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const GO_BACK_N: bool = true;
     const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
@@ -264,6 +265,7 @@ impl ProtocolDef for DcqcnDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const GO_BACK_N: bool = true;
     const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes
@@ -296,6 +298,7 @@ impl ProtocolDef for TimelyDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const GO_BACK_N: bool = true;
     const READS: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         p.roce.mtu_bytes

@@ -83,6 +83,7 @@ impl ProtocolDef for RoceAimdDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const GO_BACK_N: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
@@ -106,6 +107,7 @@ impl ProtocolDef for RoceDctcpDef {
     const IDEAL_FCT: bool = true;
     const MESSAGES: bool = true;
     const NIC_FETCH: bool = true;
+    const GO_BACK_N: bool = true;
     fn mtu(p: &ProtocolParams) -> u32 {
         RoceDef::mtu(p)
     }
