@@ -111,7 +111,14 @@ fn manifest(dir: &Path) -> serde_json::Value {
 #[test]
 fn runs_interrupted_at_several_windows_resume_to_identical_outputs() {
     let tmp = tempfile::tempdir().unwrap();
-    for name in ["ndp_permutation_k4.toml", "tcp_incast_k4.toml"] {
+    // pFabric and LSTF carry queue state (ranks, slacks) and edge state
+    // (the mean-FCT slack) through a checkpoint too.
+    for name in [
+        "ndp_permutation_k4.toml",
+        "tcp_incast_k4.toml",
+        "pfabric_websearch_k4.toml",
+        "lstf_tcp_k4.toml",
+    ] {
         let scn = scenario(name);
         for shards in [1, 3] {
             let reference = tmp.path().join(format!("{name}-{shards}-ref"));
