@@ -501,6 +501,37 @@ fn a_written_record_replays_like_the_original_and_must_match_the_topology() {
     assert_eq!(again, original);
     let flows = |d: &std::path::Path| psim::trace::read_flows(d).unwrap();
     assert_eq!(flows(&second), flows(&first));
+    // Record once, replay under several disciplines: EDF from the record
+    // is the LSTF replay again; FIFO from the record leaves packets late
+    // (the incast's one queue ran Random).
+    let edf = run_into(
+        &scenario(INCAST, &[&from, "replay.discipline=\"edf\""]),
+        &dir.path().join("edf"),
+    )
+    .unwrap();
+    assert_eq!(edf.replay, "edf");
+    assert_eq!(
+        (edf.overdue, edf.replay_mean_queueing_us),
+        (original.overdue, original.replay_mean_queueing_us)
+    );
+    let fifo = run_into(
+        &scenario(
+            INCAST,
+            &[
+                &from,
+                "replay.discipline=\"queue\"",
+                "replay.queue.kind=\"droptail\"",
+                "replay.queue.queue_packets=100000",
+            ],
+        ),
+        &dir.path().join("fifo"),
+    )
+    .unwrap();
+    assert_eq!(
+        (fifo.replay.as_str(), fifo.packets),
+        ("droptail", original.packets)
+    );
+    assert!(fifo.overdue > 0, "{fifo:?}");
 
     // A faster network: every t_min differs.
     let faster = scenario(INCAST, &[&from, "topology.link_gbps=25"]);
