@@ -243,17 +243,16 @@ fn any_discipline_replays_and_replays_itself_exactly() {
             "traffic.0.stop_us=10000".to_string(),
         ]
     };
-    let refs = |v: &[String]| -> Vec<String> { v.to_vec() };
     let go = |v: Vec<String>| {
         let r: Vec<&str> = v.iter().map(String::as_str).collect();
         report(&internet2(&r))
     };
-    let mut fifo = refs(&queue("droptail"));
+    let mut fifo = queue("droptail");
     fifo.push("switch.queue.kind=droptail".into());
     let r = go(fifo);
     assert_eq!(r.replay, "droptail");
     assert_replays_exactly(&r, 50_000, "fifo by fifo");
-    let mut sjf = refs(&queue("sjf"));
+    let mut sjf = queue("sjf");
     sjf.push("switch.queue.kind=sjf".into());
     sjf.push("host.slack.policy=flow_size".into());
     let sjf_itself = go(sjf.clone());

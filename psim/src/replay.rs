@@ -552,13 +552,17 @@ impl ShardReplay {
         let ShardReplay::Replay { table, stamp, .. } = self else {
             return;
         };
+        // A `queue` replay leaves `rank` to the edge policy: no lookup.
+        if *stamp == Stamp::None {
+            return;
+        }
         for p in pkts.iter_mut().filter(|p| p.kind == PacketKind::Data) {
             let r = table.get(p.flow, p.seq);
             p.rank = match (r, stamp) {
                 (Some(r), Stamp::Slack) => r.slack_ps.max(0) as u64,
                 (Some(r), Stamp::Exit) => r.exit_ps,
                 (Some(r), Stamp::Delay) => r.exit_ps.saturating_sub(r.sent_ps),
-                (_, Stamp::None) => p.rank,
+                (_, Stamp::None) => unreachable!("returned above"),
                 (None, Stamp::Exit) => u64::MAX,
                 (None, _) => i64::MAX as u64,
             };
